@@ -1,0 +1,57 @@
+import { unauthorized } from '../core/api-error.js';
+import type { Country } from '../core/countries.js';
+import type { ApiKeyRecord } from '../storage/index.js';
+import { hashKey, parseKey } from './key-format.js';
+
+/** What the rest of the request path knows about the caller once the key is trusted. */
+export interface AuthenticatedKey {
+  id: string;
+  accountId: string;
+  country: Country;
+  /** Display prefix: the only form of the key that may be logged (D20). */
+  prefix: string;
+  /** Per-key limit, or null for the deployment default (D14). */
+  rateLimitPerMinute: number | null;
+}
+
+export type FindKeyByHash = (keyHash: string) => Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined;
+
+const BEARER = /^Bearer +(\S+) *$/i;
+
+/**
+ * D5's 401 stage (spec 5, rules 1, 7; D3; D4). Cheap checks first: header shape, then key format
+ * and checksum (no look-up), then the hash look-up, then revocation and country. Messages help the
+ * caller fix the request but never echo the key (D20).
+ */
+export async function authenticate(
+  authorization: string | undefined,
+  hostCountry: Country,
+  findKeyByHash: FindKeyByHash,
+): Promise<AuthenticatedKey> {
+  if (authorization === undefined || authorization === '') {
+    throw unauthorized('Missing API key: send the header "Authorization: Bearer <API_KEY>".');
+  }
+  const token = BEARER.exec(authorization)?.[1];
+  if (token === undefined) {
+    throw unauthorized('Malformed Authorization header: expected "Bearer <API_KEY>".');
+  }
+  const keyCountry = parseKey(token);
+  if (keyCountry === undefined) {
+    throw unauthorized('Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.');
+  }
+  const record = await findKeyByHash(hashKey(token));
+  if (record === undefined || record.revoked_at !== null) {
+    throw unauthorized('Unknown or revoked API key.');
+  }
+  if (record.country !== hostCountry) {
+    // D3: a key works only against its own country's host.
+    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host.`);
+  }
+  return {
+    id: record.id,
+    accountId: record.account_id,
+    country: keyCountry,
+    prefix: record.prefix,
+    rateLimitPerMinute: record.rate_limit_per_minute,
+  };
+}

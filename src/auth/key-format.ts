@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { COUNTRY_CODES, type Country } from '../core/countries.js';
+
+/**
+ * D2 key format: `<cc>_live_<secret>`, where the secret is 32 characters drawn uniformly from
+ * [A-Za-z0-9] by a CSPRNG (32 x log2(62) = 190.5 bits) followed by a 6-character checksum: the
+ * CRC-32 of everything before it, in base 62. The checksum lets the API reject a mistyped or
+ * truncated key without a database look-up (GitHub's token format does the same).
+ */
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+export const RANDOM_LENGTH = 32;
+export const CHECKSUM_LENGTH = 6;
+const KEY_PATTERN = new RegExp(`^(${COUNTRY_CODES.join('|')})_live_([0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}})$`);
+/** Characters of the key kept for display: `sg_live_` and the first four of the secret (D2, D20). */
+const DISPLAY_PREFIX_LENGTH = 'sg_live_'.length + 4;
+
+/** Uniform base-62 characters from a CSPRNG; rejection sampling avoids the modulo bias. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 4 x 62: bytes at or above it would make the first 8 characters more likely.
+      if (byte < 248) out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export function checksum(body: string): string {
+  let n = crc32(body);
+  let out = '';
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = ALPHABET[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+/** A new key for a country: shown once, then only its hash is kept. */
+export function generateKey(country: Country): string {
+  const body = `${country}_live_${randomBase62(RANDOM_LENGTH)}`;
+  return body + checksum(body);
+}
+
+/**
+ * The country of a well-formed key with a valid checksum, or undefined for anything else. Pure:
+ * no look-up, so malformed keys (typos, truncation, wrong prefix) cost nothing (D5 401 stage).
+ */
+export function parseKey(token: string): Country | undefined {
+  const match = KEY_PATTERN.exec(token);
+  if (!match) return undefined;
+  const body = token.slice(0, -CHECKSUM_LENGTH);
+  if (checksum(body) !== token.slice(-CHECKSUM_LENGTH)) return undefined;
+  return match[1] as Country;
+}
+
+/** The only form in which a key is stored (D2): SHA-256, hex. Right for keys of 190 bits. */
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function displayPrefix(key: string): string {
+  return key.slice(0, DISPLAY_PREFIX_LENGTH);
+}
+
+export function lastFour(key: string): string {
+  return key.slice(-4);
+}

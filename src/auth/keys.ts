@@ -1,0 +1,30 @@
+import { randomUUID } from 'node:crypto';
+import type { Country } from '../core/countries.js';
+import type { Store } from '../storage/index.js';
+import { displayPrefix, generateKey, hashKey, lastFour } from './key-format.js';
+
+/**
+ * Issues a key for an account and country. Returns the full key: the caller shows it once (spec 5
+ * rule 4); only its hash, display prefix and last four are stored (D2).
+ */
+export async function issueKey(
+  store: Store,
+  input: { accountId: string; country: Country; label: string; now: Date },
+): Promise<{ id: string; key: string }> {
+  const key = generateKey(input.country);
+  const id = randomUUID();
+  await store.keys.create({
+    id,
+    account_id: input.accountId,
+    country: input.country,
+    label: input.label,
+    key_hash: hashKey(key),
+    prefix: displayPrefix(key),
+    last4: lastFour(key),
+    rate_limit_per_minute: null,
+    created_at: input.now.toISOString(),
+    last_used_at: null,
+    revoked_at: null,
+  });
+  return { id, key };
+}

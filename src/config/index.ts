@@ -1,0 +1,126 @@
+import { COUNTRY_CODES, isCountry, type Country } from '../core/countries.js';
+
+/** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
+export interface Config {
+  port: number;
+  host: string;
+  apiDomain: string;
+  countries: Country[];
+  databaseUrl: string;
+  redisUrl: string | undefined;
+  rateLimitPerMinute: number;
+  trustProxy: boolean;
+  logLevel: LogLevel;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A bad configuration value; the message always names the variable. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env = process.env): Config {
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: nonEmpty(env, 'HOST', '127.0.0.1'),
+    apiDomain: apiDomain(env),
+    countries: countries(env),
+    databaseUrl: databaseUrl(env),
+    redisUrl: redisUrl(env),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    logLevel: logLevel(env),
+  };
+}
+
+function value(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+}
+
+function nonEmpty(env: Env, name: string, fallback: string): string {
+  return value(env, name) ?? fallback;
+}
+
+export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = value(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  return n;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = value(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `expected one of 1, true, yes, on, 0, false, no, off; got "${raw}"`);
+}
+
+function apiDomain(env: Env): string {
+  const raw = (value(env, 'API_DOMAIN') ?? 'localhost').toLowerCase();
+  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+  if (!new RegExp(`^${label}(?:\\.${label})*$`).test(raw)) {
+    throw new ConfigError('API_DOMAIN', `"${raw}" is not a domain name (e.g. example.com)`);
+  }
+  return raw;
+}
+
+function countries(env: Env): Country[] {
+  const raw = value(env, 'COUNTRIES');
+  if (raw === undefined) return [...COUNTRY_CODES];
+  const list = raw.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+  if (list.length === 0) throw new ConfigError('COUNTRIES', 'lists no country');
+  for (const c of list) {
+    if (!isCountry(c)) {
+      throw new ConfigError('COUNTRIES', `unknown country "${c}" (expected some of ${COUNTRY_CODES.join(', ')})`);
+    }
+  }
+  return [...new Set(list)] as Country[];
+}
+
+function databaseUrl(env: Env): string {
+  const raw = value(env, 'DATABASE_URL') ?? 'file:./data/listings.db';
+  if (raw.startsWith('file:') && raw.length > 'file:'.length) return raw;
+  if (/^postgres(ql)?:\/\/./.test(raw)) {
+    try {
+      new URL(raw);
+      return raw;
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+  }
+  throw new ConfigError('DATABASE_URL', 'expected file:PATH (embedded SQLite) or postgres://... (PostgreSQL)');
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = value(env, 'REDIS_URL');
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('REDIS_URL', 'is not a valid URL (expected redis://HOST:PORT)');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new ConfigError('REDIS_URL', 'expected a redis:// or rediss:// URL');
+  }
+  return raw;
+}
+
+function logLevel(env: Env): LogLevel {
+  const raw = (value(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  }
+  return raw as LogLevel;
+}

@@ -1,0 +1,50 @@
+import { normalizeOrigin } from './origin.js';
+
+/**
+ * CORS for the API (D16-D18). The allow-list is enforced on the real request (guard in
+ * http/v1/listings.ts), not here: a preflight carries no key, so it is answered for any origin,
+ * and every response to a browser carries the headers that let its code read the JSON, errors
+ * included. No credentials mode: `Access-Control-Allow-Credentials` is never sent.
+ */
+export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS';
+export const EXPOSED_HEADERS = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
+/** Preflight cache time; Chromium caps it at two hours. */
+export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
+
+/**
+ * Request headers a browser may send besides Authorization (D16: "any other requested header that
+ * is safe"): standard content-negotiation and caching headers and X-Request-Id. Anything else
+ * (cookies, proxy headers, custom headers the API would ignore) is not granted.
+ */
+const SAFE_REQUEST_HEADERS = new Set([
+  'authorization', 'accept', 'accept-language', 'content-language', 'content-type',
+  'cache-control', 'pragma', 'if-none-match', 'if-modified-since', 'x-request-id', 'x-requested-with',
+]);
+
+/**
+ * The origin to echo in `Access-Control-Allow-Origin`, or undefined when no CORS header is due:
+ * no Origin (server-to-server), the literal `null` (D18), or something that is not an origin.
+ */
+export function originToEcho(origin: string | undefined): string | undefined {
+  if (origin === undefined || origin === 'null') return undefined;
+  return normalizeOrigin(origin) === undefined ? undefined : origin;
+}
+
+/** Headers every response to a browser carries (D18). */
+export function corsResponseHeaders(echo: string): Record<string, string> {
+  return { 'access-control-allow-origin': echo, 'access-control-expose-headers': EXPOSED_HEADERS };
+}
+
+/** Headers of a preflight answer (D16), on top of corsResponseHeaders. */
+export function preflightHeaders(requestedHeaders: string | undefined): Record<string, string> {
+  const granted = ['Authorization'];
+  for (const raw of (requestedHeaders ?? '').split(',')) {
+    const name = raw.trim().toLowerCase();
+    if (name !== '' && name !== 'authorization' && SAFE_REQUEST_HEADERS.has(name)) granted.push(name);
+  }
+  return {
+    'access-control-allow-methods': ALLOWED_METHODS,
+    'access-control-allow-headers': granted.join(', '),
+    'access-control-max-age': String(PREFLIGHT_MAX_AGE_SECONDS),
+  };
+}

@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Outside /v1 and on any host, for load balancers and orchestrators: /healthz says the process is
+ * up (liveness), /readyz that it can serve (readiness: the database answers).
+ */
+export async function healthRoutes(app: FastifyInstance, opts: { checkReady(): Promise<void> }): Promise<void> {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (request, reply) => {
+    try {
+      await opts.checkReady();
+      return { status: 'ready' };
+    } catch (error) {
+      request.log.warn({ err: error }, 'not ready');
+      return reply.code(503).send({ error: 'internal_error', message: 'Not ready: the database is unreachable.' });
+    }
+  });
+}

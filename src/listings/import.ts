@@ -1,0 +1,247 @@
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { isCountry } from '../core/countries.js';
+import type { AccountKind, ListingRow, Store } from '../storage/index.js';
+import { usageTypesProblem } from './taxonomy.js';
+
+/** A bad import line: the message names the line and the field (OPERATIONS "Import format"). */
+export class ImportError extends Error {
+  constructor(readonly line: number, readonly field: string | undefined, problem: string) {
+    super(`line ${line}${field === undefined ? '' : `, field "${field}"`}: ${problem}`);
+    this.name = 'ImportError';
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const MAX_INT32 = 2 ** 31 - 1;
+
+/** The fields an import line may carry: the listing object (spec 2.1) plus OPERATIONS' three. */
+const FIELDS = new Set([
+  'id', 'building_id', 'org_id', 'title', 'size_sqft', 'usage_types', 'price', 'currency', 'is_takeover',
+  'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count', 'inquiry_count',
+  'building_name', 'street_address', 'images', 'cover_image_index', 'url', 'created_at',
+  'country', 'owner_account_id',
+]);
+
+/**
+ * Parses an ISO 8601 date or date-time with a zone (`Z` or `+hh:mm`; a bare date is midnight UTC)
+ * into the one stored form, `Date#toISOString` (D13). Undefined for anything else, including
+ * impossible dates such as 2026-02-30.
+ */
+export function parseIsoDate(value: string): string | undefined {
+  const m = ISO_DATE_TIME.exec(value);
+  if (!m) return undefined;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
+  if (+mo! < 1 || +mo! > 12 || +d! < 1 || +h > 23 || +mi > 59 || +s > 59) return undefined;
+  const daysInMonth = new Date(Date.UTC(+y!, +mo!, 0)).getUTCDate();
+  if (+d! > daysInMonth) return undefined;
+  const ms = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${(frac + '000').slice(0, 3)}${zone}`);
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+}
+
+type Json = Record<string, unknown>;
+
+/** Field readers: each returns the stored value or throws the line's ImportError. */
+class LineReader {
+  constructor(readonly line: number, readonly obj: Json) {}
+
+  fail(field: string, problem: string): never {
+    throw new ImportError(this.line, field, problem);
+  }
+
+  has(field: string): boolean {
+    return this.obj[field] !== undefined;
+  }
+
+  uuid(field: string): string {
+    const v = this.obj[field];
+    if (v === undefined || v === null) this.fail(field, 'is required');
+    if (typeof v !== 'string' || !UUID.test(v)) this.fail(field, `expected a UUID, got ${show(v)}`);
+    return v.toLowerCase();
+  }
+
+  string(field: string, { required = false, pattern, hint }: { required?: boolean; pattern?: RegExp; hint?: string } = {}): string | null {
+    const v = this.obj[field];
+    if (v === undefined || v === null) {
+      if (required) this.fail(field, 'is required');
+      return null;
+    }
+    if (typeof v !== 'string') this.fail(field, `expected a string${required ? '' : ' or null'}, got ${show(v)}`);
+    if (pattern && !pattern.test(v)) this.fail(field, `expected ${hint}, got ${show(v)}`);
+    return v;
+  }
+
+  number(field: string): number | null {
+    const v = this.obj[field];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) this.fail(field, `expected a non-negative number or null, got ${show(v)}`);
+    return v;
+  }
+
+  integer(field: string, fallback: number): number {
+    const v = this.obj[field];
+    if (v === undefined) return fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_INT32) {
+      this.fail(field, `expected a whole number from 0 to ${MAX_INT32}, got ${show(v)}`);
+    }
+    return v;
+  }
+
+  boolean(field: string): number {
+    const v = this.obj[field];
+    if (v === undefined) return 0;
+    if (typeof v !== 'boolean') this.fail(field, `expected true or false, got ${show(v)}`);
+    return v ? 1 : 0;
+  }
+
+  date(field: string): string | null {
+    const v = this.obj[field];
+    if (v === undefined || v === null) return null;
+    const parsed = typeof v === 'string' ? parseIsoDate(v) : undefined;
+    if (parsed === undefined) this.fail(field, `expected an ISO 8601 date-time in UTC such as 2026-10-01T08:30:00Z, got ${show(v)}`);
+    return parsed;
+  }
+
+  strings(field: string, required: boolean): string[] {
+    const v = this.obj[field];
+    if (v === undefined || v === null) {
+      if (required) this.fail(field, 'is required');
+      return [];
+    }
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) this.fail(field, `expected an array of strings, got ${show(v)}`);
+    return v as string[];
+  }
+}
+
+function show(v: unknown): string {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function httpUrl(value: string, httpsOnly: boolean): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || (!httpsOnly && url.protocol === 'http:')) && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+export interface ParsedLine {
+  line: number;
+  row: ListingRow;
+  keepCreatedAt: boolean;
+  /** As given, if given: checked against the owner's kind once owners are known (D1). */
+  orgId: string | null | undefined;
+}
+
+/** Validates one NDJSON line into a row. `orgId` is settled later, once the owner's kind is known. */
+export function parseImportLine(text: string, line: number, now: string): ParsedLine {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text);
+  } catch (error) {
+    throw new ImportError(line, undefined, `not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new ImportError(line, undefined, 'expected a JSON object');
+  for (const field of Object.keys(obj)) {
+    if (!FIELDS.has(field)) throw new ImportError(line, field, 'is not a field of a listing');
+  }
+  const r = new LineReader(line, obj as Json);
+
+  const country = r.string('country', { required: true })!;
+  if (!isCountry(country)) r.fail('country', `expected one of sg, my, uk, in, us, ca, au, nz, got ${show(country)}`);
+  const usageTypes = r.strings('usage_types', true);
+  const usageProblem = usageTypesProblem(usageTypes);
+  if (usageProblem) r.fail('usage_types', usageProblem);
+  const images = r.strings('images', false);
+  images.forEach((url, i) => {
+    if (!httpUrl(url, true)) r.fail('images', `entry ${i} is not an absolute https URL: ${show(url)}`);
+  });
+  const cover = r.integer('cover_image_index', 0);
+  if (images.length === 0 ? cover !== 0 : cover >= images.length) {
+    r.fail('cover_image_index', images.length === 0 ? `must be 0 when there are no images, got ${cover}` : `must be an index into images (0 to ${images.length - 1}), got ${cover}`);
+  }
+  const url = r.string('url', { required: true })!;
+  if (!httpUrl(url, false)) r.fail('url', `expected an absolute http(s) URL, got ${show(url)}`);
+  const orgId = r.obj.org_id === undefined ? undefined : r.obj.org_id === null ? null : r.uuid('org_id');
+  const createdAt = r.date('created_at');
+
+  return {
+    line,
+    orgId,
+    keepCreatedAt: createdAt === null,
+    row: {
+      id: r.uuid('id'),
+      owner_account_id: r.uuid('owner_account_id'),
+      country,
+      org_id: null,
+      building_id: r.uuid('building_id'),
+      title: r.string('title'),
+      size_sqft: r.number('size_sqft'),
+      usage_types: JSON.stringify(usageTypes),
+      price: r.number('price'),
+      currency: r.string('currency', { required: true, pattern: /^[A-Z]{3}$/, hint: 'a three-letter ISO 4217 code such as SGD' })!,
+      is_takeover: r.boolean('is_takeover'),
+      is_featured: r.boolean('is_featured'),
+      status: r.string('status', { required: true, pattern: /^[a-z][a-z_]{0,31}$/, hint: 'a lowercase status such as active, leased, expired or draft' })!,
+      expiry_date: r.date('expiry_date'),
+      available_from: r.date('available_from'),
+      min_lease_tenure: r.string('min_lease_tenure', { pattern: /^[0-9]{1,4} months?$/, hint: 'the form "<number> months"' }),
+      view_count: r.integer('view_count', 0),
+      inquiry_count: r.integer('inquiry_count', 0),
+      building_name: r.string('building_name'),
+      street_address: r.string('street_address'),
+      images: JSON.stringify(images),
+      cover_image_index: cover,
+      url,
+      created_at: createdAt ?? now,
+      updated_at: now,
+    },
+  };
+}
+
+/**
+ * Upserts listings from NDJSON (OPERATIONS "Import format"), all or nothing: every line is
+ * validated, owners included, before one transaction writes them. Blank lines are skipped. The
+ * first bad line (lowest number) is reported, and nothing is written.
+ */
+export async function importListings(store: Store, input: Readable, now: Date): Promise<{ inserted: number; updated: number }> {
+  const nowIso = now.toISOString();
+  const parsed: ParsedLine[] = [];
+  const firstLineOfId = new Map<string, number>();
+  let syntaxError: ImportError | undefined;
+  let lineNumber = 0;
+  for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+    lineNumber++;
+    if (text.trim() === '') continue;
+    try {
+      const line = parseImportLine(text, lineNumber, nowIso);
+      const first = firstLineOfId.get(line.row.id);
+      if (first !== undefined) throw new ImportError(lineNumber, 'id', `${line.row.id} is already on line ${first}; give each listing once`);
+      firstLineOfId.set(line.row.id, lineNumber);
+      parsed.push(line);
+    } catch (error) {
+      if (!(error instanceof ImportError)) throw error;
+      syntaxError = error;
+      break;
+    }
+  }
+
+  // Owners of the lines before the first syntax error: an unknown owner earlier wins.
+  const kinds: Map<string, AccountKind> = await store.accounts.kinds([...new Set(parsed.map((p) => p.row.owner_account_id))]);
+  for (const p of parsed) {
+    const kind = kinds.get(p.row.owner_account_id);
+    if (kind === undefined) throw new ImportError(p.line, 'owner_account_id', `no account ${p.row.owner_account_id}; create it first (account create)`);
+    // D1: org_id is the owner's id for an organisation and null for an individual landlord.
+    const derived = kind === 'organisation' ? p.row.owner_account_id : null;
+    if (p.orgId !== undefined && p.orgId !== derived) {
+      throw new ImportError(p.line, 'org_id', `must be ${derived === null ? 'null (the owner is an individual)' : `the owner's id ${derived}`} or omitted`);
+    }
+    p.row.org_id = derived;
+  }
+  if (syntaxError) throw syntaxError;
+  if (lineNumber === 0 || parsed.length === 0) return { inserted: 0, updated: 0 };
+  return store.listings.upsertAll(parsed);
+}

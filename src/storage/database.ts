@@ -1,0 +1,68 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseOptions {
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+  /** PostgreSQL statement timeout, so a stuck query cannot hang a request. */
+  statementTimeoutMs?: number;
+}
+
+export interface OpenDatabase {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /**
+   * SQLite only: a number that changes whenever another connection (another process: the CLI,
+   * another server) has committed a write since the last call. Caches use it to stay exact
+   * without a round trip (D4). Undefined for PostgreSQL, which signals changes with NOTIFY.
+   */
+  dataVersion?: () => number;
+}
+
+/** Opens `file:PATH` as embedded SQLite (creating the file and its folder) or `postgres://` as PostgreSQL. */
+export function openDatabase(url: string, options: DatabaseOptions = {}): OpenDatabase {
+  if (url.startsWith('file:')) return openSqlite(url.slice('file:'.length));
+  return openPostgres(url, options);
+}
+
+function openSqlite(path: string): OpenDatabase {
+  const file = path === ':memory:' ? path : resolve(path);
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new BetterSqlite3(file);
+  // WAL lets the CLI write while the server reads; busy_timeout makes a writer wait for the other
+  // writer instead of failing at once.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const dataVersionStatement = sqlite.prepare('PRAGMA data_version').pluck();
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }),
+    dialect: 'sqlite',
+    dataVersion: () => dataVersionStatement.get() as number,
+  };
+}
+
+function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 2000,
+    statement_timeout: options.statementTimeoutMs ?? 5000,
+  });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that
+  // would crash the process. The next query gets a fresh connection.
+  pool.on('error', () => {});
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+}
+
+/** A cheap query that fails when the database is unreachable (readiness). */
+export async function ping(db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db);
+}

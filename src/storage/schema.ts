@@ -1,0 +1,75 @@
+/**
+ * The tables, as Kysely sees them. One schema for SQLite and PostgreSQL, kept portable on
+ * purpose: timestamps are ISO 8601 UTC text with milliseconds (`Date#toISOString`, so text order
+ * is time order in both engines, D13), booleans are 0/1 integers, arrays are JSON text.
+ */
+export interface Database {
+  accounts: AccountsTable;
+  listings: ListingsTable;
+  api_keys: ApiKeysTable;
+  allowed_origins: AllowedOriginsTable;
+}
+
+export type AccountKind = 'organisation' | 'individual';
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  kind: AccountKind;
+  created_at: string;
+}
+
+export interface ListingsTable {
+  id: string;
+  owner_account_id: string;
+  country: string;
+  /** D1: the owner's id when the owner is an organisation, else null. Derived at import. */
+  org_id: string | null;
+  building_id: string;
+  title: string | null;
+  size_sqft: number | null;
+  usage_types: string; // JSON array of strings
+  price: number | null;
+  currency: string;
+  is_takeover: number; // 0 | 1
+  is_featured: number; // 0 | 1
+  status: string;
+  expiry_date: string | null;
+  available_from: string | null;
+  min_lease_tenure: string | null;
+  view_count: number;
+  inquiry_count: number;
+  building_name: string | null;
+  street_address: string | null;
+  images: string; // JSON array of https URLs
+  cover_image_index: number;
+  url: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  country: string;
+  label: string;
+  /** SHA-256 of the full key, hex (D2). The key itself is never stored. */
+  key_hash: string;
+  /** Display prefix, e.g. `sg_live_AbCd` (D2, D20). */
+  prefix: string;
+  last4: string;
+  /** Null: the deployment's default (`RATE_LIMIT_PER_MINUTE`). */
+  rate_limit_per_minute: number | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface AllowedOriginsTable {
+  account_id: string;
+  country: string;
+  /** Normalised origin (see cors/origin.ts): lowercase scheme and host, default port dropped. */
+  origin: string;
+  created_at: string;
+}
+
