@@ -1,0 +1,154 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { issueKey } from '../../src/auth/keys.js';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import type { Country } from '../../src/core/countries.js';
+import { createService, type Service } from '../../src/service.js';
+import type { AccountKind } from '../../src/storage/index.js';
+
+/** A clock tests move by hand (inject, never sleep). */
+export class TestClock {
+  constructor(public ms = Date.parse('2026-11-22T10:00:00.000Z')) {}
+  readonly now = (): number => this.ms;
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json: any;
+}
+
+export interface RequestOptions {
+  method?: string;
+  /** Host header; defaults to the sg host `api.localhost`. */
+  host?: string;
+  key?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP request to a listening server, with full control of the Host header. */
+export function httpCall(port: number, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+  const headers: Record<string, string> = { host: options.host ?? 'api.localhost', ...options.headers };
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = body === '' ? undefined : JSON.parse(body);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Log lines the server wrote, parsed, for D19/D20 tests. */
+export class LogCapture extends Writable {
+  readonly lines: Array<Record<string, unknown>> = [];
+  readonly raw: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() === '') continue;
+      this.raw.push(line);
+      this.lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+    done();
+  }
+}
+
+export interface TestServer {
+  port: number;
+  service: Service;
+  clock: TestClock;
+  logs: LogCapture;
+  config: Config;
+  dir: string;
+  databaseUrl: string;
+  get(path: string, options?: RequestOptions): Promise<TestResponse>;
+  createAccount(kind?: AccountKind, id?: string): Promise<string>;
+  createKey(accountId: string, country?: Country, label?: string): Promise<{ id: string; key: string }>;
+  /** Inserts listings for an owner; fields override a valid default listing. */
+  addListings(ownerAccountId: string, listings: Array<Record<string, unknown>>): Promise<void>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** A fresh listing line with every required field, for `addListings` and import tests. */
+export function listingLine(ownerAccountId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  counter++;
+  const n = counter.toString(16).padStart(12, '0');
+  return {
+    id: `00000000-0000-4000-8000-${n}`.replace(/^00000000/, Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')),
+    owner_account_id: ownerAccountId,
+    country: 'sg',
+    building_id: '11111111-1111-4111-8111-111111111111',
+    title: `Listing ${counter}`,
+    size_sqft: 1000,
+    usage_types: ['Office'],
+    price: 5.5,
+    currency: 'SGD',
+    status: 'active',
+    url: `https://www.example.com/listings/${counter}`,
+    created_at: '2026-01-01T00:00:00.000Z',
+    ...overrides,
+  };
+}
+
+/**
+ * Starts the real service on a fresh SQLite file in a temp folder, listening on a free port, with
+ * an injected clock and captured logs. Set `TEST_DATABASE_URL` handling in the suites that need it.
+ */
+export async function startTestServer(env: Record<string, string> = {}, clock = new TestClock()): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
+  const databaseUrl = env.DATABASE_URL ?? `file:${join(dir, 'test.db')}`;
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', ...env, DATABASE_URL: databaseUrl });
+  const logs = new LogCapture();
+  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, logs) });
+  await service.listen();
+  const address = service.app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const { store } = service;
+  const { importListings } = await import('../../src/listings/import.js');
+  const { Readable } = await import('node:stream');
+
+  return {
+    port,
+    service,
+    clock,
+    logs,
+    config,
+    dir,
+    databaseUrl,
+    get: (path, options) => httpCall(port, path, options),
+    async createAccount(kind = 'organisation', id = crypto.randomUUID()) {
+      await store.accounts.create({ id, name: `Account ${id.slice(0, 8)}`, kind, created_at: new Date(clock.now()).toISOString() });
+      return id;
+    },
+    createKey: (accountId, country = 'sg', label = 'test') => issueKey(store, { accountId, country, label, now: new Date(clock.now()) }),
+    async addListings(ownerAccountId, listings) {
+      const lines = listings.map((l) => JSON.stringify(listingLine(ownerAccountId, l))).join('\n');
+      await importListings(store, Readable.from(lines), new Date(clock.now()));
+    },
+    async close() {
+      await service.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
