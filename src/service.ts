@@ -3,10 +3,10 @@ import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { buildApp } from './http/app.js';
-import type { ListingsData } from './http/v1/listings.js';
+import { createReads } from './http/v1/reads.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
-import { openStore, type Store } from './storage/index.js';
+import { openStore } from './storage/index.js';
 
 /**
  * The composition root: config in, a running (not yet listening) service out. `serve`, the tests
@@ -29,8 +29,14 @@ export function createLogger(level: Config['logLevel']): Logger {
 export async function createService(config: Config, options: ServiceOptions = {}) {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, {
+    poolSize: config.databasePoolSize,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    listenForChanges: true,
+    onProblem: (error) => logger.warn({ err: error }, 'database change listener problem; caches are bypassed until it reconnects'),
+  });
   await store.migrate();
+  await store.start();
 
   const limiter: RateLimiter = new MemoryRateLimiter(clock);
   const lastUsed = new LastUsedTracker((times) => store.keys.recordLastUsed(times), clock, (error) =>
@@ -41,7 +47,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,
-    data: storeData(store),
+    data: createReads(store, clock, { ttlMs: config.readCacheTtlMs }),
     limiter,
     clock,
     countries: config.countries,
@@ -69,13 +75,3 @@ export async function createService(config: Config, options: ServiceOptions = {}
 }
 
 export type Service = Awaited<ReturnType<typeof createService>>;
-
-function storeData(store: Store): ListingsData {
-  return {
-    findKeyByHash: (hash) => store.keys.findByHash(hash),
-    isOriginAllowed: (accountId, country, origin) => store.origins.isAllowed(accountId, country, origin),
-    page: (v, limit, offset) => store.listings.page(v, limit, offset),
-    count: (v) => store.listings.count(v),
-    findVisible: (id, v) => store.listings.findVisible(id, v),
-  };
-}

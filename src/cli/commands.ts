@@ -13,13 +13,19 @@ import { CliError, emit, table } from './output.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Opens the configured database, migrated, runs `fn`, and always closes it. */
+/**
+ * Opens the configured database, migrated, runs `fn`, and always closes it. On PostgreSQL the
+ * command returns only once its changes have been broadcast to every running instance (D4).
+ */
 export async function withStore<T>(fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { listenForChanges: true, poolSize: 2, statementTimeoutMs: config.databaseStatementTimeoutMs });
   try {
     await store.migrate();
-    return await fn(store, config);
+    await store.start();
+    const result = await fn(store, config);
+    await store.broadcastSettled();
+    return result;
   } finally {
     await store.close();
   }

@@ -7,6 +7,12 @@ export interface Config {
   apiDomain: string;
   countries: Country[];
   databaseUrl: string;
+  /** PostgreSQL connection pool size per process. */
+  databasePoolSize: number;
+  /** PostgreSQL statement timeout: a stuck query fails instead of hanging a request. */
+  databaseStatementTimeoutMs: number;
+  /** Safety expiry of the API's read caches (ms); 0 turns them off. */
+  readCacheTtlMs: number;
   redisUrl: string | undefined;
   rateLimitPerMinute: number;
   trustProxy: boolean;
@@ -33,6 +39,9 @@ export function loadConfig(env: Env = process.env): Config {
     apiDomain: apiDomain(env),
     countries: countries(env),
     databaseUrl: databaseUrl(env),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
     redisUrl: redisUrl(env),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
     trustProxy: boolean(env, 'TRUST_PROXY', false),

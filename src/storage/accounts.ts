@@ -3,10 +3,11 @@ import type { AccountKind, AccountsTable, Database } from './schema.js';
 
 export type Account = AccountsTable;
 
-export function createAccountsRepository(db: Kysely<Database>) {
+export function createAccountsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
   return {
     async create(account: Account): Promise<void> {
       await db.insertInto('accounts').values(account).execute();
+      await changed();
     },
     async get(id: string): Promise<Account | undefined> {
       return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,4 +1,7 @@
 import { createAccountsRepository } from './accounts.js';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js';
 import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';
 import { createKeysRepository } from './keys.js';
 import { createListingsRepository } from './listings.js';
@@ -16,18 +19,60 @@ export type { Dialect } from './database.js';
  * The storage capability: one query layer (Kysely) over SQLite or PostgreSQL, as repositories of
  * named queries. Nothing outside this folder builds SQL.
  */
-export function openStore(url: string, options: DatabaseOptions = {}) {
+export interface StoreOptions extends DatabaseOptions {
+  /**
+   * PostgreSQL: listen for other processes' writes (LISTEN/NOTIFY), for a long-running server
+   * whose caches must see them (D4). One-shot tools leave it off.
+   */
+  listenForChanges?: boolean;
+  onProblem?: (error: unknown) => void;
+}
+
+export function openStore(url: string, options: StoreOptions = {}) {
   const { db, dialect, dataVersion } = openDatabase(url, options);
+  const feed = dialect === 'postgres' && options.listenForChanges ? new PostgresChangeFeed(url, options.onProblem) : undefined;
+  // Writes made through this store (the dashboard, the demo) are counted here; other processes'
+  // writes show in SQLite's data_version, or arrive by NOTIFY on PostgreSQL. Together they version
+  // every cache of stored data.
+  let localWrites = 0;
+  const changed = async (): Promise<void> => {
+    localWrites++;
+    if (dialect === 'postgres') await sql`select pg_notify(${CHANGES_CHANNEL}, '')`.execute(db);
+  };
   return {
     dialect: dialect as Dialect,
-    accounts: createAccountsRepository(db),
-    listings: createListingsRepository(db),
-    keys: createKeysRepository(db),
-    origins: createOriginsRepository(db),
-    dataVersion,
+    accounts: createAccountsRepository(db, changed),
+    listings: createListingsRepository(db, changed),
+    keys: createKeysRepository(db, changed),
+    origins: createOriginsRepository(db, changed),
+    /**
+     * Changes whenever stored data may have changed, here or (SQLite) in another process. Caches
+     * compare it on every read and drop what they hold when it moved (D4: revocation is seen by
+     * the very next request). For PostgreSQL, remote changes arrive by NOTIFY instead.
+     */
+    changeVersion: (): number => localWrites + (dataVersion?.() ?? 0) + (feed?.version() ?? 0),
+    /** Records a write made outside the repositories (tests, tools). */
+    markChanged: changed,
+    /** Starts the PostgreSQL change listener, if asked for. */
+    start: async (): Promise<void> => feed?.start(),
+    /**
+     * PostgreSQL: sends a marker notification and waits until it comes back through LISTEN, so a
+     * command that changed keys or origins returns only once the change has been broadcast to
+     * every listening instance (D4). Needs a store opened with listenForChanges.
+     */
+    async broadcastSettled(timeoutMs = 2000): Promise<boolean> {
+      if (feed === undefined) return true;
+      const marker = randomUUID();
+      const arrived = feed.waitFor(marker, timeoutMs);
+      await sql`select pg_notify(${CHANGES_CHANNEL}, ${marker})`.execute(db);
+      return arrived;
+    },
     migrate: () => migrateToLatest(db),
     ping: () => ping(db),
-    close: () => db.destroy(),
+    close: async (): Promise<void> => {
+      await feed?.close();
+      await db.destroy();
+    },
     /** For tests and tools that need raw access (e.g. to simulate a fault); not for request code. */
     db,
   };

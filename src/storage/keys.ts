@@ -3,10 +3,11 @@ import type { ApiKeysTable, Database } from './schema.js';
 
 export type ApiKeyRecord = ApiKeysTable;
 
-export function createKeysRepository(db: Kysely<Database>) {
+export function createKeysRepository(db: Kysely<Database>, changed: () => Promise<void>) {
   return {
     async create(key: ApiKeyRecord): Promise<void> {
       await db.insertInto('api_keys').values(key).execute();
+      await changed();
     },
     async get(id: string): Promise<ApiKeyRecord | undefined> {
       return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
@@ -21,10 +22,12 @@ export function createKeysRepository(db: Kysely<Database>) {
     /** Revokes once; a second revoke keeps the first time. Returns false for an unknown id. */
     async revoke(id: string, at: string): Promise<boolean> {
       await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+      await changed();
       return (await this.get(id)) !== undefined;
     },
     async setRateLimit(id: string, perMinute: number | null): Promise<boolean> {
       const result = await db.updateTable('api_keys').set({ rate_limit_per_minute: perMinute }).where('id', '=', id).executeTakeFirst();
+      await changed();
       return result.numUpdatedRows > 0n;
     },
     /** Writes buffered last-used times in one transaction (see auth/last-used.ts). */

@@ -20,7 +20,7 @@ function visible<O>(query: SelectQueryBuilder<Database, 'listings', O>, v: Visib
     .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', v.now)]));
 }
 
-export function createListingsRepository(db: Kysely<Database>) {
+export function createListingsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
   return {
     /** One page in the D9 order: featured first, newest first, then id as the tie-break. */
     async page(v: Visibility, limit: number, offset: number): Promise<ListingRow[]> {
@@ -32,9 +32,16 @@ export function createListingsRepository(db: Kysely<Database>) {
         .offset(offset)
         .execute();
     },
-    async count(v: Visibility): Promise<number> {
-      const row = await visible(db.selectFrom('listings').select((eb) => eb.fn.countAll<number | string>().as('n')), v).executeTakeFirstOrThrow();
-      return Number(row.n);
+    /**
+     * How many listings the key sees, and the soonest expiry among them: until then, what it sees
+     * cannot change by time alone (D10), which bounds how long a page may be cached.
+     */
+    async summary(v: Visibility): Promise<{ total: number; nextExpiry: string | null }> {
+      const row = await visible(
+        db.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.min('expiry_date').as('next_expiry')]),
+        v,
+      ).executeTakeFirstOrThrow();
+      return { total: Number(row.n), nextExpiry: row.next_expiry ?? null };
     },
     /** A listing the key can see, or undefined (D11: not found, not active, not owned all look alike). */
     async findVisible(id: string, v: Visibility): Promise<ListingRow | undefined> {
@@ -45,7 +52,7 @@ export function createListingsRepository(db: Kysely<Database>) {
      * the stored `created_at` when they update (the import line did not give one).
      */
     async upsertAll(rows: ReadonlyArray<{ row: ListingRow; keepCreatedAt: boolean }>): Promise<{ inserted: number; updated: number }> {
-      return db.transaction().execute(async (tx) => {
+      const result = await db.transaction().execute(async (tx) => {
         const existing = new Set<string>();
         const ids = rows.map((r) => r.row.id);
         for (let i = 0; i < ids.length; i += 500) {
@@ -62,6 +69,8 @@ export function createListingsRepository(db: Kysely<Database>) {
         }
         return { inserted: rows.length - existing.size, updated: existing.size };
       });
+      await changed();
+      return result;
     },
   };
 }

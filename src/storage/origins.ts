@@ -3,7 +3,7 @@ import type { AllowedOriginsTable, Database } from './schema.js';
 
 export type AllowedOrigin = AllowedOriginsTable;
 
-export function createOriginsRepository(db: Kysely<Database>) {
+export function createOriginsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
   return {
     /** Adds an origin (already normalised); returns false when it was registered already. */
     async add(origin: AllowedOrigin): Promise<boolean> {
@@ -12,6 +12,7 @@ export function createOriginsRepository(db: Kysely<Database>) {
         .values(origin)
         .onConflict((oc) => oc.columns(['account_id', 'country', 'origin']).doNothing())
         .executeTakeFirst();
+      await changed();
       return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
     },
     /** Returns false when there was nothing to remove. */
@@ -22,6 +23,7 @@ export function createOriginsRepository(db: Kysely<Database>) {
         .where('country', '=', country)
         .where('origin', '=', origin)
         .executeTakeFirst();
+      await changed();
       return result.numDeletedRows > 0n;
     },
     async listForAccount(accountId: string): Promise<AllowedOrigin[]> {

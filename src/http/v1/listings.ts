@@ -5,22 +5,14 @@ import type { Clock } from '../../core/clock.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
 import { preflightHeaders } from '../../cors/cors.js';
 import { normalizeOrigin } from '../../cors/origin.js';
-import { errorSchema, listingSchema, pageSchema, toListing } from '../../listings/listing.js';
+import { errorSchema, listingSchema, pageSchema } from '../../listings/listing.js';
 import { rateLimitHeaders, type RateLimiter } from '../../ratelimit/limiter.js';
-import type { ApiKeyRecord, ListingRow, Visibility } from '../../storage/index.js';
-import { pageCount, parsePageParams, type QueryValue } from './params.js';
-
-/** What the request path reads; the composition root backs it with the store (and caches). */
-export interface ListingsData {
-  findKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-  isOriginAllowed(accountId: string, country: Country, origin: string): Promise<boolean>;
-  page(v: Visibility, limit: number, offset: number): Promise<ListingRow[]>;
-  count(v: Visibility): Promise<number>;
-  findVisible(id: string, v: Visibility): Promise<ListingRow | undefined>;
-}
+import type { Visibility } from '../../storage/index.js';
+import { parsePageParams, type QueryValue } from './params.js';
+import type { ListingReads } from './reads.js';
 
 export interface ListingsRoutesOptions {
-  data: ListingsData;
+  data: ListingReads;
   limiter: RateLimiter;
   clock: Clock;
   countries: readonly Country[];
@@ -39,6 +31,7 @@ declare module 'fastify' {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const ALLOW = 'GET, HEAD, OPTIONS';
+const JSON_TYPE = 'application/json; charset=utf-8';
 export const LISTINGS_PATHS = ['/v1/listings', '/v1/listings/:id'] as const;
 
 /**
@@ -112,25 +105,25 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
   app.get<{ Querystring: Record<string, QueryValue> }>(
     '/v1/listings',
     { onRequest: guard, schema: { response: { 200: { $ref: 'ListingPage#' } } } },
-    async (request) => {
+    async (request, reply) => {
       const { page, perPage } = parsePageParams(request.query); // D7 -> 400
-      const v = visibility(request.apiKey!);
-      const offset = (page - 1) * perPage;
-      const [total, rows] = await Promise.all([data.count(v), data.page(v, perPage, offset)]);
-      // D7: a page beyond the last is an empty page with the true total and pages.
-      return { items: rows.map(toListing), page, per_page: perPage, total, pages: pageCount(total, perPage) };
+      // Serialised by the route's response schema (fast-json-stringify), then possibly cached.
+      const body = await data.listBody(visibility(request.apiKey!), page, perPage, (envelope) => reply.serialize(envelope) as string);
+      return reply.type(JSON_TYPE).send(body);
     },
   );
 
   app.get<{ Params: { id: string } }>(
     '/v1/listings/:id',
     { onRequest: guard, schema: { response: { 200: { $ref: 'Listing#' } } } },
-    async (request) => {
+    async (request, reply) => {
       const id = request.params.id;
       // D11: an id that is not a UUID is just another id the key cannot see.
-      const row = UUID.test(id) ? await data.findVisible(id.toLowerCase(), visibility(request.apiKey!)) : undefined;
-      if (row === undefined) throw notFound('No active listing with this id is visible to this key.');
-      return toListing(row);
+      const body = UUID.test(id)
+        ? await data.detailBody(id.toLowerCase(), visibility(request.apiKey!), (listing) => reply.serialize(listing) as string)
+        : undefined;
+      if (body === undefined) throw notFound('No active listing with this id is visible to this key.');
+      return reply.type(JSON_TYPE).send(body);
     },
   );
 }
