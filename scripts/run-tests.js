@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// Runs every compiled test file with Node's test runner. Suites that need PostgreSQL, Redis or
-// Chromium check for them themselves and say plainly when they are skipped.
-import { spawnSync } from 'node:child_process';
+// Runs the compiled tests with Node's test runner: every suite on the embedded default (SQLite),
+// then the store-dependent suites again on PostgreSQL when TEST_DATABASE_URL is set. Suites that
+// need Redis or Chromium check for them themselves and say plainly when they are skipped.
+// Usage: node scripts/run-tests.js [dist/test/.../x.test.js ...]
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 function testFiles(dir) {
+  if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return testFiles(path);
@@ -14,10 +17,41 @@ function testFiles(dir) {
   });
 }
 
-const only = process.argv.slice(2);
-const files = (only.length > 0 ? only : testFiles('dist/test')).sort();
-for (const [name, variable] of [['PostgreSQL', 'TEST_DATABASE_URL'], ['Redis', 'TEST_REDIS_URL']]) {
-  if (!process.env[variable]) console.log(`NOTE: ${variable} is not set: the ${name} suites are skipped.`);
+/** Folders whose suites depend on the store and so run on both SQLite and PostgreSQL. */
+const STORE_SUITES = ['dist/test/http', 'dist/test/storage', 'dist/test/dashboard'];
+
+function run(label, files, env) {
+  console.log(`\n=== ${label}: ${files.length} test files`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      output += chunk.toString();
+    });
+    child.on('close', (code) => {
+      const count = (name) => Number(output.match(new RegExp(`^ℹ ${name} (\\d+)$`, 'm'))?.[1] ?? 0);
+      resolve({ code: code ?? 1, pass: count('pass'), fail: count('fail'), skipped: count('skipped') });
+    });
+  });
 }
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], { stdio: 'inherit' });
-process.exit(result.status ?? 1);
+
+const only = process.argv.slice(2);
+const all = (only.length > 0 ? only : testFiles('dist/test')).sort();
+const runs = [await run('SQLite (embedded default)', all, { TEST_STORE: 'sqlite' })];
+
+const storeFiles = all.filter((f) => STORE_SUITES.some((dir) => f.startsWith(dir)));
+if (!process.env.TEST_DATABASE_URL) {
+  console.log('\nNOTE: TEST_DATABASE_URL is not set: the PostgreSQL runs of the store and HTTP suites are SKIPPED.');
+} else if (storeFiles.length > 0) {
+  runs.push(await run('PostgreSQL', storeFiles, { TEST_STORE: 'postgres' }));
+}
+if (!process.env.TEST_REDIS_URL) console.log('NOTE: TEST_REDIS_URL is not set: the Redis suites are SKIPPED.');
+
+const total = runs.reduce((a, r) => ({ pass: a.pass + r.pass, fail: a.fail + r.fail, skipped: a.skipped + r.skipped }), { pass: 0, fail: 0, skipped: 0 });
+const failed = runs.some((r) => r.code !== 0);
+console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
+process.exit(failed ? 1 : 0);

@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
 import { createService, type Service } from '../../src/service.js';
 import type { AccountKind } from '../../src/storage/index.js';
+import { createTestDatabase } from './database.js';
 
 /** A clock tests move by hand (inject, never sleep). */
 export class TestClock {
@@ -112,12 +113,14 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
 }
 
 /**
- * Starts the real service on a fresh SQLite file in a temp folder, listening on a free port, with
- * an injected clock and captured logs. Set `TEST_DATABASE_URL` handling in the suites that need it.
+ * Starts the real service on a fresh database, listening on a free port, with
+ * an injected clock and captured logs. The database is the suite's store (support/database.ts):
+ * SQLite, or a fresh PostgreSQL database when the runner asks for it.
  */
 export async function startTestServer(env: Record<string, string> = {}, clock = new TestClock()): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
-  const databaseUrl = env.DATABASE_URL ?? `file:${join(dir, 'test.db')}`;
+  const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
+  const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
   const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, logs) });
@@ -148,6 +151,7 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
     },
     async close() {
       await service.close();
+      await database?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

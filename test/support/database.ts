@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * Which store the suites run on: SQLite by default; PostgreSQL when the runner sets
+ * TEST_STORE=postgres (scripts/run-tests.js does, when TEST_DATABASE_URL is set).
+ */
+export const TEST_STORE: 'sqlite' | 'postgres' = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+export interface TestDatabase {
+  url: string;
+  /** Removes the database (PostgreSQL) or its folder (SQLite). */
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, empty database of the suite's store: a temp SQLite file, or a new PostgreSQL database
+ * created from TEST_DATABASE_URL (its own database per test server, dropped afterwards).
+ */
+export async function createTestDatabase(store = TEST_STORE): Promise<TestDatabase> {
+  if (store === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'listings-db-'));
+    return { url: `file:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const admin = process.env.TEST_DATABASE_URL;
+  if (!admin) throw new Error('TEST_STORE=postgres needs TEST_DATABASE_URL');
+  const name = `listings_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(admin, `CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function adminQuery(adminUrl: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
