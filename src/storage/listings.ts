@@ -21,31 +21,36 @@ function visible<O>(query: SelectQueryBuilder<Database, 'listings', O>, v: Visib
 }
 
 export function createListingsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
-  return {
+  /** The read queries, unexecuted, so that tests can check their plans use the indexes. */
+  const queries = {
     /** One page in the D9 order: featured first, newest first, then id as the tie-break. */
-    async page(v: Visibility, limit: number, offset: number): Promise<ListingRow[]> {
-      return visible(db.selectFrom('listings').selectAll(), v)
+    page: (v: Visibility, limit: number, offset: number) =>
+      visible(db.selectFrom('listings').selectAll(), v)
         .orderBy('is_featured', 'desc')
         .orderBy('created_at', 'desc')
         .orderBy('id', 'asc')
         .limit(limit)
-        .offset(offset)
-        .execute();
+        .offset(offset),
+    summary: (v: Visibility) =>
+      visible(db.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.min('expiry_date').as('next_expiry')]), v),
+    detail: (id: string, v: Visibility) => visible(db.selectFrom('listings').selectAll(), v).where('id', '=', id),
+  };
+  return {
+    queries,
+    async page(v: Visibility, limit: number, offset: number): Promise<ListingRow[]> {
+      return queries.page(v, limit, offset).execute();
     },
     /**
      * How many listings the key sees, and the soonest expiry among them: until then, what it sees
      * cannot change by time alone (D10), which bounds how long a page may be cached.
      */
     async summary(v: Visibility): Promise<{ total: number; nextExpiry: string | null }> {
-      const row = await visible(
-        db.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.min('expiry_date').as('next_expiry')]),
-        v,
-      ).executeTakeFirstOrThrow();
+      const row = await queries.summary(v).executeTakeFirstOrThrow();
       return { total: Number(row.n), nextExpiry: row.next_expiry ?? null };
     },
     /** A listing the key can see, or undefined (D11: not found, not active, not owned all look alike). */
     async findVisible(id: string, v: Visibility): Promise<ListingRow | undefined> {
-      return visible(db.selectFrom('listings').selectAll(), v).where('id', '=', id).executeTakeFirst();
+      return queries.detail(id, v).executeTakeFirst();
     },
     /**
      * Inserts or updates every row in one transaction: all or nothing. `keepCreatedAt` rows keep
