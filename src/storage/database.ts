@@ -53,8 +53,11 @@ function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
+    // Bounded failure when the database is away: connecting, the server-side statement, and the
+    // wait for an answer on a connection that went silent are all capped.
     connectionTimeoutMillis: 2000,
     statement_timeout: options.statementTimeoutMs ?? 5000,
+    query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
   });
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
   // would crash the process. The next query gets a fresh connection.
