@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { runCli } from '../support/cli.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { httpCall } from '../support/server.js';
+
+const stores = (['sqlite', 'postgres'] as const).filter((s) => s === 'sqlite' || process.env.TEST_DATABASE_URL);
+
+for (const store of stores) {
+  describe(`revocation and origin changes across instances on ${store} (D4)`, () => {
+    let database: TestDatabase;
+    let env: Record<string, string>;
+    const servers: ServerProcess[] = [];
+    let accountId: string;
+    let keyId: string;
+    let key: string;
+
+    before(async () => {
+      database = await createTestDatabase(store);
+      env = { DATABASE_URL: database.url };
+      accountId = runCli(['account', 'create', '--name', 'Org', '--json'], env).json.id;
+      const created = runCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'web', '--json'], env).json;
+      keyId = created.id;
+      key = created.key;
+      assert.equal(runCli(['origin', 'add', '--account', accountId, '--country', 'sg', 'https://shop.example', '--json'], env).status, 0);
+      servers.push(await startServerProcess(env), await startServerProcess(env));
+    });
+    after(async () => {
+      for (const s of servers) await s.stop();
+      await database.drop();
+    });
+
+    const call = (s: ServerProcess, origin?: string) =>
+      httpCall(s.port, '/v1/listings', { key, headers: origin ? { origin } : {} });
+
+    it('an origin removed by the CLI is refused by every instance on its next request', async () => {
+      for (const s of servers) {
+        // Twice each, so that any cache is warm.
+        assert.equal((await call(s, 'https://shop.example')).status, 200);
+        assert.equal((await call(s, 'https://shop.example')).status, 200);
+      }
+      const removed = runCli(['origin', 'remove', '--account', accountId, '--country', 'sg', 'https://shop.example'], env);
+      assert.equal(removed.status, 0, removed.stderr);
+      for (const s of servers) {
+        const res = await call(s, 'https://shop.example');
+        assert.equal(res.status, 403);
+        assert.equal(res.json.error, 'origin_not_allowed');
+      }
+    });
+
+    it('a key revoked by the CLI is refused by every instance on its next request', async () => {
+      for (const s of servers) {
+        assert.equal((await call(s)).status, 200);
+        assert.equal((await call(s)).status, 200);
+      }
+      const revoked = runCli(['key', 'revoke', keyId], env);
+      assert.equal(revoked.status, 0, revoked.stderr);
+      for (const s of servers) {
+        const res = await call(s);
+        assert.equal(res.status, 401);
+        assert.equal(res.json.error, 'unauthorized');
+      }
+    });
+
+    it('stop gracefully on SIGTERM (exit 0)', async () => {
+      for (const s of servers.splice(0)) assert.equal(await s.stop(), 0);
+    });
+  });
+}
