@@ -35,8 +35,10 @@ export function openStore(url: string, options: StoreOptions = {}) {
   // writes show in SQLite's data_version, or arrive by NOTIFY on PostgreSQL. Together they version
   // every cache of stored data.
   let localWrites = 0;
+  let memo: number | undefined;
   const changed = async (): Promise<void> => {
     localWrites++;
+    memo = undefined;
     if (dialect === 'postgres') await sql`select pg_notify(${CHANGES_CHANNEL}, '')`.execute(db);
   };
   return {
@@ -50,7 +52,19 @@ export function openStore(url: string, options: StoreOptions = {}) {
      * compare it on every read and drop what they hold when it moved (D4: revocation is seen by
      * the very next request). For PostgreSQL, remote changes arrive by NOTIFY instead.
      */
-    changeVersion: (): number => localWrites + (dataVersion?.() ?? 0) + (feed?.version() ?? 0),
+    changeVersion(): number {
+      // Read once per turn of the event loop and reused until the next: reading data_version costs
+      // as much as a small query. Still exact for D4: a request sent after a change was committed
+      // cannot be in the same batch of I/O as a request read before the commit, and this
+      // process's own writes reset the memo at once.
+      if (memo === undefined) {
+        memo = localWrites + (dataVersion?.() ?? 0) + (feed?.version() ?? 0);
+        setImmediate(() => {
+          memo = undefined;
+        });
+      }
+      return memo;
+    },
     /** Records a write made outside the repositories (tests, tools). */
     markChanged: changed,
     /** Starts the PostgreSQL change listener, if asked for. */
