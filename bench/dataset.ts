@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { issueKey } from '../src/auth/keys.js';
+import { importListings } from '../src/listings/import.js';
+import { USAGE_TAXONOMY } from '../src/listings/taxonomy.js';
+import { openStore } from '../src/storage/index.js';
+
+/**
+ * The benchmark's data set: many listings for one organisation in `sg`, with realistic field
+ * sizes, written through the real code (openStore, migrations, importListings, issueKey). Field
+ * values come from a seeded generator so every run has the same shape; ids are random so a shared
+ * database (a later postgres mode) never sees a collision.
+ */
+export interface SeedResult {
+  ownerAccountId: string;
+  /** The full API key (sg), with a rate limit so high the limiter never refuses. */
+  key: string;
+  /** Ids of the imported listings (all visible to the key), in import order. */
+  listingIds: string[];
+}
+
+/** mulberry32: a tiny seeded PRNG, enough for test data. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STREETS = ['Robinson Road', 'Cecil Street', 'Orchard Road', 'Beach Road', 'North Bridge Road', 'Tanjong Pagar Road', 'Ubi Avenue 1', 'Kaki Bukit Road 3', 'Jurong West Street 61', 'Tampines Central 1', 'Shenton Way', 'Raffles Place', 'Woodlands Industrial Park E1', 'Serangoon North Avenue 5', 'Joo Chiat Road'];
+const BUILDING_WORDS = ['Centre', 'Tower', 'Plaza', 'Point', 'House', 'Building', 'Hub', 'Industrial Park', 'Square', 'Exchange'];
+const BUILDING_NAMES = ['Marina', 'Asia', 'Ocean', 'Capital', 'Guoco', 'Suntec', 'Tanglin', 'Paya Lebar', 'Novena', 'Keppel', 'Harbour', 'Mapletree', 'Alexandra', 'Bukit Merah', 'Changi'];
+const ADJECTIVES = ['Bright', 'Spacious', 'Fitted', 'Corner', 'Ground-floor', 'High-floor', 'Renovated', 'Move-in ready', 'Prime', 'Quiet', 'Sea-view', 'Bare'];
+const DAY = 86_400_000;
+
+const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
+
+/** The NDJSON lines of `count` listings of one owner (OPERATIONS "Import format"). */
+export function listingLines(ownerAccountId: string, count: number, now: Date, seed = 20261122): { lines: string[]; ids: string[] } {
+  const rand = prng(seed);
+  const mains = Object.keys(USAGE_TAXONOMY);
+  // About one building per 20 listings, each with a name and a street address.
+  const buildings = Array.from({ length: Math.max(1, Math.ceil(count / 20)) }, (_, i) => ({
+    id: randomUUID(),
+    name: `${pick(rand, BUILDING_NAMES)} ${pick(rand, BUILDING_WORDS)}${i % 7 === 0 ? ` ${1 + (i % 5)}` : ''}`,
+    address: `${1 + Math.floor(rand() * 300)} ${pick(rand, STREETS)}, #${String(1 + Math.floor(rand() * 40)).padStart(2, '0')}-${String(1 + Math.floor(rand() * 30)).padStart(2, '0')}, Singapore ${String(Math.floor(rand() * 830000) + 10000).padStart(6, '0')}`,
+  }));
+  const ids: string[] = [];
+  const lines: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const id = randomUUID();
+    ids.push(id);
+    const building = pick(rand, buildings);
+    const main = pick(rand, mains);
+    const subs = USAGE_TAXONOMY[main]!;
+    const usage = subs.length > 0 && rand() < 0.6 ? [main, pick(rand, subs)] : [main];
+    const imageCount = Math.floor(rand() * 7); // 0 to 6
+    const images = Array.from({ length: imageCount }, (_, n) => `https://cdn.listings.example.com/images/listings/${id}/${n + 1}-${Math.floor(rand() * 1e9).toString(36)}.jpg`);
+    const size = Math.round(150 + rand() * 12_000);
+    lines.push(JSON.stringify({
+      id,
+      owner_account_id: ownerAccountId,
+      country: 'sg',
+      building_id: building.id,
+      title: `${pick(rand, ADJECTIVES)} ${usage.at(-1)!.toLowerCase()} unit of ${size.toLocaleString('en-US')} sq ft at ${building.name}`,
+      size_sqft: size,
+      usage_types: usage,
+      price: rand() < 0.1 ? null : Math.round((2 + rand() * 18) * 100) / 100,
+      currency: 'SGD',
+      is_takeover: rand() < 0.08,
+      is_featured: rand() < 0.1,
+      status: 'active',
+      // Expiries well after the run (or none), so nothing changes visibility while it runs.
+      expiry_date: rand() < 0.3 ? null : new Date(now.getTime() + (30 + Math.floor(rand() * 300)) * DAY).toISOString(),
+      available_from: rand() < 0.2 ? null : new Date(now.getTime() + Math.floor(rand() * 180) * DAY).toISOString(),
+      min_lease_tenure: rand() < 0.15 ? null : `${pick(rand, [6, 12, 24, 36])} months`,
+      view_count: Math.floor(rand() * 5000),
+      inquiry_count: Math.floor(rand() * 80),
+      building_name: building.name,
+      street_address: building.address,
+      images,
+      cover_image_index: imageCount === 0 ? 0 : Math.floor(rand() * imageCount),
+      url: `https://www.listings.example.com/sg/listings/${id}`,
+      created_at: new Date(now.getTime() - Math.floor(rand() * 730 * DAY)).toISOString(),
+    }));
+  }
+  return { lines, ids };
+}
+
+/**
+ * Creates the owner, imports the listings in one all-or-nothing import, and issues an `sg` key
+ * whose per-key limit is raised so far that the limiter always allows (the limiter still runs).
+ */
+export async function seed(databaseUrl: string, count: number): Promise<SeedResult> {
+  const store = openStore(databaseUrl, { poolSize: 2 });
+  try {
+    await store.migrate();
+    const now = new Date();
+    const ownerAccountId = randomUUID();
+    await store.accounts.create({ id: ownerAccountId, name: 'Benchmark Realty Pte Ltd', kind: 'organisation', created_at: now.toISOString() });
+    const { lines, ids } = listingLines(ownerAccountId, count, now);
+    await importListings(store, Readable.from(lines.join('\n')), now);
+    const { id: keyId, key } = await issueKey(store, { accountId: ownerAccountId, country: 'sg', label: 'benchmark', now });
+    await store.keys.setRateLimit(keyId, 1_000_000_000);
+    return { ownerAccountId, key, listingIds: ids };
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,306 @@
+import { createReadStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { seed } from './dataset.js';
+import { runLoad, type LoadResult } from './load.js';
+import { modeNamed, type PreparedMode } from './modes.js';
+import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+
+/**
+ * `npm run bench`: the real service (a separate `serve` process, logging on) against a bare
+ * node:http ceiling serving the same bytes, per target, alternately, in one run. See bench/README.md.
+ * Informational only: never part of `npm test`, never gates CI. Exit 0 unless something crashed or
+ * the run is invalid (a response that was not 200).
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'listings-api.js');
+const BASELINE = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
+const API_HOST = 'api.localhost'; // the sg host with API_DOMAIN=localhost (D3)
+const P99_GOAL_MS = 10;
+
+interface Settings {
+  mode: string;
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  listings: number;
+  detailIds: number;
+  targets: string[];
+  keep: boolean;
+}
+
+function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+/** What is measured. `ratioGoal`: the issue's goal for service req/s over the baseline's. */
+interface Target {
+  name: string;
+  describe: string;
+  paths(ids: readonly string[]): string[];
+  ratioGoal?: number;
+  /** Sanity check of the captured real response. */
+  check?(json: any, listings: number): string | undefined;
+}
+
+const listCheck = (perPage: number) => (json: any, listings: number) =>
+  json?.items?.length === Math.min(perPage, listings) && json?.total === listings ? undefined : `expected ${Math.min(perPage, listings)} items of ${listings}, got ${json?.items?.length} of ${json?.total}`;
+
+const TARGETS: Target[] = [
+  { name: 'detail', describe: 'GET /v1/listings/{id}, rotating over the id set', paths: (ids) => ids.map((id) => `/v1/listings/${id}`), ratioGoal: 0.6 },
+  { name: 'list20', describe: 'GET /v1/listings?per_page=20', paths: () => ['/v1/listings?per_page=20'], ratioGoal: 0.5, check: listCheck(20) },
+  { name: 'list100', describe: 'GET /v1/listings?per_page=100', paths: () => ['/v1/listings?per_page=100'], check: listCheck(100) },
+];
+
+function settings(): Settings {
+  const targets = (process.env.BENCH_TARGETS ?? TARGETS.map((t) => t.name).join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const t of targets) {
+    if (!TARGETS.some((x) => x.name === t)) throw new Error(`BENCH_TARGETS: unknown target "${t}" (available: ${TARGETS.map((x) => x.name).join(', ')})`);
+  }
+  return {
+    mode: process.env.BENCH_MODE?.trim() || 'sqlite',
+    durationS: numberEnv('BENCH_DURATION', 10, 1),
+    warmupS: numberEnv('BENCH_WARMUP', 2, 0),
+    connections: Math.floor(numberEnv('BENCH_CONNECTIONS', 50, 1)),
+    listings: Math.floor(numberEnv('BENCH_LISTINGS', 10_000, 1)),
+    detailIds: Math.floor(numberEnv('BENCH_DETAIL_IDS', 1000, 1)),
+    targets,
+    keep: process.env.BENCH_KEEP === '1',
+  };
+}
+
+/** `count` ids spread evenly over the data set (import order is random with respect to sort order). */
+function spread(ids: readonly string[], count: number): string[] {
+  const n = Math.min(count, ids.length);
+  return Array.from({ length: n }, (_, i) => ids[Math.floor((i * ids.length) / n)]!);
+}
+
+interface Row {
+  target: string;
+  server: 'baseline' | 'service';
+  warmup: LoadResult | undefined;
+  result: LoadResult;
+}
+
+interface Check {
+  target: string;
+  goal: string;
+  value: number;
+  pass: boolean;
+}
+
+const log = (text: string) => process.stdout.write(`${text}\n`);
+const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+
+async function countLines(file: string): Promise<number> {
+  let lines = 0;
+  for await (const chunk of createReadStream(file)) {
+    const buf = chunk as Buffer;
+    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
+  }
+  return lines;
+}
+
+async function main(): Promise<number> {
+  const s = settings();
+  const mode = modeNamed(s.mode);
+  const targets = TARGETS.filter((t) => s.targets.includes(t.name));
+  const workDir = mkdtempSync(join(tmpdir(), 'listings-bench-'));
+  let prepared: PreparedMode | undefined;
+
+  // Children die with us, whatever happens; the temp data goes too (unless BENCH_KEEP=1).
+  const removeWorkDir = () => {
+    if (!s.keep) rmSync(workDir, { recursive: true, force: true });
+  };
+  process.once('exit', () => {
+    killAllNow();
+    removeWorkDir();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\n${signal}: stopping the benchmark\n`);
+      process.exit(130);
+    });
+  }
+
+  try {
+    log(`Benchmark: mode ${s.mode} (${mode.description}); ${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up`);
+    log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start; server and load generator share it, so compare ratios, not absolute numbers.`);
+    prepared = await mode.prepare({ workDir, env: process.env });
+
+    let t0 = Date.now();
+    const data = await seed(prepared.databaseUrl, s.listings);
+    const detailIds = spread(data.listingIds, s.detailIds);
+    log(`Data: ${s.listings} listings of one organisation (sg), imported in ${Date.now() - t0} ms; detail rotates over ${detailIds.length} ids.`);
+
+    const headers = { host: API_HOST, authorization: `Bearer ${data.key}` };
+    const serviceLog = join(workDir, 'service.log');
+    const servicePort = await freePort();
+    const service: Child = await startChild({
+      name: 'service',
+      args: [BIN, ...(prepared.serveArgs ?? ['serve'])],
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: String(servicePort),
+        HOST: '127.0.0.1',
+        API_DOMAIN: 'localhost',
+        DATABASE_URL: prepared.databaseUrl,
+        LOG_LEVEL: 'info', // logging stays on, as in production; stdout goes to a file
+        ...prepared.serviceEnv,
+      },
+      port: servicePort,
+      stdoutFile: serviceLog,
+    });
+
+    // Capture the real response of every benchmarked path once; the baseline serves these bytes.
+    t0 = Date.now();
+    const routes: Record<string, { status: number; contentType: string; body: string }> = {};
+    const bodyBytes: Record<string, number> = {};
+    const pathsOf = new Map<string, string[]>();
+    for (const target of targets) {
+      const paths = target.paths(detailIds);
+      pathsOf.set(target.name, paths);
+      let total = 0;
+      for (const path of paths) {
+        const res = await httpGet(service.port, path, headers);
+        if (res.status !== 200) throw new Error(`${target.name}: GET ${path} answered ${res.status}, not 200: ${res.body.toString('utf8').slice(0, 300)}`);
+        const problem = target.check?.(JSON.parse(res.body.toString('utf8')), s.listings);
+        if (problem !== undefined) throw new Error(`${target.name}: GET ${path}: ${problem}`);
+        routes[path] = { status: res.status, contentType: res.contentType, body: res.body.toString('base64') };
+        total += res.body.length;
+      }
+      bodyBytes[target.name] = Math.round(total / paths.length);
+    }
+    const routesFile = join(workDir, 'baseline-routes.json');
+    writeFileSync(routesFile, JSON.stringify(routes));
+    log(`Captured ${Object.keys(routes).length} real responses in ${Date.now() - t0} ms; body sizes: ${targets.map((t) => `${t.name} ${bodyBytes[t.name]} B`).join(', ')}.`);
+
+    const baselinePort = await freePort();
+    const baseline = await startChild({
+      name: 'baseline',
+      args: [BASELINE, routesFile],
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PORT: String(baselinePort), HOST: '127.0.0.1' },
+      port: baselinePort,
+      stdoutFile: '/dev/null',
+    });
+
+    // Per target: baseline, then service, back to back.
+    const rows: Row[] = [];
+    for (const target of targets) {
+      for (const [server, child] of [['baseline', baseline], ['service', service]] as const) {
+        const load = { port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
+        const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
+        const result = await runLoad({ ...load, durationS: s.durationS });
+        rows.push({ target: target.name, server, warmup, result });
+        log(`  ${target.name.padEnd(8)} ${server.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms${result.non2xx + result.errors + result.timeouts > 0 ? `  (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)` : ''}`);
+      }
+    }
+
+    // Stop the service first so its log is complete, then check logging really was on.
+    await service.stop();
+    await baseline.stop();
+    const logLines = await countLines(serviceLog);
+    const serviceRequests = rows.filter((r) => r.server === 'service').reduce((n, r) => n + r.result.requests + (r.warmup?.requests ?? 0), 0);
+
+    // Validity: every response, warm-ups included, must have been a 200.
+    const problems: string[] = [];
+    for (const r of rows) {
+      for (const [phase, res] of [['warm-up', r.warmup], ['measured', r.result]] as const) {
+        if (res === undefined) continue;
+        const other = Object.entries(res.statusCodes).filter(([code]) => code !== '200');
+        if (res.non2xx > 0 || res.errors > 0 || res.timeouts > 0 || other.length > 0) {
+          problems.push(`${r.target} ${r.server} (${phase}): ${res.non2xx} non-2xx [${other.map(([c, n]) => `${c}: ${n}`).join(', ')}], ${res.errors} errors, ${res.timeouts} timeouts`);
+        }
+        if (res.requests === 0) problems.push(`${r.target} ${r.server} (${phase}): no responses`);
+      }
+    }
+    const warnings: string[] = [];
+    if (logLines < serviceRequests) warnings.push(`the service log has ${logLines} lines for ${serviceRequests} requests: was request logging on?`);
+
+    // Ratios and the issue's goals (informational).
+    const checks: Check[] = [];
+    const ratios: Record<string, number> = {};
+    const table: string[][] = [['target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'service/baseline', 'goals']];
+    for (const target of targets) {
+      const base = rows.find((r) => r.target === target.name && r.server === 'baseline')!.result;
+      const svc = rows.find((r) => r.target === target.name && r.server === 'service')!.result;
+      const ratio = svc.reqPerSec / base.reqPerSec;
+      ratios[target.name] = ratio;
+      const marks: string[] = [];
+      if (target.ratioGoal !== undefined) {
+        const pass = ratio >= target.ratioGoal;
+        checks.push({ target: target.name, goal: `req/s >= ${target.ratioGoal} x baseline`, value: ratio, pass });
+        marks.push(`ratio >= ${target.ratioGoal}: ${pass ? 'PASS' : 'MISS'}`);
+      }
+      const p99Pass = svc.p99Ms < P99_GOAL_MS;
+      checks.push({ target: target.name, goal: `p99 < ${P99_GOAL_MS} ms at ${s.connections} connections`, value: svc.p99Ms, pass: p99Pass });
+      marks.push(`p99 < ${P99_GOAL_MS} ms: ${p99Pass ? 'PASS' : 'MISS'}`);
+      table.push([target.name, 'baseline', fmt(base.reqPerSec, 0), fmt(base.p50Ms), fmt(base.p99Ms), '', '']);
+      table.push([target.name, 'service', fmt(svc.reqPerSec, 0), fmt(svc.p50Ms), fmt(svc.p99Ms), fmt(ratio), marks.join('; ')]);
+    }
+
+    const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+    const numeric = new Set([2, 3, 4, 5]);
+    log('');
+    for (const [i, row] of table.entries()) {
+      log(row.map((cell, c) => (numeric.has(c) && i > 0 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd());
+    }
+    log('');
+    log(`Goals are the issue's, informational only (never a CI gate). Service log: ${logLines} lines for ${serviceRequests} requests (logging on).`);
+    for (const w of warnings) log(`WARNING: ${w}`);
+    if (problems.length > 0) {
+      log('INVALID RUN: not every benchmark response was a 200, so these numbers mean nothing:');
+      for (const p of problems) log(`  - ${p}`);
+    } else {
+      log('Valid run: every response (warm-ups included) was a 200.');
+    }
+
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const resultsFile = join(RESULTS_DIR, 'latest.json');
+    writeFileSync(
+      resultsFile,
+      `${JSON.stringify(
+        {
+          finishedAt: new Date().toISOString(),
+          valid: problems.length === 0,
+          problems,
+          warnings,
+          settings: s,
+          machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim(), node: process.version, platform: process.platform, loadAverageAtEnd: loadavg() },
+          dataset: { listings: s.listings, detailIds: detailIds.length, bodyBytes },
+          serviceLogLines: logLines,
+          ratios,
+          checks,
+          rows,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    log(`Results: ${resultsFile}`);
+    return problems.length === 0 ? 0 : 1;
+  } finally {
+    await stopAll();
+    await prepared?.cleanup();
+    removeWorkDir();
+    if (s.keep) log(`Kept the temp data (BENCH_KEEP=1): ${workDir}`);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    killAllNow();
+    process.exit(1);
+  },
+);
