@@ -61,6 +61,18 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/**
+ * Anything in a text that looks like a key (`<cc>_live_<secret>`, raw or with `_` percent-encoded),
+ * reduced to its `<cc>_live_` part: for text that is logged or echoed back in an error message
+ * (D20), such as a key pasted into a URL, an Origin or a Host header by mistake. Not anchored at a
+ * word boundary, so `x` + key is redacted too.
+ */
+const KEY_IN_TEXT = /([a-z]{2}(?:_|%5f)live(?:_|%5f))[A-Za-z0-9]+/gi;
+
+export function redactKeys(text: string): string {
+  return text.replace(KEY_IN_TEXT, '$1[redacted]');
+}
+
 export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH);
 }

@@ -5,7 +5,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { ApiError } from '../core/api-error.js';
 import { corsResponseHeaders, originToEcho } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
-import { loggablePath, RequestLog } from './request-log.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { redactKeys } from '../auth/key-format.js';
+import { loggablePath, RequestLog, requestLine } from './request-log.js';
 import { ALLOW, listingsRoutes, type ListingsRoutesOptions } from './v1/listings.js';
 import { parseQueryString } from './v1/params.js';
 
@@ -34,11 +36,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 1024, querystringParser: parseQueryString },
     // In-flight and keep-alive requests are answered normally while the server drains.
     return503OnClosing: false,
-    clientErrorHandler: answerClientError,
-    // Malformed URLs and the like, found before routing: JSON like everything else (D6).
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, opts.logger),
+    // Malformed URLs and the like, found before routing: JSON like everything else (D6), never
+    // echoing a key (D20), and logged with their request id like every response (D19): Fastify
+    // does not run the request log for these.
     frameworkErrors: (error, request, reply: FastifyReply) => {
       setCommonHeaders(request, reply);
-      void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: error.message }));
+      reply.raw.once('finish', () => request.log.info(requestLine(request, reply, null), 'request'));
+      void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: redactKeys(error.message) }));
     },
   });
 
@@ -60,7 +65,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
-      return reply.code(status).send({ error: 'bad_request', message: error.message });
+      return reply.code(status).send({ error: 'bad_request', message: redactKeys(error.message) });
     }
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({
@@ -77,6 +82,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(healthRoutes, { checkReady: opts.checkReady });
+  // The OpenAPI document, outside /v1 and on any host like the health routes, with this
+  // deployment's domain and countries in its servers.
+  const openApiBody = JSON.stringify(buildOpenApiDocument({ apiDomain: opts.apiDomain, countries: opts.countries }));
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiBody));
   await app.register(listingsRoutes, opts);
   return app;
 }
@@ -90,14 +99,17 @@ function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
 
 /**
  * Requests Node cannot parse (bad request line, headers too large) never reach a route; they still
- * get a JSON error (D6) before the connection closes.
+ * get a JSON error (D6) before the connection closes, and a log line with their request id (D19).
+ * A connection the client reset gets nothing: there is no one to answer.
  */
-function answerClientError(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) return;
+function answerClientError(error: Error & { code?: string }, socket: Socket, logger: FastifyBaseLogger): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) return;
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const reqId = `req_${randomUUID().replaceAll('-', '')}`;
   const body = JSON.stringify({ error: 'bad_request', message: status === 431 ? 'Request headers are too large.' : 'Malformed HTTP request.' });
   socket.end(
     `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: req_${randomUUID().replaceAll('-', '')}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, parse_error: error.code ?? null }, 'request');
 }

@@ -1,11 +1,24 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { redactKeys } from '../auth/key-format.js';
 
-/** A key pasted into a URL by mistake must not reach the log (D20). */
-const KEY_IN_TEXT = /\b([a-z]{2}_live_)[A-Za-z0-9]+/g;
-
-/** The path of a request as it may be logged or echoed: no query string, no key. */
+/** The path of a request as it may be logged or echoed: no query string, no key (D20). */
 export function loggablePath(url: string): string {
-  return url.split('?', 1)[0]!.slice(0, 300).replace(KEY_IN_TEXT, '$1[redacted]');
+  return redactKeys(url.split('?', 1)[0]!.slice(0, 300));
+}
+
+/**
+ * The fields of the one log line of a request (D19, D20). `route` is null for a request that
+ * matched no route (404, or a malformed URL answered before routing).
+ */
+export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null) {
+  return {
+    method: request.method,
+    route,
+    path: loggablePath(request.url),
+    status: reply.statusCode,
+    ms: Math.round(reply.elapsedTime * 100) / 100,
+    key_prefix: request.apiKey?.prefix ?? null,
+  };
 }
 
 /**
@@ -17,14 +30,7 @@ export class RequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url ?? null,
-      path: loggablePath(request.url),
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
-      key_prefix: request.apiKey?.prefix ?? null,
-    };
+    const line = requestLine(request, reply, request.routeOptions.url ?? null);
     if (error) reply.log.error({ ...line, err: error }, 'request');
     else reply.log.info(line, 'request');
   }

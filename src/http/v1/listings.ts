@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
+import { redactKeys } from '../../auth/key-format.js';
 import { ApiError, notFound } from '../../core/api-error.js';
 import type { Clock } from '../../core/clock.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
@@ -52,7 +53,7 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
   function countryOf(request: FastifyRequest): Country {
     const country = hosts.get(request.hostname.toLowerCase());
     if (country === undefined) {
-      throw notFound(`No API is served at host "${request.hostname.slice(0, 100)}"; use the API host of your key's country.`);
+      throw notFound(`No API is served at host "${redactKeys(request.hostname).slice(0, 100)}"; use the API host of your key's country.`);
     }
     return country;
   }
@@ -90,7 +91,7 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
         throw new ApiError(
           403,
           'origin_not_allowed',
-          `The origin ${JSON.stringify(origin.slice(0, 200))} is not registered for this key's account in country "${key.country}". Register it in the dashboard (Settings > Developer), or call the API from your server.`,
+          `The origin ${JSON.stringify(redactKeys(origin).slice(0, 200))} is not registered for this key's account in country "${key.country}". Register it in the dashboard (Settings > Developer), or call the API from your server.`,
         );
       }
     }

@@ -1,3 +1,4 @@
+import { redactKeys } from '../../auth/key-format.js';
 import { badRequest } from '../../core/api-error.js';
 
 export const DEFAULT_PER_PAGE = 20;
@@ -40,7 +41,7 @@ export function parseIntegerParam(name: string, value: QueryValue): number | und
   if (value === undefined) return undefined;
   if (Array.isArray(value)) throw badRequest(`Query parameter "${name}" was given ${value.length} times; give it once.`);
   if (!INTEGER.test(value)) {
-    throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${JSON.stringify(value.slice(0, 40))}.`);
+    throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${JSON.stringify(redactKeys(value).slice(0, 40))}.`);
   }
   const n = Number(value);
   if (n > MAX_INT32) throw badRequest(`Query parameter "${name}" is too large (at most ${MAX_INT32}).`);

@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { runCli } from '../support/cli.js';
+import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
+import { assertError, header, logLinesOf, rawRequest } from './helpers.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
+  let server: TestServer;
+  let orgId: string;
+  let key: string;
+  const listingId = 'f0000000-0000-4000-8000-000000000001';
+
+  before(async () => {
+    server = await startTestServer();
+    orgId = await server.createAccount();
+    key = (await server.createKey(orgId)).key;
+    await server.addListings(orgId, [{ id: listingId }]);
+    await server.service.store.origins.add({ account_id: orgId, country: 'sg', origin: 'https://shop.example.com', created_at: new Date(server.clock.now()).toISOString() });
+  });
+  after(() => server.close());
+
+  /** Requests of every kind of outcome. */
+  const variety = (): Array<[string, string, RequestOptions]> => [
+    ['200 list', '/v1/listings', { key }],
+    ['200 detail', `/v1/listings/${listingId}`, { key }],
+    ['200 browser', '/v1/listings', { key, headers: { origin: 'https://shop.example.com' } }],
+    ['400', '/v1/listings?page=abc', { key }],
+    ['401', '/v1/listings', {}],
+    ['401 wrong country', '/v1/listings', { key, host: 'api.my.localhost' }],
+    ['403', '/v1/listings', { key, headers: { origin: 'https://evil.example.com' } }],
+    ['404 listing', '/v1/listings/f0000000-0000-4000-8000-0000000000ff', { key }],
+    ['404 malformed id', '/v1/listings/nope', { key }],
+    ['404 route', '/nothing/here', {}],
+    ['404 host', '/v1/listings', { key, host: 'api.xx.localhost' }],
+    ['405', '/v1/listings', { key, method: 'DELETE' }],
+    ['204 preflight', '/v1/listings', { method: 'OPTIONS', headers: { origin: 'https://x.example.com', 'access-control-request-method': 'GET' } }],
+    ['HEAD', '/v1/listings', { key, method: 'HEAD' }],
+    ['healthz', '/healthz', {}],
+    ['readyz', '/readyz', {}],
+  ];
+
+  it('D19: every response carries an X-Request-Id, unique per request, equal to reqId in the one log line of that request', async () => {
+    const ids = new Set<string>();
+    for (const [name, path, options] of variety()) {
+      const res = await server.get(path, options);
+      const id = header(res, 'x-request-id');
+      assert.ok(id !== undefined, `${name}: X-Request-Id`);
+      assert.match(id, REQUEST_ID, name);
+      assert.ok(!ids.has(id), `${name}: a new id`);
+      ids.add(id);
+      const lines = await logLinesOf(server, id);
+      assert.equal(lines.length, 1, `${name}: exactly one log line for ${id}: ${JSON.stringify(lines)}`);
+      const line = lines[0]!;
+      assert.equal(line.status, res.status, name);
+      assert.equal(line.method, options.method ?? 'GET', name);
+      assert.equal(line.path, path.split('?')[0], name);
+    }
+  });
+
+  it('D19: requests rejected before routing (malformed URL, malformed HTTP, oversized headers) carry an X-Request-Id that is logged', async () => {
+    const bad = await server.get('/v1/listings/%E0%A4%A', { key });
+    assert.equal(bad.status, 400);
+    const garbage = await rawRequest(server.port, 'NOT HTTP AT ALL\r\n\r\n');
+    assert.equal(garbage.status, 400);
+    const big = await rawRequest(server.port, `GET /v1/listings HTTP/1.1\r\nHost: api.localhost\r\nX-Big: ${'b'.repeat(40_000)}\r\nConnection: close\r\n\r\n`);
+    assert.equal(big.status, 431);
+    const ids = [header(bad, 'x-request-id'), garbage.headers['x-request-id'], big.headers['x-request-id']];
+    for (const [i, id] of ids.entries()) {
+      assert.match(id ?? '', REQUEST_ID, `response ${i}`);
+      const lines = await logLinesOf(server, id!);
+      assert.equal(lines.length, 1, `response ${i}: one log line with its id`);
+      assert.equal(lines[0]!.status, [400, 400, 431][i]);
+    }
+  });
+
+  it('D19: without TRUST_PROXY a client\'s X-Request-Id and X-Forwarded-Host are ignored', async () => {
+    const res = await server.get('/v1/listings', { key, headers: { 'x-request-id': 'client-chosen-id-123' } });
+    assert.equal(res.status, 200);
+    assert.notEqual(header(res, 'x-request-id'), 'client-chosen-id-123');
+    assert.equal(server.logs.lines.filter((l) => l.reqId === 'client-chosen-id-123').length, 0);
+    // The Host header decides, not X-Forwarded-Host.
+    const myKey = (await server.createKey(orgId, 'my')).key;
+    assertError(await server.get('/v1/listings', { key: myKey, headers: { 'x-forwarded-host': 'api.my.localhost' } }), 401, 'unauthorized');
+    assertError(await server.get('/v1/listings', { key, host: '127.0.0.1', headers: { 'x-forwarded-host': 'api.localhost' } }), 404, 'not_found');
+    assert.equal((await server.get('/v1/listings', { key, headers: { 'x-forwarded-host': 'api.my.localhost' } })).status, 200);
+  });
+
+  it('D20: no log line and no response carries the full key or its hash; logs show the key by its display prefix', async () => {
+    const hashHex = createHash('sha256').update(key).digest('hex');
+    const hashB64 = createHash('sha256').update(key).digest('base64');
+    const secret = key.slice('sg_live_'.length);
+    const responses: TestResponse[] = [];
+    const before = server.logs.raw.length;
+    for (const [, path, options] of variety()) responses.push(await server.get(path, options));
+    // Keys where they do not belong: in the path, the query, other headers, a wrong country.
+    responses.push(await server.get(`/v1/listings/${key}`, { key }));
+    responses.push(await server.get(`/v1/listings?api_key=${key}&page=${key}`, { key }));
+    responses.push(await server.get(`/${key}`, {}));
+    responses.push(await server.get('/v1/listings', { key: `${key}x` }));
+    responses.push(await server.get('/v1/listings', { headers: { authorization: `Basic ${key}` } }));
+    responses.push(await server.get('/v1/listings', { key, headers: { 'x-api-key': key, origin: 'https://evil.example.com' } }));
+    responses.push(await server.get(`/v1/listings?page=${key}`, { key, host: 'api.my.localhost' }));
+    // Error messages that echo what the client sent must not echo a key in it either.
+    responses.push(await server.get(`/v1/listings?per_page=x${key}`, { key }));
+    responses.push(await server.get('/v1/listings', { key, headers: { origin: key } }));
+    responses.push(await server.get('/v1/listings', { key, headers: { origin: `https://${key}.example.com` } }));
+    responses.push(await server.get('/v1/listings', { key, host: `${key}.example.com` }));
+    responses.push(await server.get(`/v1/listings/${key}%`, { key }));
+    responses.push(await server.get(`/x${key}`, { key }));
+    responses.push(await server.get(`/v1/listings/${key.replaceAll('_', '%5F')}`, { key }));
+    responses.push(await server.get(`/v1/listings/${key.replaceAll('_', '%5f')}%`, { key }));
+    // A revoked key, then a request with it.
+    const revoked = await server.createKey(orgId, 'sg', 'to revoke');
+    assert.equal((await server.get('/v1/listings', { key: revoked.key })).status, 200);
+    const cli = runCli(['key', 'revoke', revoked.id, '--json'], { DATABASE_URL: server.databaseUrl });
+    assert.equal(cli.status, 0, cli.stderr);
+    responses.push(await server.get('/v1/listings', { key: revoked.key }));
+    assert.equal(responses.at(-1)!.status, 401);
+
+    const lastId = header(responses.at(-1)!, 'x-request-id')!;
+    await logLinesOf(server, lastId);
+    const logged = server.logs.raw.slice(before).join('\n');
+    assert.ok(logged.length > 0);
+    // The key without its checksum is as good as the key: the checksum is computed from it (D2).
+    const secrets = [key, key.slice(0, -6), secret.slice(0, -6), hashHex, hashB64, revoked.key, revoked.key.slice(0, -6), createHash('sha256').update(revoked.key).digest('hex')];
+    for (const s of secrets) {
+      assert.ok(!logged.includes(s), `a secret (${s.slice(0, 10)}...) is in the log`);
+      for (const res of responses) {
+        assert.ok(!res.body.includes(s), `a secret is in a response body: ${res.body.slice(0, 200)}`);
+        assert.ok(!JSON.stringify(res.headers).includes(s), 'a secret is in a response header');
+      }
+    }
+    // Authenticated requests are logged by the display prefix: a short start of the key.
+    const prefixes = server.logs.lines.slice(before).map((l) => l.key_prefix).filter((p): p is string => typeof p === 'string');
+    assert.ok(prefixes.length > 0, 'some lines carry key_prefix');
+    for (const p of prefixes) {
+      assert.ok(key.startsWith(p) || revoked.key.startsWith(p), `${p} is the start of a key`);
+      assert.ok(p.length <= 16, `${p} is short`);
+      assert.match(p, /^sg_live_/);
+    }
+  });
+
+  it('/healthz and /readyz answer 200 JSON on any host, without a key', async () => {
+    for (const host of ['api.localhost', 'api.my.localhost', '127.0.0.1', 'anything.example.com']) {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await server.get(path, { host });
+        assert.equal(res.status, 200, `${host}${path}`);
+        assert.match(header(res, 'content-type') ?? '', /^application\/json\b/);
+        assert.equal(typeof res.json, 'object');
+      }
+    }
+  });
+
+  it('HEAD returns the headers of the GET and no body', async () => {
+    for (const path of ['/v1/listings', `/v1/listings/${listingId}`, '/v1/listings?per_page=1']) {
+      const get = await server.get(path, { key });
+      const head = await server.get(path, { key, method: 'HEAD' });
+      assert.equal(head.status, 200, path);
+      assert.equal(head.body, '', path);
+      assert.equal(header(head, 'content-type'), header(get, 'content-type'));
+      assert.equal(header(head, 'content-length'), String(Buffer.byteLength(get.body)), path);
+      assert.ok(header(head, 'x-request-id'));
+      assert.ok(header(head, 'x-ratelimit-limit'));
+    }
+    const missing = await server.get('/v1/listings/f0000000-0000-4000-8000-0000000000ff', { key, method: 'HEAD' });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body, '');
+    const unauthorized = await server.get('/v1/listings', { method: 'HEAD' });
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.body, '');
+  });
+});
+
+describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
+  let server: TestServer;
+  let sgKey: string;
+  let myKey: string;
+
+  before(async () => {
+    server = await startTestServer({ TRUST_PROXY: '1' });
+    const org = await server.createAccount();
+    sgKey = (await server.createKey(org)).key;
+    myKey = (await server.createKey(org, 'my')).key;
+    await server.addListings(org, [{ country: 'my', currency: 'MYR' }]);
+  });
+  after(() => server.close());
+
+  it('the proxy\'s X-Request-Id is reused in the response and the log line', async () => {
+    const res = await server.get('/v1/listings', { key: sgKey, headers: { 'x-request-id': 'proxy-req-4711.a:b_c' } });
+    assert.equal(res.status, 200);
+    assert.equal(header(res, 'x-request-id'), 'proxy-req-4711.a:b_c');
+    const lines = await logLinesOf(server, 'proxy-req-4711.a:b_c');
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.status, 200);
+    // Without one, the service makes its own.
+    const own = await server.get('/v1/listings', { key: sgKey });
+    assert.match(header(own, 'x-request-id') ?? '', REQUEST_ID);
+  });
+
+  it('X-Forwarded-Host picks the country', async () => {
+    const res = await server.get('/v1/listings', { key: myKey, host: '127.0.0.1', headers: { 'x-forwarded-host': 'api.my.localhost' } });
+    assert.equal(res.status, 200, res.body);
+    assert.equal(res.json.total, 1);
+    assertError(await server.get('/v1/listings', { key: sgKey, host: 'api.localhost', headers: { 'x-forwarded-host': 'api.my.localhost' } }), 401, 'unauthorized');
+    assert.equal((await server.get('/v1/listings', { key: sgKey, host: 'internal:8080', headers: { 'x-forwarded-host': 'API.LOCALHOST' } })).status, 200);
+    assertError(await server.get('/v1/listings', { key: sgKey, host: 'api.localhost', headers: { 'x-forwarded-host': 'evil.example.com' } }), 404, 'not_found');
+  });
+});
