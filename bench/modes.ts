@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import pg from 'pg';
 
 /**
  * How the service under test is deployed. A mode says where the data lives and how the service
@@ -34,14 +36,14 @@ export const MODES: Record<string, BenchMode> = {
       return { databaseUrl: `file:${join(workDir, 'bench.db')}`, serviceEnv: {}, cleanup: async () => {} };
     },
   },
-  // A later change adds e.g.:
-  // 'postgres-redis': {
-  //   description: 'PostgreSQL and Redis from DATABASE_URL / REDIS_URL',
-  //   async prepare({ env }) {
-  //     return { databaseUrl: required(env, 'DATABASE_URL'), serviceEnv: { REDIS_URL: required(env, 'REDIS_URL') }, cleanup: async () => {} };
-  //   },
-  // },
-  // workers: { ..., async prepare(ctx) { return { ...sqlite, serviceEnv: { WORKERS: '2' } } } },
+  'postgres-redis': {
+    description: 'one process on PostgreSQL (a fresh database) with rate limits in Redis',
+    prepare: (ctx) => postgresRedis(ctx, []),
+  },
+  workers: {
+    description: 'PostgreSQL and Redis, `serve --workers 2`: two processes on one port',
+    prepare: (ctx) => postgresRedis(ctx, ['--workers', '2']),
+  },
 };
 
 /** An environment variable a mode cannot run without. */
@@ -57,4 +59,34 @@ export function modeNamed(name: string): BenchMode {
     throw new Error(`BENCH_MODE=${name} is not a benchmark mode (available: ${Object.keys(MODES).join(', ')})`);
   }
   return mode;
+}
+
+/**
+ * A fresh PostgreSQL database made from BENCH_DATABASE_URL (default: TEST_DATABASE_URL, else the
+ * local server) and dropped afterwards; Redis from REDIS_URL (default: TEST_REDIS_URL, else local)
+ * with a key prefix of this run's own.
+ */
+async function postgresRedis({ env }: ModeContext, serveArgs: string[]): Promise<PreparedMode> {
+  const admin = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const redisUrl = env.REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const name = `listings_bench_${randomBytes(4).toString('hex')}`;
+  await adminQuery(admin, `CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    databaseUrl: url.toString(),
+    serviceEnv: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `${name}:rl:` },
+    serveArgs: ['serve', ...serveArgs],
+    cleanup: () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function adminQuery(adminUrl: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
 }

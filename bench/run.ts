@@ -154,6 +154,7 @@ async function main(): Promise<number> {
         API_DOMAIN: 'localhost',
         DATABASE_URL: prepared.databaseUrl,
         LOG_LEVEL: 'info', // logging stays on, as in production; stdout goes to a file
+        DASHBOARD_PORT: 'off', // the API alone is measured; the dashboard would also take port 3001
         ...prepared.serviceEnv,
       },
       port: servicePort,

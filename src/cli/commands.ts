@@ -17,11 +17,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Opens the configured database, migrated, runs `fn`, and always closes it. On PostgreSQL the
  * command returns only once its changes have been broadcast to every running instance (D4).
  */
-export async function withStore<T>(fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
+export async function withStore<T>(fn: (store: Store, config: Config) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig();
   const store = openStore(config.databaseUrl, { listenForChanges: true, poolSize: 2, statementTimeoutMs: config.databaseStatementTimeoutMs });
   try {
-    await store.migrate();
+    if (migrate) await store.migrate();
     await store.start();
     const result = await fn(store, config);
     await store.broadcastSettled();
@@ -182,7 +182,8 @@ export async function importCommand(file: string, opts: { json: boolean }): Prom
 }
 
 export async function migrateCommand(opts: { json: boolean }): Promise<void> {
-  const applied = await withStore((store) => store.migrate());
+  // Not migrated by withStore first, so that what this run applied is reported.
+  const applied = await withStore((store) => store.migrate(), { migrate: false });
   emit(opts.json, { applied }, () => (applied.length === 0 ? 'Schema is up to date.' : `Applied: ${applied.join(', ')}`));
 }
 

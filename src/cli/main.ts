@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/index.js';
 import * as commands from './commands.js';
 import { CliError } from './output.js';
-import { serveCommand } from './serve.js';
+import { registerUserCommands } from './user-commands.js';
 
 /**
  * `listings-api`: the operator contract of OPERATIONS.md. Exit status 0 success, 1 failure
@@ -11,13 +11,18 @@ import { serveCommand } from './serve.js';
 const program = new Command('listings-api')
   .description('Listings Developer API: run the service and manage accounts, keys, origins and listings.')
   .exitOverride()
-  .configureOutput({ outputError: () => {} }); // usage errors are printed once, below
+  // Usage errors are printed once, on one line, below; so is a missing sub-command, for which
+  // commander would otherwise dump the whole help on stderr.
+  .configureOutput({ outputError: () => {}, writeErr: () => {} });
 
 const json = () => new Option('--json', 'print the result as one JSON object');
 
 program.command('serve').description('run the API until SIGINT/SIGTERM (applies pending migrations first)')
-  .option('--demo', 'create the demo data if missing and print a fresh demo key').addOption(json())
-  .action((opts) => serveCommand(opts));
+  .option('--demo', 'create the demo data if missing and print a fresh demo key')
+  .option('--workers <n>', 'worker processes on the one port (default: one per core with REDIS_URL, else 1; more than 1 needs REDIS_URL)')
+  .addOption(json())
+  // Loaded on demand: the HTTP stack is not needed by the other commands (and costs ~0.2 s to load).
+  .action(async (opts) => (await import('./serve.js')).serveCommand(opts));
 program.command('migrate').description('apply pending schema migrations').addOption(json())
   .action((opts) => commands.migrateCommand(opts));
 program.command('demo').description('create the demo data set if missing; print a working sg key and a curl line').addOption(json())
@@ -54,11 +59,17 @@ for (const [name, description, action] of [
 origin.command('list').description("list an account's origins").requiredOption('--account <id>', 'account id').addOption(json())
   .action((opts) => commands.originList(opts));
 
+// Dashboard members (src/cli/user-commands.ts).
+registerUserCommands(program, json);
+
 program.command('import').description('upsert listings from an NDJSON file ("-" for stdin), all or nothing').argument('<FILE>')
   .addOption(json()).action((file, opts) => commands.importCommand(file, opts));
 
+/** Anything shaped like an API key, cut to its display prefix: no error ever shows a full key (D20). */
+const KEY_LIKE = /\b([a-z]{2}_live_[0-9A-Za-z]{4})[0-9A-Za-z]+/gi;
+
 function fail(message: string, code: 1 | 2): never {
-  process.stderr.write(`listings-api: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
+  process.stderr.write(`listings-api: ${message.replace(/\s*\n\s*/g, ' ').trim().replace(KEY_LIKE, '$1...')}\n`);
   process.exit(code);
 }
 
@@ -66,6 +77,11 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
+    if (error.code === 'commander.help' && error.exitCode !== 0) {
+      // `listings-api` or `listings-api key` without a (sub-)command: a usage error.
+      const words = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+      fail(`missing command (see ${['listings-api', ...words].join(' ')} --help)`, 2);
+    }
     if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') process.exit(0);
     fail(`${error.message.replace(/^error: /, '')} (see listings-api --help)`, 2);
   }

@@ -14,9 +14,16 @@ export interface Config {
   /** Safety expiry of the API's read caches (ms); 0 turns them off. */
   readCacheTtlMs: number;
   redisUrl: string | undefined;
+  /** Prefix of the rate limiter's Redis keys (REDIS_KEY_PREFIX), so deployments can share a Redis. */
+  redisKeyPrefix: string;
   rateLimitPerMinute: number;
   trustProxy: boolean;
   logLevel: LogLevel;
+  /**
+   * The developer dashboard's port (DASHBOARD_PORT, on HOST): default 3001; 0 picks a free port;
+   * `off` (null here) runs no dashboard in this process.
+   */
+  dashboardPort: number | null;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -43,9 +50,11 @@ export function loadConfig(env: Env = process.env): Config {
     databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
     redisUrl: redisUrl(env),
+    redisKeyPrefix: nonEmpty(env, 'REDIS_KEY_PREFIX', 'listings:rl:'),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     logLevel: logLevel(env),
+    dashboardPort: dashboardPort(env),
   };
 }
 
@@ -132,4 +141,15 @@ function logLevel(env: Env): LogLevel {
     throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
   }
   return raw as LogLevel;
+}
+
+/** DASHBOARD_PORT: a port like PORT (0: any free port), or `off`; it may not be PORT itself. */
+function dashboardPort(env: Env): number | null {
+  const raw = value(env, 'DASHBOARD_PORT');
+  if (raw !== undefined && raw.toLowerCase() === 'off') return null;
+  const port = integer(env, 'DASHBOARD_PORT', 3001, 0, 65535);
+  if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
+    throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); use "off" to run no dashboard`);
+  }
+  return port;
 }

@@ -21,9 +21,9 @@ export function parseOrigin(value: string): ParsedOrigin | undefined {
   const match = ORIGIN.exec(value);
   if (!match) return undefined;
   const scheme = match[1]!.toLowerCase();
-  const host = match[2]!.toLowerCase();
+  const host = match[2]!.startsWith('[') ? ipv6Literal(match[2]!) : match[2]!.toLowerCase();
   if (scheme !== 'http' && scheme !== 'https') return undefined;
-  if (!host.startsWith('[') && !HOSTNAME.test(host)) return undefined;
+  if (host === undefined || (!host.startsWith('[') && !HOSTNAME.test(host))) return undefined;
   let port = match[3];
   if (port !== undefined) {
     const n = Number(port);
@@ -32,6 +32,19 @@ export function parseOrigin(value: string): ParsedOrigin | undefined {
     if (port === DEFAULT_PORTS[scheme]) port = undefined;
   }
   return { scheme, host, port, origin: `${scheme}://${host}${port === undefined ? '' : `:${port}`}` };
+}
+
+/**
+ * A bracketed IPv6 literal in the form browsers serialise it (WHATWG URL: compressed, lowercase),
+ * so that `[0:0:0:0:0:0:0:1]` and `[::1]` are the same origin; undefined when it is not an IPv6 address.
+ */
+function ipv6Literal(bracketed: string): string | undefined {
+  try {
+    const host = new URL(`http://${bracketed}`).hostname;
+    return host.startsWith('[') ? host : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The normalised origin of a request's `Origin` header, or undefined when it is not one. */
@@ -51,6 +64,8 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 export function validateOriginToRegister(input: string): { origin: string } | { error: string } {
   const value = input.trim().replace(/(?<=[^/])\/$/, '');
   if (value === '') return { error: 'origin is empty' };
+  // Credentials in a pasted URL must not be echoed back into an error (or a log).
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(value)) return { error: 'an origin has no user name or password; remove the part before "@"' };
   if (value.includes('*')) return { error: `"${input}" has a wildcard; register each origin exactly` };
   if (value === 'null') return { error: 'the origin "null" can never be allowed (D17)' };
   const parsed = parseOrigin(value);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
+import { generatePassword, hashPassword } from '../dashboard/passwords.js';
 import { importListings } from '../listings/import.js';
 import type { Store } from '../storage/index.js';
 
@@ -9,6 +10,9 @@ import type { Store } from '../storage/index.js';
 export const DEMO_ORG_ID = '0de30000-0000-4000-8000-000000000001';
 export const DEMO_LANDLORD_ID = '0de30000-0000-4000-8000-000000000002';
 export const DEMO_ORIGIN = 'http://localhost:5173';
+/** The demo organisation's dashboard member (`serve --demo`). */
+export const DEMO_MEMBER_EMAIL = 'admin@demo.example';
+export const DEMO_MEMBER_ID = '0de30000-0000-4000-8000-0000000000a1';
 
 /** A stable UUID-shaped id from a name, so demo listings keep their ids across runs. */
 function demoId(name: string): string {
@@ -92,4 +96,25 @@ export async function ensureDemo(store: Store, now: Date): Promise<{ created: bo
   }
   const { id, key } = await issueKey(store, { accountId: DEMO_ORG_ID, country: 'sg', label: 'demo', now });
   return { created, accountId: DEMO_ORG_ID, keyId: id, key };
+}
+
+/**
+ * Creates the demo organisation's dashboard member, or resets it: a fresh random password each
+ * time (printed once by `serve --demo`; only its hash is stored) and every earlier session ended.
+ * Needs the demo organisation (ensureDemo) first.
+ */
+export async function ensureDemoMember(store: Store, now: Date): Promise<{ email: string; password: string; created: boolean }> {
+  const password = generatePassword();
+  const passwordHash = await hashPassword(password);
+  const existing = await store.users.findByEmail(DEMO_MEMBER_EMAIL);
+  if (existing === undefined) {
+    await store.users.create({
+      id: DEMO_MEMBER_ID, account_id: DEMO_ORG_ID, email: DEMO_MEMBER_EMAIL, password_hash: passwordHash, created_at: now.toISOString(), last_sign_in_at: null,
+    });
+  } else {
+    if (existing.account_id !== DEMO_ORG_ID) throw new Error(`${DEMO_MEMBER_EMAIL} is a member of another account; not resetting it`);
+    await store.users.setPasswordHash(existing.id, passwordHash);
+    await store.sessions.deleteForUser(existing.id);
+  }
+  return { email: DEMO_MEMBER_EMAIL, password, created: existing === undefined };
 }

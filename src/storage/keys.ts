@@ -25,6 +25,15 @@ export function createKeysRepository(db: Kysely<Database>, changed: () => Promis
       await changed();
       return (await this.get(id)) !== undefined;
     },
+    /**
+     * Changes a key's label (dashboard). Scoped to the owning account as well as the id, so a key
+     * of another account is never touched; returns false when no such key of that account exists.
+     */
+    async relabel(id: string, accountId: string, label: string): Promise<boolean> {
+      const result = await db.updateTable('api_keys').set({ label }).where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+      await changed();
+      return result.numUpdatedRows > 0n;
+    },
     async setRateLimit(id: string, perMinute: number | null): Promise<boolean> {
       const result = await db.updateTable('api_keys').set({ rate_limit_per_minute: perMinute }).where('id', '=', id).executeTakeFirst();
       await changed();

@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as initial from './migrations/001_initial.js';
+import * as dashboard from './migrations/002_dashboard.js';
 import type { Database } from './schema.js';
 
 /**
@@ -8,6 +9,7 @@ import type { Database } from './schema.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
+  '002_dashboard': dashboard,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

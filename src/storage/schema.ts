@@ -8,6 +8,10 @@ export interface Database {
   listings: ListingsTable;
   api_keys: ApiKeysTable;
   allowed_origins: AllowedOriginsTable;
+  dashboard_users: DashboardUsersTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_audit: DashboardAuditTable;
+  dashboard_login_failures: DashboardLoginFailuresTable;
 }
 
 export type AccountKind = 'organisation' | 'individual';
@@ -73,3 +77,53 @@ export interface AllowedOriginsTable {
   created_at: string;
 }
 
+
+/** A member of an account who signs in to the dashboard (migration 002). */
+export interface DashboardUsersTable {
+  id: string;
+  account_id: string;
+  /** Lowercased; unique across the deployment. */
+  email: string;
+  /** `scrypt$N$r$p$salt$hash` (see dashboard/passwords.ts); never the password. */
+  password_hash: string;
+  created_at: string;
+  last_sign_in_at: string | null;
+}
+
+/** A dashboard session. Only the SHA-256 of the session id is stored: a copy of the table signs no one in. */
+export interface DashboardSessionsTable {
+  id_hash: string;
+  user_id: string;
+  created_at: string;
+  last_seen_at: string;
+  /** The earlier of the idle and the absolute expiry. */
+  expires_at: string;
+}
+
+export type AuditAction = 'key.created' | 'key.relabelled' | 'key.revoked' | 'origin.added' | 'origin.removed';
+
+/** Who did what to which key or origin, and when. Never a full key (D20). */
+export interface DashboardAuditTable {
+  id: string;
+  account_id: string;
+  at: string;
+  actor_user_id: string | null;
+  actor_email: string;
+  action: AuditAction;
+  key_id: string | null;
+  /** `sg_live_AbCd...wxyz`: display prefix and last four only. */
+  key_display: string | null;
+  /** The key's label at the time (the new label for a relabel). */
+  key_label: string | null;
+  previous_label: string | null;
+  country: string | null;
+  origin: string | null;
+}
+
+/** Failed sign-ins, for throttling across instances. */
+export interface DashboardLoginFailuresTable {
+  id: string;
+  email: string;
+  ip: string;
+  at: string;
+}

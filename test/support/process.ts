@@ -27,7 +27,8 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) },
+    // DASHBOARD_PORT 0: each process's dashboard on a free port, so that several can run at once.
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -75,6 +75,8 @@ export class LogCapture extends Writable {
 
 export interface TestServer {
   port: number;
+  /** The developer dashboard's port (DASHBOARD_PORT defaults to 0 here: a free port); undefined when DASHBOARD_PORT=off. */
+  dashboardPort: number | undefined;
   service: Service;
   clock: TestClock;
   logs: LogCapture;
@@ -121,7 +123,7 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
   const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const databaseUrl = env.DATABASE_URL ?? database!.url;
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', ...env, DATABASE_URL: databaseUrl });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
   const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, logs) });
   await service.listen();
@@ -133,6 +135,7 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
 
   return {
     port,
+    dashboardPort: service.dashboard?.port(),
     service,
     clock,
     logs,

@@ -97,11 +97,17 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
     }
   }
 
-  const visibility = (key: AuthenticatedKey): Visibility => ({
-    ownerAccountId: key.accountId,
-    country: key.country,
-    now: new Date(clock()).toISOString(),
-  });
+  /** What the key sees (D1) as of now (D10); `now` is formatted only if a query needs it (a cache miss). */
+  const visibility = (key: AuthenticatedKey): Visibility => {
+    let now: string | undefined;
+    return {
+      ownerAccountId: key.accountId,
+      country: key.country,
+      get now() {
+        return (now ??= new Date(clock()).toISOString());
+      },
+    };
+  };
 
   app.get<{ Querystring: Record<string, QueryValue> }>(
     '/v1/listings',

@@ -9,10 +9,10 @@ import { pageCount } from './params.js';
 export interface ListingReads {
   findKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   isOriginAllowed(accountId: string, country: Country, origin: string): Promise<boolean>;
-  /** The serialised page envelope (spec 2.3). */
-  listBody(v: Visibility, page: number, perPage: number, serialize: (page: PageEnvelope) => string): Promise<string>;
+  /** The serialised page envelope (spec 2.3), as the UTF-8 bytes to send. */
+  listBody(v: Visibility, page: number, perPage: number, serialize: (page: PageEnvelope) => string): Promise<Buffer>;
   /** The serialised listing, or undefined when the key cannot see it (D11). */
-  detailBody(id: string, v: Visibility, serialize: (listing: Listing) => string): Promise<string | undefined>;
+  detailBody(id: string, v: Visibility, serialize: (listing: Listing) => string): Promise<Buffer | undefined>;
 }
 
 export interface PageEnvelope {
@@ -31,7 +31,8 @@ export interface ReadCacheOptions {
 /**
  * The store's reads behind caches that are exact (see VersionedCache): any write, here or (SQLite)
  * in another process, drops them before the next read, so a revoked key or a removed origin is
- * refused at once (D4). Response bodies are cached serialised; each is valid until the next
+ * refused at once (D4). Response bodies are cached serialised and encoded (a page of 100 is
+ * 100 KB: encoding it once, not per response, matters); each is valid until the next
  * moment its visibility can change by time alone (the soonest expiry among what it shows, D10).
  */
 export function createReads(store: Store, clock: Clock, options: ReadCacheOptions): ListingReads {
@@ -40,7 +41,7 @@ export function createReads(store: Store, clock: Clock, options: ReadCacheOption
   if (ttlMs <= 0) return uncachedReads(store);
   const keys = new VersionedCache<ApiKeyRecord | null>({ version, clock, ttlMs, maxEntries: 10_000 });
   const origins = new VersionedCache<boolean>({ version, clock, ttlMs, maxEntries: 10_000 });
-  const bodies = new VersionedCache<string>({ version, clock, ttlMs, maxEntries: 20_000, maxSize: 64 * 1024 * 1024, sizeOf: (s) => s.length });
+  const bodies = new VersionedCache<Buffer>({ version, clock, ttlMs, maxEntries: 20_000, maxSize: 64 * 1024 * 1024, sizeOf: (b) => b.length });
 
   return {
     async findKeyByHash(keyHash) {
@@ -76,7 +77,7 @@ export function createReads(store: Store, clock: Clock, options: ReadCacheOption
       const at = bodies.version();
       const row = await store.listings.findVisible(id, v);
       if (row === undefined) return undefined;
-      const body = serialize(toListing(row));
+      const body = Buffer.from(serialize(toListing(row)));
       bodies.set(cacheKey, body, at, row.expiry_date === null ? Infinity : Date.parse(row.expiry_date));
       return body;
     },
@@ -86,7 +87,7 @@ export function createReads(store: Store, clock: Clock, options: ReadCacheOption
 async function readPage(store: Store, v: Visibility, page: number, perPage: number, serialize: (page: PageEnvelope) => string) {
   const [summary, rows] = await Promise.all([store.listings.summary(v), store.listings.page(v, perPage, (page - 1) * perPage)]);
   // D7: a page beyond the last is an empty page with the true total and pages.
-  const body = serialize({ items: rows.map(toListing), page, per_page: perPage, total: summary.total, pages: pageCount(summary.total, perPage) });
+  const body = Buffer.from(serialize({ items: rows.map(toListing), page, per_page: perPage, total: summary.total, pages: pageCount(summary.total, perPage) }));
   return { body, validUntil: summary.nextExpiry === null ? Infinity : Date.parse(summary.nextExpiry) };
 }
 
@@ -98,7 +99,7 @@ function uncachedReads(store: Store): ListingReads {
     listBody: async (v, page, perPage, serialize) => (await readPage(store, v, page, perPage, serialize)).body,
     async detailBody(id, v, serialize) {
       const row = await store.listings.findVisible(id, v);
-      return row === undefined ? undefined : serialize(toListing(row));
+      return row === undefined ? undefined : Buffer.from(serialize(toListing(row)));
     },
   };
 }

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { redactKeys } from '../auth/key-format.js';
+import type { Config } from '../config/index.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { hostForCountry, type Country } from '../core/countries.js';
+import type { Store } from '../storage/index.js';
+import { dashboardRoutes } from './routes.js';
+import { dashboardUrl } from './url.js';
+import { createSessions } from './sessions.js';
+import { createSignInThrottle } from './throttle.js';
+import { errorPage } from './views.js';
+
+export { dashboardUrl } from './url.js';
+
+/**
+ * The developer dashboard (Settings > Developer; spec 1 and 5): where an account's members sign in
+ * to create, label and revoke API keys and register browser origins. A Fastify app of its own on
+ * DASHBOARD_PORT, over the service's store: every key and origin change goes through the store's
+ * repositories, which move its change version, so the API's caches drop what they held and a
+ * revoked key is refused on the very next request (D4).
+ */
+export interface DashboardOptions {
+  store: Store;
+  config: Config;
+  clock?: Clock;
+  logger: Logger;
+  /** The API's actual port (PORT=0 picks one at listen time), for the curl line of a new key. */
+  apiPort?: () => number | undefined;
+}
+
+/** The page's stylesheet and script, in src/dashboard/static (from dist/src/dashboard: ../../../src/...). */
+const STATIC_DIR = new URL('../../../src/dashboard/static/', import.meta.url);
+
+function readStatic(): Record<string, { type: string; body: Buffer }> {
+  return {
+    'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('dashboard.css', STATIC_DIR)) },
+    'copy.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('copy.js', STATIC_DIR)) },
+  };
+}
+
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  // Not `no-referrer`: with it, browsers send `Origin: null` on form posts, which the CSRF check refuses.
+  'referrer-policy': 'same-origin',
+  // Pages show account data and, once, a new key: never kept by a browser or proxy cache.
+  'cache-control': 'no-store',
+};
+
+/**
+ * One log line per request: request id, method, path without the query string, status, latency and
+ * the member's id. Never a header, cookie or body (passwords, keys: D20).
+ */
+class DashboardLog extends LogController {
+  override incomingRequest(): void {}
+  override routeNotFound(): void {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const member = (request as { member?: { user: { id: string } } | null }).member;
+    const line = {
+      method: request.method,
+      // A key pasted into a URL by mistake is cut to its `<cc>_live_` part (D20).
+      path: redactKeys(request.url.split('?', 1)[0]!.slice(0, 300)),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+      user_id: member?.user.id ?? null,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'dashboard request');
+    else reply.log.info(line, 'dashboard request');
+  }
+}
+
+export async function createDashboard(options: DashboardOptions) {
+  const { store, config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger.child({ component: 'dashboard' });
+  const STATIC = readStatic();
+
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new DashboardLog(),
+    trustProxy: config.trustProxy,
+    bodyLimit: 16 * 1024,
+    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    return503OnClosing: false,
+  });
+  // Forms only: no JSON or other body parsers.
+  app.removeAllContentTypeParsers();
+  await app.register(fastifyCookie);
+  await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.headers(SECURITY_HEADERS);
+    reply.header('x-request-id', request.id);
+    if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000');
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    reply.type('text/html; charset=utf-8');
+    if (status >= 400 && status < 500) {
+      const message = status === 413 ? 'That form was too large.' : status === 415 ? 'Send the form from the dashboard page.' : 'That request could not be read.';
+      return reply.code(status).send(errorPage(status, 'Request not accepted', `${message} Nothing was changed.`));
+    }
+    request.log.error({ err: error }, 'dashboard request failed');
+    return reply.code(500).send(errorPage(500, 'Something went wrong', `Nothing may have been saved; please try again. If it keeps happening, give your operator this request id: ${request.id}.`));
+  });
+
+  app.get('/static/:file', async (request, reply) => {
+    const name = (request.params as { file: string }).file;
+    const file = Object.hasOwn(STATIC, name) ? STATIC[name] : undefined;
+    if (file === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('not found');
+    return reply.header('cache-control', 'public, max-age=300').type(file.type).send(file.body);
+  });
+  app.get('/healthz', async (_request, reply) => reply.type('application/json; charset=utf-8').send({ status: 'ok' }));
+
+  const local = config.apiDomain === 'localhost' || config.apiDomain.endsWith('.localhost');
+  await app.register(dashboardRoutes, {
+    store,
+    config,
+    clock,
+    sessions: createSessions(store, clock),
+    throttle: createSignInThrottle(store, clock),
+    // Local development: plain http on the API's port. Anywhere else the API is assumed behind
+    // TLS on the standard port (see the README's deployment section).
+    apiBaseUrl(country: Country): string {
+      const host = hostForCountry(country, config.apiDomain);
+      if (!local) return `https://${host}`;
+      const port = options.apiPort?.() ?? config.port;
+      return `http://${host}${port === 80 ? '' : `:${port}`}`;
+    },
+  });
+
+  let port: number | undefined;
+  return {
+    app,
+    /** Starts listening on HOST:DASHBOARD_PORT; resolves to the dashboard's URL. */
+    async listen(): Promise<string> {
+      await app.listen({ port: config.dashboardPort ?? 0, host: config.host });
+      const address = app.server.address();
+      port = typeof address === 'object' && address !== null ? address.port : undefined;
+      return this.url();
+    },
+    /** The port it listens on (after listen). */
+    port(): number | undefined {
+      return port;
+    },
+    /** The URL people open, e.g. http://localhost:3001 (loopback and wildcard hosts as localhost). */
+    url(): string {
+      return dashboardUrl(config, port) ?? '';
+    },
+    /** Graceful: in-flight requests finish. */
+    async close(): Promise<void> {
+      await app.close();
+    },
+  };
+}
+
+export type Dashboard = Awaited<ReturnType<typeof createDashboard>>;

@@ -1,0 +1,368 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { issueKey } from '../auth/keys.js';
+import type { Config } from '../config/index.js';
+import type { Clock } from '../core/clock.js';
+import { isCountry, type Country } from '../core/countries.js';
+import { validateOriginToRegister } from '../cors/origin.js';
+import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../storage/index.js';
+import { CSRF_FIELD, fromThisSite, newSignInSecret, sessionToken, signInToken, tokenMatches } from './csrf.js';
+import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from './passwords.js';
+import type { Sessions } from './sessions.js';
+import type { SignInThrottle } from './throttle.js';
+import * as views from './views.js';
+
+export interface RouteDeps {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  sessions: Sessions;
+  throttle: SignInThrottle;
+  /** The API's base URL for a country, for the curl line shown with a new key. */
+  apiBaseUrl(country: Country): string;
+}
+
+/** A signed-in member on a request of their own account's pages. */
+interface Member {
+  user: DashboardUser;
+  sessionId: string;
+  ctx: views.PageContext;
+}
+
+const HTML = 'text/html; charset=utf-8';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const LABEL_MAX = 200;
+const ACTIVITY_LIMIT = 200;
+
+/**
+ * Cookies: HttpOnly, SameSite=Strict, path /; behind https (directly or, with TRUST_PROXY, per
+ * X-Forwarded-Proto) also Secure and `__Host-` prefixed, so no other host can set or read them.
+ * The session cookie holds the only copy of the session id; the database keeps its hash.
+ */
+function cookies(request: FastifyRequest) {
+  const secure = request.protocol === 'https';
+  const prefix = secure ? '__Host-' : '';
+  return {
+    session: `${prefix}dashboard_session`,
+    signIn: `${prefix}dashboard_signin`,
+    options: { path: '/', httpOnly: true, sameSite: 'strict' as const, secure },
+  };
+}
+
+/** A form field as a string; absent, repeated or non-text fields read as ''. */
+function field(body: unknown, name: string): string {
+  if (typeof body !== 'object' || body === null) return '';
+  const value = (body as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : '';
+}
+
+function labelProblem(label: string): string | undefined {
+  if (label === '') return 'enter a label, for example "Website (production)".';
+  if (label.length > LABEL_MAX) return `keep the label to ${LABEL_MAX} characters or fewer.`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(label)) return 'the label cannot contain control characters such as line breaks.';
+  return undefined;
+}
+
+export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  const { store, config, clock, sessions, throttle } = deps;
+  const nowIso = () => new Date(clock()).toISOString();
+  const served = new Set<string>(config.countries);
+
+  const send = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(HTML).send(body);
+
+  /** The member behind the request's session cookie, with their account, or undefined. */
+  async function resume(request: FastifyRequest): Promise<Member | undefined> {
+    const signedIn = await sessions.resume(request.cookies[cookies(request).session]);
+    if (signedIn === undefined) return undefined;
+    const account = await store.accounts.get(signedIn.user.account_id);
+    if (account === undefined) return undefined;
+    return {
+      ...signedIn,
+      ctx: { accountId: account.id, accountName: account.name, email: signedIn.user.email, csrf: sessionToken(signedIn.sessionId) },
+    };
+  }
+
+  const forbidden = (reply: FastifyReply, ctx?: views.PageContext) =>
+    send(reply, 403, views.errorPage(403, 'This form has expired',
+      'The form was not sent from a page of this dashboard, or it is from an earlier session. Nothing was changed. Go back, reload the page and try again.', ctx));
+
+  const notFound = (reply: FastifyReply, ctx?: views.PageContext) =>
+    send(reply, 404, views.errorPage(404, 'Not found', 'There is nothing here, or it belongs to another account. Nothing was changed.', ctx));
+
+  async function audit(member: Member, entry: Partial<AuditEntry> & Pick<AuditEntry, 'action'>, key?: ApiKeyRecord): Promise<void> {
+    await store.audit.record({
+      account_id: member.user.account_id,
+      at: nowIso(),
+      actor_user_id: member.user.id,
+      actor_email: member.user.email,
+      key_id: key?.id ?? null,
+      key_display: key === undefined ? null : views.keyDisplay(key),
+      key_label: key?.label ?? null,
+      previous_label: null,
+      country: key?.country ?? null,
+      origin: null,
+      ...entry,
+    });
+  }
+
+  /**
+   * After a key or origin change: on PostgreSQL, returns once every API instance has been told
+   * (LISTEN/NOTIFY), so the change holds on the very next request anywhere (D4). Immediate on SQLite.
+   */
+  const settled = async () => {
+    if (!(await store.broadcastSettled())) app.log.warn('change notification did not come back in time; other instances may see the change a moment late');
+  };
+
+  // ------------------------------------------------------------ signed out
+
+  app.get('/', async (request, reply) => {
+    const member = await resume(request);
+    return reply.redirect(member === undefined ? '/sign-in' : views.developerPath(member.ctx.accountId, 'keys'), 303);
+  });
+
+  /** The sign-in form, with a pre-session cookie its CSRF token is derived from. */
+  function signInForm(request: FastifyRequest, reply: FastifyReply, status: number, opts: { email?: string; error?: string; notice?: string } = {}) {
+    const names = cookies(request);
+    let secret = request.cookies[names.signIn];
+    if (secret === undefined || !/^[A-Za-z0-9_-]{43}$/.test(secret)) {
+      secret = newSignInSecret();
+      reply.setCookie(names.signIn, secret, names.options);
+    }
+    return send(reply, status, views.signInPage({ csrf: signInToken(secret), ...opts }));
+  }
+
+  app.get('/sign-in', async (request, reply) => {
+    const member = await resume(request);
+    if (member !== undefined) return reply.redirect(views.developerPath(member.ctx.accountId, 'keys'), 303);
+    const query = request.query as Record<string, unknown>;
+    return signInForm(request, reply, 200, { notice: query.signed_out === '1' ? 'You are signed out.' : undefined });
+  });
+
+  app.post('/sign-in', async (request, reply) => {
+    const names = cookies(request);
+    const secret = request.cookies[names.signIn];
+    if (!fromThisSite(request) || secret === undefined || !tokenMatches(signInToken(secret), field(request.body, CSRF_FIELD))) {
+      return forbidden(reply);
+    }
+    const email = normalizeEmail(field(request.body, 'email')).slice(0, 254);
+    const password = field(request.body, 'password');
+    const waitMs = await throttle.retryAfterMs(email, request.ip);
+    if (waitMs > 0) {
+      const minutes = Math.ceil(waitMs / 60_000);
+      reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+      return signInForm(request, reply, 429, {
+        email,
+        error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      });
+    }
+    const user = email === '' ? undefined : await store.users.findByEmail(email);
+    const ok = password.length > 0 && password.length <= MAX_PASSWORD_LENGTH
+      && (user === undefined ? await verifyAgainstNothing(password) : await verifyPassword(password, user.password_hash));
+    if (!ok || user === undefined) {
+      await throttle.failed(email, request.ip);
+      return signInForm(request, reply, 401, { email, error: 'That email and password do not match a member. Check them and try again.' });
+    }
+    await throttle.succeeded(email);
+    // A new session id at every sign-in (no fixation); any earlier session of this browser ends.
+    const previous = request.cookies[names.session];
+    if (previous !== undefined) await sessions.end(previous).catch(() => undefined);
+    const sessionId = await sessions.start(user.id);
+    await store.users.recordSignIn(user.id, nowIso());
+    reply.setCookie(names.session, sessionId, names.options);
+    reply.clearCookie(names.signIn, names.options);
+    return reply.redirect(views.developerPath(user.account_id, 'keys'), 303);
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    const names = cookies(request);
+    const member = await resume(request);
+    if (member !== undefined) {
+      if (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, field(request.body, CSRF_FIELD))) return forbidden(reply, member.ctx);
+      await sessions.end(member.sessionId);
+    }
+    reply.clearCookie(names.session, names.options);
+    return reply.redirect('/sign-in?signed_out=1', 303);
+  });
+
+  // ------------------------------------------------------------ Settings > Developer of one account
+
+  await app.register(async (scope) => {
+    scope.decorateRequest('member', null);
+
+    // The one guard every page below passes: signed in (else to the sign-in page); for a POST, a
+    // valid CSRF token from this site (else 403, nothing changed); and the account in the URL is
+    // the member's own (else 404, as for anything that does not exist).
+    scope.addHook('preHandler', async (request, reply) => {
+      const member = await resume(request);
+      if (member === undefined) return reply.redirect('/sign-in', 303);
+      if (request.method === 'POST' && (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, field(request.body, CSRF_FIELD)))) {
+        return forbidden(reply, member.ctx);
+      }
+      if ((request.params as { accountId?: string }).accountId !== member.user.account_id) return notFound(reply, member.ctx);
+      (request as FastifyRequest & { member: Member }).member = member;
+    });
+    const memberOf = (request: FastifyRequest) => (request as FastifyRequest & { member: Member }).member;
+
+    /** One of the member's account's keys, by the id in the URL; undefined for anything else. */
+    async function ownKey(request: FastifyRequest): Promise<ApiKeyRecord | undefined> {
+      const { keyId } = request.params as { keyId: string };
+      if (!UUID.test(keyId)) return undefined;
+      const key = await store.keys.get(keyId);
+      return key !== undefined && key.account_id === memberOf(request).user.account_id ? key : undefined;
+    }
+
+    async function keysPage(member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
+      const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
+      return views.keysPage(member.ctx, { keys, recent, countries: config.countries, ...extra });
+    }
+
+    scope.get('', async (request, reply) => reply.redirect(views.developerPath(memberOf(request).ctx.accountId, 'keys'), 303));
+
+    scope.get('/keys', async (request, reply) => {
+      const member = memberOf(request);
+      const query = request.query as Record<string, unknown>;
+      let notice: string | undefined;
+      for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
+        const id = query[name];
+        if (typeof id !== 'string' || !UUID.test(id)) continue;
+        const key = await store.keys.get(id);
+        if (key?.account_id === member.ctx.accountId) {
+          notice = name === 'revoked'
+            ? `${verb} key "${key.label}" (${views.keyDisplay(key)}). Requests with it now get 401 unauthorized.`
+            : `${verb} key ${views.keyDisplay(key)} to "${key.label}".`;
+        }
+      }
+      return send(reply, 200, await keysPage(member, { notice }));
+    });
+
+    scope.post('/keys', async (request, reply) => {
+      const member = memberOf(request);
+      const label = field(request.body, 'label').trim();
+      const country = field(request.body, 'country').trim().toLowerCase();
+      const errors: views.CreateKeyForm['errors'] = {};
+      const labelError = labelProblem(label);
+      if (labelError !== undefined) errors.label = labelError;
+      if (!isCountry(country) || !served.has(country)) errors.country = 'choose one of the countries in the list.';
+      if (errors.label !== undefined || errors.country !== undefined) {
+        return send(reply, 400, await keysPage(member, { create: { label, country, errors } }));
+      }
+      const created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+      const key = (await store.keys.get(created.id))!;
+      await audit(member, { action: 'key.created' }, key);
+      await settled();
+      // The full key is in this one response and nowhere else: not in a redirect, the session, or a log (D20).
+      return send(reply, 201, views.keyCreatedPage(member.ctx, {
+        key,
+        fullKey: created.key,
+        curl: `curl -H "Authorization: Bearer ${created.key}" ${deps.apiBaseUrl(key.country as Country)}/v1/listings`,
+      }));
+    });
+
+    scope.post('/keys/:keyId/label', async (request, reply) => {
+      const member = memberOf(request);
+      const key = await ownKey(request);
+      if (key === undefined) return notFound(reply, member.ctx);
+      if (key.revoked_at !== null) {
+        return send(reply, 409, views.errorPage(409, 'This key is revoked', 'A revoked key keeps its label. Nothing was changed.', member.ctx));
+      }
+      const label = field(request.body, 'label').trim();
+      const problem = labelProblem(label);
+      if (problem !== undefined) return send(reply, 400, await keysPage(member, { relabel: { keyId: key.id, label, error: problem } }));
+      if (label !== key.label) {
+        if (!(await store.keys.relabel(key.id, member.ctx.accountId, label))) return notFound(reply, member.ctx);
+        await audit(member, { action: 'key.relabelled', key_label: label, previous_label: key.label }, key);
+        await settled();
+      }
+      return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`, 303);
+    });
+
+    scope.get('/keys/:keyId/revoke', async (request, reply) => {
+      const member = memberOf(request);
+      const key = await ownKey(request);
+      if (key === undefined) return notFound(reply, member.ctx);
+      return send(reply, 200, views.revokePage(member.ctx, key));
+    });
+
+    scope.post('/keys/:keyId/revoke', async (request, reply) => {
+      const member = memberOf(request);
+      const key = await ownKey(request);
+      if (key === undefined) return notFound(reply, member.ctx);
+      if (key.revoked_at === null) {
+        await store.keys.revoke(key.id, nowIso());
+        await audit(member, { action: 'key.revoked' }, key);
+        // D4: once this response is sent, every API instance refuses the key.
+        await settled();
+      }
+      return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?revoked=${key.id}`, 303);
+    });
+
+    async function originsPage(member: Member, extra: Partial<Parameters<typeof views.originsPage>[1]> = {}): Promise<string> {
+      const [origins, keys] = await Promise.all([store.origins.listForAccount(member.ctx.accountId), store.keys.listForAccount(member.ctx.accountId)]);
+      const keyCountries = new Set(keys.filter((k) => k.revoked_at === null).map((k) => k.country));
+      return views.originsPage(member.ctx, { origins, keyCountries, countries: config.countries, ...extra });
+    }
+
+    scope.get('/origins', async (request, reply) => {
+      const member = memberOf(request);
+      const query = request.query as Record<string, unknown>;
+      let notice: string | undefined;
+      const { done, country, origin } = query;
+      if (typeof country === 'string' && isCountry(country) && typeof origin === 'string') {
+        const checked = validateOriginToRegister(origin);
+        const name = views.COUNTRY_NAMES[country];
+        if ('origin' in checked && checked.origin === origin) {
+          const listed = (await store.origins.isAllowed(member.ctx.accountId, country, origin));
+          if (done === 'added' && listed) notice = `Allowed ${origin} for ${name}. Browsers on that origin can now call the API with ${country} keys.`;
+          if (done === 'exists' && listed) notice = `${origin} was already allowed for ${name}.`;
+          if (done === 'removed' && !listed) notice = `Removed ${origin} for ${name}. Browser calls from it now get 403 origin_not_allowed.`;
+        }
+      }
+      return send(reply, 200, await originsPage(member, { notice }));
+    });
+
+    scope.post('/origins', async (request, reply) => {
+      const member = memberOf(request);
+      const country = field(request.body, 'country').trim().toLowerCase();
+      const input = field(request.body, 'origin');
+      const [origins, keys] = await Promise.all([store.origins.listForAccount(member.ctx.accountId), store.keys.listForAccount(member.ctx.accountId)]);
+      const inSection = origins.some((o) => o.country === country) || keys.some((k) => k.revoked_at === null && k.country === country);
+      const section = inSection ? country : 'other';
+      const fail = async (error: string) => send(reply, 400, await originsPage(member, { form: { section, country, origin: input, error } }));
+      if (!isCountry(country) || !served.has(country)) return fail('choose one of the countries in the list.');
+      if (input.length > 300) return fail('that is too long for an origin (scheme://host[:port]).');
+      const checked = validateOriginToRegister(input);
+      if ('error' in checked) return fail(`${checked.error}.`);
+      const added = await store.origins.add({ account_id: member.ctx.accountId, country, origin: checked.origin, created_at: nowIso() });
+      if (added) {
+        await audit(member, { action: 'origin.added', country, origin: checked.origin });
+        await settled();
+      }
+      const query = new URLSearchParams({ done: added ? 'added' : 'exists', country, origin: checked.origin });
+      return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}#country-${country}`, 303);
+    });
+
+    scope.post('/origins/remove', async (request, reply) => {
+      const member = memberOf(request);
+      const country = field(request.body, 'country').trim().toLowerCase();
+      const checked = validateOriginToRegister(field(request.body, 'origin'));
+      if (!isCountry(country) || 'error' in checked) return notFound(reply, member.ctx);
+      if (!(await store.origins.remove(member.ctx.accountId, country, checked.origin))) return notFound(reply, member.ctx);
+      await audit(member, { action: 'origin.removed', country, origin: checked.origin });
+      // D4: once this response is sent, every API instance refuses the origin.
+      await settled();
+      const query = new URLSearchParams({ done: 'removed', country, origin: checked.origin });
+      return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}`, 303);
+    });
+
+    scope.get('/activity', async (request, reply) => {
+      const member = memberOf(request);
+      const entries = await store.audit.listForAccount(member.ctx.accountId, ACTIVITY_LIMIT);
+      return send(reply, 200, views.activityPage(member.ctx, entries, ACTIVITY_LIMIT));
+    });
+  }, { prefix: '/accounts/:accountId/settings/developer' });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    const member = await resume(request).catch(() => undefined);
+    return notFound(reply, member?.ctx);
+  });
+}

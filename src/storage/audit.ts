@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database, DashboardAuditTable } from './schema.js';
+
+export type AuditEntry = DashboardAuditTable;
+
+/** The dashboard's audit log: who changed which key or origin, and when. Never a full key (D20). */
+export function createAuditRepository(db: Kysely<Database>) {
+  return {
+    /** Records an entry under a time-ordered id, so that entries of the same millisecond keep their order. */
+    async record(entry: Omit<AuditEntry, 'id'>): Promise<void> {
+      await db.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), ...entry }).execute();
+    },
+    /** Newest first. */
+    async listForAccount(accountId: string, limit: number): Promise<AuditEntry[]> {
+      return db
+        .selectFrom('dashboard_audit')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute();
+    },
+  };
+}
+
+export type AuditRepository = ReturnType<typeof createAuditRepository>;
+
+let lastMs = -1;
+let sequence = 0;
+
+/**
+ * A UUIDv7 (RFC 9562): 48 bits of milliseconds, then a 12-bit counter that keeps ids of one
+ * millisecond in creation order within this process, then random bits. Its text sorts by time.
+ */
+export function timeOrderedId(ms: number): string {
+  if (ms === lastMs) sequence = (sequence + 1) & 0xfff;
+  else {
+    lastMs = ms;
+    sequence = 0;
+  }
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(ms, 0, 6);
+  bytes[6] = 0x70 | (sequence >> 8);
+  bytes[7] = sequence & 0xff;
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f);
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { addMember } from '../dashboard/helpers.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+/**
+ * The dashboard and the API in a real browser: Debian's Chromium driven by playwright-core. Runs
+ * whenever /usr/bin/chromium exists (CI installs it) and says plainly that it was skipped when not.
+ */
+const CHROMIUM = process.env.BROWSER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) console.log(`SKIPPED: the browser suite needs ${CHROMIUM} (apt-get install chromium); it did not run.`);
+
+/**
+ * Where the screenshot of the keys page is written: the README's copy with UPDATE_SCREENSHOTS=1
+ * (so a plain test run leaves the tree clean), else a temp file.
+ */
+const SCREENSHOT = process.env.UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL('../../../docs/keys-page.png', import.meta.url))
+  : join(tmpdir(), `listings-keys-page-${process.pid}.png`);
+
+/**
+ * A tiny web page that calls the API from the browser with the key in its URL fragment (never sent
+ * to a server) and shows the listings it got, or the error code: what a web developer would write.
+ */
+const CLIENT_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Our listings</title></head>
+<body><h1>Our listings</h1><p id="status">loading</p><ul id="listings"></ul>
+<script>
+  const params = new URLSearchParams(location.hash.slice(1));
+  fetch(params.get('api') + '/v1/listings', { headers: { Authorization: 'Bearer ' + params.get('key') } })
+    .then(async (res) => {
+      const body = await res.json();
+      if (!res.ok) { document.getElementById('status').textContent = 'error ' + res.status + ' ' + body.error; return; }
+      for (const listing of body.items) {
+        const li = document.createElement('li');
+        li.textContent = listing.title;
+        document.getElementById('listings').append(li);
+      }
+      document.getElementById('status').textContent = 'ok ' + body.total;
+    })
+    .catch((error) => { document.getElementById('status').textContent = 'network error ' + error.message; });
+</script></body></html>`;
+
+// Without Chromium: one skipped test, so that the runner's count says so too.
+if (!available) it('dashboard in a real browser (Chromium)', { skip: `${CHROMIUM} not found: browser suite SKIPPED` }, () => {});
+
+describe('dashboard in a real browser (Chromium): sign in, create a key, use it, add an origin, CORS, revoke', { skip: !available }, () => {
+  let server: TestServer;
+  let accountId: string;
+  let member: { email: string; password: string };
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  let sitePort: number;
+  let site: Server;
+  let key: string;
+  const problems: string[] = [];
+
+  const dashboard = (path = '') => `http://localhost:${server.dashboardPort}${path}`;
+  const api = () => `http://api.localhost:${server.port}`;
+
+  before(async () => {
+    server = await startTestServer();
+    accountId = await server.createAccount();
+    await server.service.store.db.updateTable('accounts').set({ name: 'Harbourfront Realty' }).where('id', '=', accountId).execute();
+    await server.addListings(accountId, [
+      { title: 'Ground-floor shop, Tanjong Pagar' },
+      { title: 'Office suite, Marina Bay', is_featured: true },
+      { country: 'my', currency: 'MYR', title: 'Cafe unit, Bangsar' },
+    ]);
+    member = await addMember(server, accountId, 'admin@harbourfront.example');
+
+    site = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(CLIENT_PAGE));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    sitePort = (site.address() as { port: number }).port;
+
+    const { chromium } = await import('playwright-core');
+    // A fresh profile: Playwright passes it to Chromium as --user-data-dir.
+    profile = mkdtempSync(join(tmpdir(), 'listings-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      viewport: { width: 1280, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    // Anything the dashboard's pages complain about (a CSP violation, a script error) fails the suite.
+    page.on('console', (message) => {
+      // "Failed to load resource" is the browser noting a 4xx page, such as the form refused on purpose below.
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
+    });
+    page.on('response', (response) => {
+      if (response.url().includes('/static/') && response.status() !== 200) problems.push(`${response.status()} ${response.url()}`);
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+  });
+
+  after(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await new Promise((resolve) => site?.close(resolve));
+    await server?.close();
+  });
+
+  /** Opens the tiny client page on an origin and returns what it shows. */
+  async function clientPage(origin: string): Promise<{ status: string; listings: string[] }> {
+    const tab = await context.newPage();
+    try {
+      await tab.goto(`${origin}/#${new URLSearchParams({ api: api(), key })}`);
+      await tab.waitForFunction(() => document.getElementById('status')!.textContent !== 'loading');
+      return { status: (await tab.textContent('#status'))!, listings: await tab.locator('#listings li').allTextContents() };
+    } finally {
+      await tab.close();
+    }
+  }
+
+  it('signs in with email and password and lands on the keys page, which says what to do first', async () => {
+    await page.goto(dashboard('/'));
+    assert.equal(new URL(page.url()).pathname, '/sign-in');
+    await page.fill('#email', member.email);
+    await page.fill('#password', member.password);
+    await page.press('#password', 'Enter');
+    await page.waitForURL(`**/accounts/${accountId}/settings/developer/keys`);
+    assert.equal(await page.textContent('h1'), 'API keys');
+    assert.match((await page.textContent('main'))!, /No keys yet\./);
+  });
+
+  it('creates a key with the keyboard alone, reads it from the page once, copies it, and the API answers 200', async () => {
+    await page.focus('#label');
+    await page.keyboard.type('Website (production)');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'country');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Create key');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('text=Copy your new key now');
+
+    key = (await page.textContent('#new-key'))!.trim();
+    assert.match(key, /^sg_live_[A-Za-z0-9]{38}$/);
+    assert.match((await page.textContent('.alert.warning'))!, /This is the only time the key is shown/);
+    assert.equal(await page.textContent('#curl-line'), `curl -H "Authorization: Bearer ${key}" ${api()}/v1/listings`);
+
+    // The copy button (hidden without script) copies the key.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dashboard() });
+    await page.click('button[data-copy="new-key"]');
+    await page.waitForFunction(() => document.querySelector('.copy-status')!.textContent !== '');
+    assert.equal(await page.textContent('.copy-status'), 'Copied to the clipboard.');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+
+    const res = await server.get('/v1/listings', { key });
+    assert.equal(res.status, 200);
+    assert.equal(res.json.total, 2);
+  });
+
+  it('back on the list the key shows only as prefix and last four, with its label, country and status', async () => {
+    await page.click('text=I have stored it: back to keys');
+    await page.waitForSelector('table.keys');
+    const row = page.locator('table.keys tbody tr').first();
+    const cells = await row.locator('th, td').allInnerTexts();
+    assert.equal(cells[0], 'Website (production)');
+    assert.match(cells[1]!, /Singapore/);
+    assert.equal(cells[2], `${key.slice(0, 12)}…${key.slice(-4)}`);
+    assert.match(cells[5]!, /Active/);
+    assert.ok(!(await page.content()).includes(key), 'the full key is not shown again');
+  });
+
+  it('adds a browser origin: a malformed one is refused with the error next to the field, then the right one is listed', async () => {
+    await page.click('nav.tabs >> text=Allowed origins');
+    await page.waitForSelector('#origin-sg');
+    assert.match((await page.textContent('.callout'))!, /401 unauthorized means the key itself is not accepted/);
+
+    await page.fill('#origin-sg', `http://localhost:${sitePort}/our-listings`);
+    await page.click('#country-sg button:has-text("Add origin")');
+    await page.waitForSelector('#origin-sg-error');
+    assert.match((await page.textContent('#origin-sg-error'))!, /has a path, query or fragment/);
+    assert.equal(await page.getAttribute('#origin-sg', 'aria-invalid'), 'true');
+    const next = await page.evaluate(() => {
+      const error = document.getElementById('origin-sg-error')!;
+      const input = document.getElementById('origin-sg')!;
+      return input.compareDocumentPosition(error) & Node.DOCUMENT_POSITION_FOLLOWING ? input.parentElement === error.parentElement : false;
+    });
+    assert.ok(next, 'the error is in the field, right after the input');
+
+    await page.fill('#origin-sg', `http://localhost:${sitePort}`);
+    await page.click('#country-sg button:has-text("Add origin")');
+    await page.waitForSelector(`text=Allowed http://localhost:${sitePort} for Singapore`);
+    assert.deepEqual(await page.locator('#country-sg ul.origins code').allTextContents(), [`http://localhost:${sitePort}`]);
+  });
+
+  it('CORS: a page served from the registered origin fetches the listings with the key from the browser', async () => {
+    const shown = await clientPage(`http://localhost:${sitePort}`);
+    assert.equal(shown.status, 'ok 2');
+    assert.deepEqual(shown.listings, ['Office suite, Marina Bay', 'Ground-floor shop, Tanjong Pagar']);
+  });
+
+  it('CORS: the same page from an unregistered origin reads the error code origin_not_allowed (403, D18)', async () => {
+    const shown = await clientPage(`http://127.0.0.1:${sitePort}`);
+    assert.equal(shown.status, 'error 403 origin_not_allowed');
+    assert.deepEqual(shown.listings, []);
+  });
+
+  it('revokes the key after a confirmation step; the API answers 401 at once, in curl and in the browser', async () => {
+    // A second key first, so the list (and the README screenshot) shows an active and a revoked key.
+    await page.click('nav.tabs >> text=API keys');
+    await page.fill('#label', 'Staging server');
+    await page.selectOption('#country', 'my');
+    await page.click('button:has-text("Create key")');
+    await page.waitForSelector('#new-key');
+    await page.click('text=I have stored it: back to keys');
+
+    await page.click('a:has-text("Revoke key Website (production)")');
+    await page.waitForSelector('h1:has-text("Revoke key")');
+    assert.equal(await page.textContent('h1'), 'Revoke key "Website (production)"?');
+    assert.equal((await server.get('/v1/listings', { key })).status, 200, 'not yet: only asked');
+    await page.click('button:has-text("Revoke key")');
+    await page.waitForSelector('.alert.success');
+    assert.match((await page.textContent('.alert.success'))!, /Revoked key "Website \(production\)"/);
+
+    const res = await server.get('/v1/listings', { key });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.error, 'unauthorized');
+    assert.equal((await clientPage(`http://localhost:${sitePort}`)).status, 'error 401 unauthorized');
+
+    const revokedRow = page.locator('tr.revoked');
+    assert.match((await revokedRow.innerText()), /Website \(production\)[\s\S]*Revoked/);
+    assert.match((await page.textContent('ol.activity'))!, /revoked key Website \(production\)/);
+
+    mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    assert.ok(existsSync(SCREENSHOT));
+  });
+
+  it('signs out; the pages are then closed to this browser', async () => {
+    await page.click('button:has-text("Sign out")');
+    await page.waitForSelector('text=You are signed out.');
+    await page.goto(dashboard(`/accounts/${accountId}/settings/developer/keys`));
+    assert.equal(new URL(page.url()).pathname, '/sign-in');
+  });
+
+  it('no page of the dashboard logged an error (CSP, script)', () => {
+    assert.deepEqual(problems, []);
+  });
+});

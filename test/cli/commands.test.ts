@@ -1,0 +1,441 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { parseKey } from '../../src/auth/key-format.js';
+import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { dump, fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
+
+/**
+ * The operator contract of OPERATIONS.md, through the real bin, each suite on its own SQLite file:
+ * every command, `--json`, exit statuses, one-line errors that write nothing, and D20 for keys.
+ */
+
+const KEY_FIELDS = ['id', 'label', 'country', 'prefix', 'last4', 'created_at', 'last_used_at', 'revoked_at', 'rate_limit_per_minute'];
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe('migrate', () => {
+  let db: CliDatabase;
+  before(() => (db = tempDatabase()));
+  after(() => db.remove());
+
+  it('applies the schema, then nothing: idempotent (--json and human)', () => {
+    const first = okJson(db.run(['migrate', '--json']), 'first migrate');
+    assert.deepEqual(Object.keys(first), ['applied']);
+    assert.ok(Array.isArray(first.applied) && first.applied.length >= 1, JSON.stringify(first));
+    const tables = rows<{ name: string }>(db.file, "SELECT name FROM sqlite_master WHERE type = 'table'").map((t) => t.name);
+    for (const table of ['accounts', 'listings', 'api_keys', 'allowed_origins']) assert.ok(tables.includes(table), table);
+    const before = dump(db.file);
+    assert.deepEqual(okJson(db.run(['migrate', '--json']), 'second migrate'), { applied: [] });
+    assert.equal(okText(db.run(['migrate'])), 'Schema is up to date.\n');
+    assert.equal(dump(db.file), before);
+  });
+});
+
+describe('demo', () => {
+  let db: CliDatabase;
+  let server: TestServer | undefined;
+  before(() => (db = tempDatabase()));
+  after(async () => {
+    await server?.close();
+    db.remove();
+  });
+
+  it('creates the data set once and prints a working sg key; a second run adds only a key', async () => {
+    const first = okJson(db.run(['demo', '--json']), 'demo');
+    assert.deepEqual(Object.keys(first).sort(), ['account_id', 'created', 'curl', 'key', 'key_id']);
+    assert.equal(first.created, true);
+    assert.match(first.account_id, UUID);
+    assert.match(first.key_id, UUID);
+    assert.equal(parseKey(first.key), 'sg');
+    assert.equal(first.curl, `curl -H "Authorization: Bearer ${first.key}" http://api.localhost:3000/v1/listings`);
+    const listingsBefore = dump(db.file, ['accounts', 'listings', 'allowed_origins']);
+    const counts = rows<{ n: number }>(db.file, 'SELECT count(*) AS n FROM listings')[0]!.n;
+    assert.ok(counts >= 10, `demo listings: ${counts}`);
+    assert.deepEqual(
+      rows(db.file, 'SELECT country, origin FROM allowed_origins WHERE account_id = ? ORDER BY country', first.account_id),
+      [{ country: 'my', origin: 'http://localhost:5173' }, { country: 'sg', origin: 'http://localhost:5173' }],
+    );
+
+    // The printed key works against the real service on the same database.
+    server = await startTestServer({ DATABASE_URL: db.url }, new TestClock(Date.now()));
+    const page = await server.get('/v1/listings', { key: first.key });
+    assert.equal(page.status, 200, page.body);
+    assert.ok(page.json.items.length > 0);
+    assert.ok(page.json.items.every((item: { org_id: string }) => item.org_id === first.account_id));
+    const fromBrowser = await server.get('/v1/listings', { key: first.key, headers: { origin: 'http://localhost:5173' } });
+    assert.equal(fromBrowser.status, 200, 'the demo origin is registered');
+
+    const second = okJson(db.run(['demo', '--json']), 'demo again');
+    assert.equal(second.created, false);
+    assert.equal(second.account_id, first.account_id);
+    assert.notEqual(second.key, first.key, 'a fresh key: the first cannot be shown again');
+    assert.notEqual(second.key_id, first.key_id);
+    assert.equal(dump(db.file, ['accounts', 'listings', 'allowed_origins']), listingsBefore, 'no duplicated data');
+    assert.equal(rows<{ n: number }>(db.file, 'SELECT count(*) AS n FROM api_keys')[0]!.n, 2);
+    const again = await server.get('/v1/listings', { key: second.key });
+    assert.equal(again.status, 200);
+    assert.equal(again.json.total, page.json.total);
+    assert.equal((await server.get('/v1/listings', { key: first.key })).status, 200, 'the first key still works');
+
+    const human = okText(db.run(['demo']));
+    assert.match(human, /exists already/);
+    const key = /sg_live_[0-9A-Za-z]{38}/.exec(human)?.[0];
+    assert.ok(key !== undefined && parseKey(key) === 'sg', human);
+    assert.ok(human.includes(`curl -H "Authorization: Bearer ${key}"`));
+    assert.equal((await server.get('/v1/listings', { key })).status, 200);
+  });
+});
+
+describe('account create', () => {
+  let db: CliDatabase;
+  before(() => {
+    db = tempDatabase();
+    okJson(db.run(['migrate', '--json']));
+  });
+  after(() => db.remove());
+
+  it('creates an organisation by default and prints its id (--json)', () => {
+    const created = okJson(db.run(['account', 'create', '--name', 'Acme Realty', '--json']));
+    assert.deepEqual(Object.keys(created), ['id']);
+    assert.match(created.id, UUID);
+    assert.deepEqual(rows(db.file, 'SELECT name, kind FROM accounts WHERE id = ?', created.id), [{ name: 'Acme Realty', kind: 'organisation' }]);
+  });
+
+  it('creates an individual landlord; the human output is the id alone', () => {
+    const out = okText(db.run(['account', 'create', '--name', 'Jane Tan', '--kind', 'individual']));
+    const id = out.trim();
+    assert.match(id, UUID);
+    assert.equal(out, `${id}\n`);
+    assert.deepEqual(rows(db.file, 'SELECT kind FROM accounts WHERE id = ?', id), [{ kind: 'individual' }]);
+  });
+
+  it('takes --id (normalised to lowercase) and refuses a duplicate id, writing nothing', () => {
+    const id = 'ABCDEF01-2345-4678-89AB-CDEF01234567';
+    assert.deepEqual(okJson(db.run(['account', 'create', '--name', 'Fixed', '--kind', 'organisation', '--id', id, '--json'])), { id: id.toLowerCase() });
+    const before = dump(db.file);
+    fails(db.run(['account', 'create', '--name', 'Other', '--id', id.toLowerCase(), '--json']), 1, [/exists already/, new RegExp(id.toLowerCase())]);
+    fails(db.run(['account', 'create', '--name', 'Other', '--id', id]), 1, [/exists already/]);
+    assert.equal(dump(db.file), before);
+  });
+
+  it('refuses bad input with exit 1 and usage errors with exit 2, writing nothing', () => {
+    const before = dump(db.file);
+    fails(db.run(['account', 'create', '--name', 'X', '--kind', 'robot', '--json']), 1, [/--kind/, /robot/]);
+    fails(db.run(['account', 'create', '--name', 'X', '--kind', 'Organisation']), 1, [/--kind/]);
+    fails(db.run(['account', 'create', '--name', 'X', '--id', 'not-a-uuid']), 1, [/--id/, /not-a-uuid/, /not a UUID/]);
+    fails(db.run(['account', 'create', '--name', '   ']), 1, [/--name/, /empty/]);
+    fails(db.run(['account', 'create', '--json']), 2, [/--name/]);
+    fails(db.run(['account', 'create', '--name']), 2, [/--name/]);
+    fails(db.run(['account', 'create', '--name', 'X', '--colour', 'red']), 2, [/--colour/]);
+    fails(db.run(['account', 'create', '--name', 'X', 'extra']), 2, [/too many arguments/]);
+    assert.equal(dump(db.file), before);
+  });
+});
+
+describe('keys: create, list, set-limit, revoke', () => {
+  let db: CliDatabase;
+  let account: string;
+  let server: TestServer | undefined;
+  /** Full keys printed by key create, and the transcript entries that printed them. */
+  const created: Array<{ id: string; key: string }> = [];
+  const creations = new Set<number>();
+
+  function createKey(args: string[]): ReturnType<CliDatabase['run']> {
+    const result = db.run(['key', 'create', ...args]);
+    creations.add(db.transcript.length - 1);
+    return result;
+  }
+
+  before(() => {
+    db = tempDatabase();
+    account = okJson(db.run(['account', 'create', '--name', 'Keys Pte Ltd', '--json'])).id;
+  });
+  after(async () => {
+    await server?.close();
+    db.remove();
+  });
+
+  it('key create prints the full key once (--json); only its hash, prefix and last four are stored', () => {
+    const out = okJson(createKey(['--account', account, '--country', 'sg', '--label', 'website', '--json']));
+    assert.deepEqual(Object.keys(out).sort(), ['id', 'key']);
+    assert.match(out.id, UUID);
+    assert.equal(parseKey(out.key), 'sg');
+    created.push(out);
+    const [row] = rows<Record<string, unknown>>(db.file, 'SELECT * FROM api_keys WHERE id = ?', out.id);
+    assert.ok(row);
+    assert.equal(row.key_hash, createHash('sha256').update(out.key).digest('hex'));
+    assert.equal(row.prefix, out.key.slice(0, 12));
+    assert.equal(row.last4, out.key.slice(-4));
+    assert.equal(row.account_id, account);
+    assert.equal(row.label, 'website');
+    for (const value of Object.values(row)) assert.notEqual(value, out.key);
+    // Not anywhere in the database files either.
+    for (const file of [db.file, `${db.file}-wal`]) {
+      if (existsSync(file)) assert.ok(!readFileSync(file).includes(out.key), `${file} holds the full key`);
+    }
+  });
+
+  it('key create (human) shows the key on its own first line, for any country, case-insensitively', () => {
+    const out = okText(createKey(['--account', account.toUpperCase(), '--country', 'MY', '--label', '  staging  ']));
+    const [first, ...rest] = out.split('\n');
+    assert.equal(parseKey(first!), 'my', out);
+    const id = /Key id ([0-9a-f-]{36})/.exec(rest.join('\n'))?.[1];
+    assert.ok(id, out);
+    assert.match(out, /only time the key is shown/);
+    created.push({ id, key: first! });
+    assert.deepEqual(rows(db.file, 'SELECT label, country FROM api_keys WHERE id = ?', id), [{ label: 'staging', country: 'my' }]);
+  });
+
+  it('key create refuses an unknown country or account, a bad id, an empty label; usage errors for missing options', () => {
+    const before = dump(db.file);
+    fails(createKey(['--account', account, '--country', 'xx', '--label', 'l', '--json']), 1, [/unknown country "xx"/]);
+    fails(createKey(['--account', account, '--country', 'gb', '--label', 'l']), 1, [/unknown country "gb"/]);
+    fails(createKey(['--account', '0f0f0f0f-0000-4000-8000-000000000000', '--country', 'sg', '--label', 'l']), 1, [/no account/, /0f0f0f0f-0000-4000-8000-000000000000/]);
+    fails(createKey(['--account', 'acme', '--country', 'sg', '--label', 'l']), 1, [/account id "acme" is not a UUID/]);
+    fails(createKey(['--account', account, '--country', 'sg', '--label', ' ']), 1, [/--label/]);
+    fails(createKey(['--account', account, '--country', 'sg', '--label', 'x'.repeat(201)]), 1, [/--label/]);
+    fails(createKey(['--account', account, '--country', 'sg']), 2, [/--label/]);
+    fails(createKey(['--account', account, '--label', 'l']), 2, [/--country/]);
+    fails(createKey(['--country', 'sg', '--label', 'l']), 2, [/--account/]);
+    assert.equal(dump(db.file), before);
+  });
+
+  it('key list --json: exactly the documented fields, null for what is unset, no full key', () => {
+    const list = okJson(db.run(['key', 'list', '--account', account, '--json']));
+    assert.deepEqual(Object.keys(list), ['keys']);
+    assert.equal(list.keys.length, 2);
+    for (const [i, k] of list.keys.entries()) {
+      assert.deepEqual(Object.keys(k), KEY_FIELDS);
+      assert.equal(k.id, created[i]!.id);
+      assert.equal(k.prefix, created[i]!.key.slice(0, 12));
+      assert.equal(k.last4, created[i]!.key.slice(-4));
+      assert.match(k.created_at, ISO);
+      assert.equal(k.last_used_at, null);
+      assert.equal(k.revoked_at, null);
+      assert.equal(k.rate_limit_per_minute, null);
+    }
+    assert.deepEqual(list.keys.map((k: { label: string; country: string }) => [k.label, k.country]), [['website', 'sg'], ['staging', 'my']]);
+  });
+
+  it('key list (human) shows prefix...last4 and "never"/"active"/"default"', () => {
+    const out = okText(db.run(['key', 'list', '--account', account]));
+    const lines = out.trimEnd().split('\n');
+    assert.equal(lines.length, 3, out);
+    assert.match(lines[0]!, /^ID\s+LABEL\s+COUNTRY\s+KEY\s+CREATED\s+LAST USED\s+STATUS\s+LIMIT\/MIN$/);
+    assert.ok(lines[1]!.includes(`${created[0]!.key.slice(0, 12)}...${created[0]!.key.slice(-4)}`));
+    assert.match(lines[1]!, /never\s+active\s+default$/);
+    const empty = okJson(db.run(['account', 'create', '--name', 'No keys', '--json'])).id;
+    assert.match(okText(db.run(['key', 'list', '--account', empty])), /No keys yet/);
+    assert.deepEqual(okJson(db.run(['key', 'list', '--account', empty, '--json'])), { keys: [] });
+  });
+
+  it('key list refuses an unknown or malformed account', () => {
+    fails(db.run(['key', 'list', '--account', '0f0f0f0f-0000-4000-8000-000000000000', '--json']), 1, [/no account/]);
+    fails(db.run(['key', 'list', '--account', 'nope']), 1, [/"nope" is not a UUID/]);
+    fails(db.run(['key', 'list']), 2, [/--account/]);
+  });
+
+  it('key set-limit sets the per-minute limit, which a running server applies', async () => {
+    server = await startTestServer({ DATABASE_URL: db.url });
+    const { id, key } = created[0]!;
+    const first = await server.get('/v1/listings', { key });
+    assert.equal(first.status, 200, first.body);
+    assert.equal(first.headers['x-ratelimit-limit'], '60', 'the default limit');
+
+    assert.deepEqual(okJson(db.run(['key', 'set-limit', id, '2', '--json'])), { id, rate_limit_per_minute: 2 });
+    const list = okJson(db.run(['key', 'list', '--account', account, '--json']));
+    assert.equal(list.keys[0].rate_limit_per_minute, 2);
+    assert.equal(list.keys[1].rate_limit_per_minute, null);
+    const limited = await server.get('/v1/listings', { key });
+    assert.equal(limited.headers['x-ratelimit-limit'], '2');
+    assert.equal(limited.status, 200);
+    assert.equal((await server.get('/v1/listings', { key })).status, 429, 'the first request counted too: 2 used');
+
+    assert.match(okText(db.run(['key', 'set-limit', id, '100'])), /100 requests per minute/);
+    assert.equal((await server.get('/v1/listings', { key })).headers['x-ratelimit-limit'], '100');
+  });
+
+  it('key set-limit refuses a bad number or an unknown key, writing nothing', () => {
+    const before = dump(db.file);
+    const { id } = created[0]!;
+    for (const value of ['0', '1.5', '1000000001']) fails(db.run(['key', 'set-limit', id, value]), 1, [/PER_MINUTE/]);
+    fails(db.run(['key', 'set-limit', '0f0f0f0f-0000-4000-8000-000000000000', '5', '--json']), 1, [/no key/]);
+    fails(db.run(['key', 'set-limit', 'nope', '5']), 1, [/key id "nope" is not a UUID/]);
+    fails(db.run(['key', 'set-limit', id]), 2, [/PER_MINUTE/]);
+    assert.equal(dump(db.file), before);
+  });
+
+  it('key revoke is effective on a running server before it returns (D4), and is idempotent', async () => {
+    assert.ok(server);
+    const { id, key } = created[1]!;
+    const myHost = 'api.my.localhost';
+    assert.equal((await server.get('/v1/listings', { key, host: myHost })).status, 200);
+    const revoked = okJson(db.run(['key', 'revoke', id, '--json']));
+    assert.deepEqual(Object.keys(revoked), ['id', 'revoked_at']);
+    assert.equal(revoked.id, id);
+    assert.match(revoked.revoked_at, ISO);
+    const refused = await server.get('/v1/listings', { key, host: myHost });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.json.error, 'unauthorized');
+    assert.equal((await server.get('/v1/listings', { key: created[0]!.key })).status, 200, 'the other key is untouched');
+
+    const again = okJson(db.run(['key', 'revoke', id, '--json']));
+    assert.equal(again.revoked_at, revoked.revoked_at, 'the first revocation time is kept');
+    assert.match(okText(db.run(['key', 'revoke', id])), new RegExp(`Revoked key ${key.slice(0, 12)}\\.\\.\\.${key.slice(-4)}`));
+    const list = okJson(db.run(['key', 'list', '--account', account, '--json']));
+    assert.equal(list.keys[1].revoked_at, revoked.revoked_at);
+    assert.equal(list.keys[0].revoked_at, null);
+    assert.match(okText(db.run(['key', 'list', '--account', account])), new RegExp(`revoked ${revoked.revoked_at}`));
+  });
+
+  it('key revoke refuses an unknown or malformed id; usage error without one', () => {
+    const before = dump(db.file);
+    fails(db.run(['key', 'revoke', '0f0f0f0f-0000-4000-8000-000000000000', '--json']), 1, [/no key with id 0f0f0f0f-0000-4000-8000-000000000000/]);
+    fails(db.run(['key', 'revoke', 'nope']), 1, [/key id "nope" is not a UUID/]);
+    fails(db.run(['key', 'revoke']), 2, [/KEY_ID/]);
+    fails(db.run(['key', 'revoke', created[0]!.id, 'extra']), 2, [/too many arguments/]);
+    assert.equal(dump(db.file), before);
+  });
+
+  it('the full key appears nowhere but in key create output: not in lists, not in errors (D20)', () => {
+    const key = created[0]!.key;
+    // Operators paste a key where an id belongs: the error must not echo it.
+    fails(db.run(['key', 'revoke', key]), 1, [/not a UUID/]);
+    fails(db.run(['key', 'set-limit', key, '5']), 1, [/not a UUID/]);
+    fails(db.run(['key', 'list', '--account', key, '--json']), 1, [/not a UUID/]);
+    fails(db.run(['origin', 'add', '--account', key, '--country', 'sg', 'https://www.example.com']), 1, []);
+    fails(db.run(['key', 'create', '--account', account, '--country', key, '--label', 'x']), 1, [/unknown country/]);
+    fails(db.run([key]), 2, [/unknown command/]);
+    fails(db.run(['key', 'list', '--account', account, key]), 2, []);
+    assert.ok(db.transcript.length > 20);
+    for (const [i, entry] of db.transcript.entries()) {
+      if (creations.has(i)) continue;
+      for (const { key: k } of created) {
+        assert.ok(!entry.stdout.includes(k) && !entry.stderr.includes(k), `"${entry.args.join(' ').replace(k, '<key>')}" printed a full key`);
+        // Not even most of it: at most the display prefix and the last four.
+        assert.ok(!entry.stderr.includes(k.slice(0, 20)), `"${entry.args.join(' ').replace(k, '<key>')}" printed most of a key: ${entry.stderr}`);
+      }
+    }
+  });
+});
+
+describe('origin add, remove, list', () => {
+  let db: CliDatabase;
+  let account: string;
+  before(() => {
+    db = tempDatabase();
+    account = okJson(db.run(['account', 'create', '--name', 'Origins Ltd', '--json'])).id;
+  });
+  after(() => db.remove());
+
+  it('origin add stores the normalised origin; adding it again is not an error', () => {
+    assert.deepEqual(okJson(db.run(['origin', 'add', '--account', account, '--country', 'sg', 'HTTPS://WWW.Example.COM:443/', '--json'])), {
+      account_id: account, country: 'sg', origin: 'https://www.example.com', added: true,
+    });
+    const before = dump(db.file);
+    assert.deepEqual(okJson(db.run(['origin', 'add', '--account', account, '--country', 'SG', 'https://www.example.com', '--json'])), {
+      account_id: account, country: 'sg', origin: 'https://www.example.com', added: false,
+    });
+    assert.equal(dump(db.file), before, 'no duplicate row');
+    assert.match(okText(db.run(['origin', 'add', '--account', account, '--country', 'my', 'https://www.example.com'])), /Allowed https:\/\/www\.example\.com for my/);
+    assert.match(okText(db.run(['origin', 'add', '--account', account, '--country', 'sg', 'http://localhost:5173'])), /Allowed http:\/\/localhost:5173 for sg/);
+  });
+
+  it('origin list --json: every registration with country, origin and created_at', () => {
+    const list = okJson(db.run(['origin', 'list', '--account', account, '--json']));
+    assert.deepEqual(Object.keys(list), ['origins']);
+    for (const o of list.origins) {
+      assert.deepEqual(Object.keys(o), ['country', 'origin', 'created_at']);
+      assert.match(o.created_at, ISO);
+    }
+    assert.deepEqual(list.origins.map((o: { country: string; origin: string }) => `${o.country} ${o.origin}`), [
+      'my https://www.example.com', 'sg http://localhost:5173', 'sg https://www.example.com',
+    ]);
+    const human = okText(db.run(['origin', 'list', '--account', account]));
+    assert.match(human, /^COUNTRY\s+ORIGIN\s+ADDED\n/);
+    assert.equal(human.trimEnd().split('\n').length, 4);
+  });
+
+  it('origin add refuses malformed origins, unknown countries and accounts, writing nothing', () => {
+    const before = dump(db.file);
+    const add = (origin: string, country = 'sg') => db.run(['origin', 'add', '--account', account, '--country', country, origin, '--json']);
+    fails(add('https://www.example.com/shop'), 1, [/malformed origin/, /path, query or fragment/, /www\.example\.com\/shop/]);
+    fails(add('https://www.example.com?x=1'), 1, [/malformed origin/]);
+    fails(add('http://www.example.com'), 1, [/malformed origin/, /must use https/]);
+    fails(add('https://*.example.com'), 1, [/malformed origin/, /wildcard/]);
+    fails(add('*'), 1, [/wildcard/]);
+    fails(add('null'), 1, [/"null"/]);
+    fails(add('ftp://files.example.com'), 1, [/not an origin/]);
+    fails(add('www.example.com'), 1, [/not an origin/]);
+    fails(add('https://www.example.com:99999'), 1, [/not an origin/]);
+    fails(add('https://user:pw@www.example.com'), 1, [/malformed origin/]);
+    fails(add('https://shop.example.com', 'xx'), 1, [/unknown country "xx"/]);
+    fails(db.run(['origin', 'add', '--account', '0f0f0f0f-0000-4000-8000-000000000000', '--country', 'sg', 'https://a.example.com']), 1, [/no account/]);
+    fails(db.run(['origin', 'add', '--account', account, '--country', 'sg']), 2, [/ORIGIN/]);
+    fails(db.run(['origin', 'add', '--account', account, 'https://a.example.com']), 2, [/--country/]);
+    fails(db.run(['origin', 'add', '--country', 'sg', 'https://a.example.com']), 2, [/--account/]);
+    assert.equal(dump(db.file), before);
+  });
+
+  it('origin remove takes any spelling of the origin, and only for that country', () => {
+    assert.deepEqual(okJson(db.run(['origin', 'remove', '--account', account, '--country', 'sg', 'https://WWW.EXAMPLE.COM:443', '--json'])), {
+      account_id: account, country: 'sg', origin: 'https://www.example.com', removed: true,
+    });
+    const list = okJson(db.run(['origin', 'list', '--account', account, '--json']));
+    assert.deepEqual(list.origins.map((o: { country: string; origin: string }) => `${o.country} ${o.origin}`), ['my https://www.example.com', 'sg http://localhost:5173']);
+    const before = dump(db.file);
+    fails(db.run(['origin', 'remove', '--account', account, '--country', 'sg', 'https://www.example.com', '--json']), 1, [/not registered/, /https:\/\/www\.example\.com/]);
+    fails(db.run(['origin', 'remove', '--account', account, '--country', 'sg', 'https://www.example.com/a']), 1, [/malformed origin/]);
+    fails(db.run(['origin', 'remove', '--account', account, '--country', 'zz', 'https://www.example.com']), 1, [/unknown country/]);
+    assert.equal(dump(db.file), before);
+    assert.match(okText(db.run(['origin', 'remove', '--account', account, '--country', 'my', 'https://www.example.com'])), /Removed https:\/\/www\.example\.com for my/);
+  });
+
+  it('origin list refuses an unknown account; says so when the list is empty', () => {
+    fails(db.run(['origin', 'list', '--account', '0f0f0f0f-0000-4000-8000-000000000000']), 1, [/no account/]);
+    fails(db.run(['origin', 'list']), 2, [/--account/]);
+    const empty = okJson(db.run(['account', 'create', '--name', 'Empty', '--json'])).id;
+    assert.deepEqual(okJson(db.run(['origin', 'list', '--account', empty, '--json'])), { origins: [] });
+    assert.match(okText(db.run(['origin', 'list', '--account', empty])), /No browser origins registered/);
+  });
+});
+
+describe('usage and configuration errors', () => {
+  let db: CliDatabase;
+  before(() => (db = tempDatabase()));
+  after(() => db.remove());
+
+  it('exit 2 with one line on stderr for usage errors', () => {
+    fails(db.run(['frobnicate']), 2, [/unknown command 'frobnicate'/, /--help/]);
+    fails(db.run(['key', 'frob']), 2, [/unknown command 'frob'/]);
+    fails(db.run(['migrate', '--bogus']), 2, [/unknown option '--bogus'/]);
+    fails(db.run(['migrate', 'extra']), 2, [/too many arguments/]);
+    fails(db.run(['import']), 2, [/FILE/]);
+  });
+
+  it('exit 2 when the command or sub-command is missing', () => {
+    fails(db.run([]), 2, [/missing command/, /listings-api --help/]);
+    fails(db.run(['key']), 2, [/missing command/, /listings-api key --help/]);
+    fails(db.run(['origin']), 2, [/missing command/, /listings-api origin --help/]);
+  });
+
+  it('--help and help exit 0 with the usage on stdout', () => {
+    const help = okText(db.run(['--help']));
+    assert.match(help, /^Usage: listings-api/);
+    for (const command of ['serve', 'migrate', 'demo', 'account', 'key', 'origin', 'import']) assert.match(help, new RegExp(`\\n  ${command}\\b`));
+    assert.match(okText(db.run(['key', '--help'])), /set-limit/);
+    assert.match(okText(db.run(['help'])), /^Usage: listings-api/);
+  });
+
+  it('a bad configuration exits 1 naming the variable, without echoing a password', () => {
+    const secret = 'Sup3rS3cret';
+    const line = fails(db.run(['migrate', '--json'], undefined, { DATABASE_URL: `mysql://admin:${secret}@db.internal/listings` }), 1, [/DATABASE_URL/]);
+    assert.ok(!line.includes(secret), line);
+    const redis = fails(db.run(['migrate'], undefined, { REDIS_URL: `http://default:${secret}@cache:6379` }), 1, [/REDIS_URL/]);
+    assert.ok(!redis.includes(secret), redis);
+    fails(db.run(['key', 'list', '--account', '0f0f0f0f-0000-4000-8000-000000000000'], undefined, { RATE_LIMIT_PER_MINUTE: '0' }), 1, [/RATE_LIMIT_PER_MINUTE/]);
+    fails(db.run(['migrate'], undefined, { COUNTRIES: 'sg,xx' }), 1, [/COUNTRIES/, /"xx"/]);
+    assert.ok(!existsSync(db.file), 'nothing was written: not even the database file');
+  });
+});

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { hashPassword, normalizeEmail } from '../../src/dashboard/passwords.js';
+import type { TestServer } from '../support/server.js';
+
+/** A response from the dashboard. */
+export interface PageResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  location: string | undefined;
+  setCookies: string[];
+}
+
+/**
+ * A browser-like HTTP client for the dashboard: keeps cookies, reads the CSRF token from the last
+ * page it fetched, and posts forms. It talks to the real listening server, nothing is mocked.
+ */
+export class DashboardClient {
+  readonly cookies = new Map<string, string>();
+  /** The `_csrf` of the last page that had one. */
+  csrf: string | undefined;
+
+  constructor(readonly port: number, readonly host = `localhost:${port}`) {}
+
+  request(method: string, path: string, options: { body?: string; headers?: Record<string, string> } = {}): Promise<PageResponse> {
+    path = path.split('#', 1)[0]!; // browsers never send the fragment
+    const headers: Record<string, string> = { host: this.host, ...options.headers };
+    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    if (options.body !== undefined) {
+      headers['content-type'] ??= 'application/x-www-form-urlencoded';
+      headers['content-length'] = String(Buffer.byteLength(options.body));
+    }
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: this.port, path, method, headers, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const setCookies = res.headers['set-cookie'] ?? [];
+          for (const line of setCookies) {
+            const [pair] = line.split(';', 1);
+            const eq = pair!.indexOf('=');
+            const name = pair!.slice(0, eq);
+            const value = pair!.slice(eq + 1);
+            if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line) || /max-age=0/i.test(line)) this.cookies.delete(name);
+            else this.cookies.set(name, value);
+          }
+          const body = Buffer.concat(chunks).toString('utf8');
+          const token = /name="_csrf" value="([^"]+)"/.exec(body)?.[1];
+          if (token !== undefined) this.csrf = token;
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, location: res.headers.location, setCookies });
+        });
+      });
+      req.on('error', reject);
+      if (options.body !== undefined) req.write(options.body);
+      req.end();
+    });
+  }
+
+  get(path: string, headers?: Record<string, string>): Promise<PageResponse> {
+    return this.request('GET', path, { headers });
+  }
+
+  /** Posts a form; adds the current CSRF token unless `_csrf` is given (null: send none). */
+  post(path: string, fields: Record<string, string | null>, headers?: Record<string, string>): Promise<PageResponse> {
+    const form = new URLSearchParams();
+    if (!('_csrf' in fields) && this.csrf !== undefined) form.set('_csrf', this.csrf);
+    for (const [k, v] of Object.entries(fields)) if (v !== null) form.append(k, v);
+    return this.request('POST', path, { body: form.toString(), headers });
+  }
+
+  async signIn(email: string, password: string): Promise<PageResponse> {
+    await this.get('/sign-in');
+    return this.post('/sign-in', { email, password });
+  }
+}
+
+/** The path of an account's Settings > Developer page. */
+export const dev = (accountId: string, page = '') => `/accounts/${accountId}/settings/developer${page === '' ? '' : `/${page}`}`;
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** Adds a dashboard member to an account, as `user create` does; returns its id and email. */
+export async function addMember(server: TestServer, accountId: string, email = `member-${randomUUID().slice(0, 8)}@example.com`, password = PASSWORD) {
+  const id = randomUUID();
+  email = normalizeEmail(email); // as `user create` stores it
+  await server.service.store.users.create({
+    id, account_id: accountId, email, password_hash: await hashPassword(password), created_at: new Date(server.clock.now()).toISOString(), last_sign_in_at: null,
+  });
+  return { id, email, password };
+}
+
+/** A client signed in as a new member of the account. */
+export async function signedIn(server: TestServer, accountId: string): Promise<{ client: DashboardClient; email: string; userId: string }> {
+  const member = await addMember(server, accountId);
+  const client = new DashboardClient(server.dashboardPort!);
+  const res = await client.signIn(member.email, member.password);
+  assert.equal(res.status, 303, res.body);
+  assert.equal(res.location, dev(accountId, 'keys'));
+  await client.get(dev(accountId, 'keys')); // picks up the session's CSRF token
+  return { client, email: member.email, userId: member.id };
+}
+
+/** The text of a page without tags, whitespace collapsed, entities of the escaper decoded. */
+export function text(html: string): string {
+  return html
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&#96;/g, '`').replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** The full key shown on the "Copy your new key" page. */
+export function revealedKey(html: string): string {
+  const key = /<code id="new-key">([^<]+)<\/code>/.exec(html)?.[1];
+  assert.ok(key, 'the page shows the new key');
+  return key;
+}
+
+/** Cookie attributes of a Set-Cookie line by cookie name. */
+export function setCookie(res: PageResponse, name: string): string | undefined {
+  return res.setCookies.find((line) => line.startsWith(`${name}=`));
+}

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { hashKey } from '../../src/auth/key-format.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { dev, revealedKey, signedIn, text, type DashboardClient } from './helpers.js';
+
+describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
+  let server: TestServer;
+  let accountId: string;
+  let client: DashboardClient;
+  let email: string;
+
+  before(async () => {
+    server = await startTestServer();
+    accountId = await server.createAccount();
+    await server.addListings(accountId, [{ title: 'Corner shop' }, { country: 'my', currency: 'MYR', title: 'KL office' }]);
+    ({ client, email } = await signedIn(server, accountId));
+  });
+  after(() => server.close());
+
+  const keys = () => server.service.store.keys.listForAccount(accountId);
+  const create = (label: string, country = 'sg') => client.post(dev(accountId, 'keys'), { label, country });
+
+  it('with no keys, the page says what to do next', async () => {
+    const page = await client.get(dev(accountId, 'keys'));
+    assert.equal(page.status, 200);
+    const words = text(page.body);
+    assert.match(words, /No keys yet\./);
+    assert.match(words, /Create your first key above/);
+    assert.match(page.body, /<form method="post" action="\/accounts\/[^"]+\/settings\/developer\/keys"/);
+  });
+
+  it('creating a key shows the full key once, with a copy button, a plain warning and a working curl line; the API accepts it (200)', async () => {
+    const res = await create('Website (production)', 'sg');
+    assert.equal(res.status, 201);
+    const key = revealedKey(res.body);
+    assert.match(key, /^sg_live_[A-Za-z0-9]{38}$/);
+    const words = text(res.body);
+    assert.match(words, /This is the only time the key is shown\./);
+    assert.match(words, /cannot be shown again/);
+    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden>Copy key<\/button>/);
+    const curl = /<code id="curl-line">([^<]+)<\/code>/.exec(res.body)?.[1]?.replace(/&quot;/g, '"');
+    assert.equal(curl, `curl -H "Authorization: Bearer ${key}" http://api.localhost:${server.port}/v1/listings`);
+    assert.equal(res.headers['cache-control'], 'no-store');
+
+    const api = await server.get('/v1/listings', { key });
+    assert.equal(api.status, 200);
+    assert.deepEqual(api.json.items.map((l: { title: string }) => l.title), ['Corner shop']);
+
+    // Stored: its hash, display prefix and last four; never the key (D2).
+    const [stored] = await keys();
+    assert.equal(stored!.key_hash, hashKey(key));
+    assert.equal(stored!.label, 'Website (production)');
+    assert.equal(stored!.prefix, key.slice(0, 12));
+    assert.equal(stored!.last4, key.slice(-4));
+  });
+
+  it('the list shows label, country, display prefix and last four, created, last used and status, and never the full key again', async () => {
+    const res = await create('Staging server', 'my');
+    const key = revealedKey(res.body);
+    assert.equal((await server.get('/v1/listings', { key, host: 'api.my.localhost' })).status, 200);
+    await server.service.store.keys.recordLastUsed(new Map([[(await keys()).find((k) => k.label === 'Staging server')!.id, '2026-11-22T10:00:00.000Z']]));
+
+    const page = await client.get(dev(accountId, 'keys'));
+    assert.equal(page.status, 200);
+    assert.ok(!page.body.includes(key), 'the full key is not on the list page');
+    const row = /<tr id="key-[^"]+" class="">\s*<th scope="row" class="label-cell">Staging server<\/th>[\s\S]*?<\/tr>/.exec(page.body)?.[0];
+    assert.ok(row, 'a row for the key');
+    const words = text(row);
+    assert.match(words, /Malaysia my/);
+    assert.match(words, new RegExp(`${key.slice(0, 12)}…${key.slice(-4)}`));
+    assert.match(words, /Active/);
+    // Created and last used: both at the test clock's time.
+    assert.equal([...row.matchAll(/<time datetime="2026-11-22T10:00:00.000Z">2026-11-22 10:00 UTC<\/time>/g)].length, 2);
+    assert.match(page.body, /<th scope="col">Label<\/th><th scope="col">Country<\/th><th scope="col">Key<\/th><th scope="col">Created<\/th><th scope="col">Last used<\/th><th scope="col">Status<\/th>/);
+  });
+
+  it('an empty, overlong or multi-line label, or a country this deployment does not serve, is refused next to the field; nothing is created', async () => {
+    const before = (await keys()).length;
+    for (const [label, country, field, message] of [
+      ['', 'sg', 'label', /enter a label/],
+      ['   ', 'sg', 'label', /enter a label/],
+      ['x'.repeat(201), 'sg', 'label', /200 characters or fewer/],
+      ['line\nbreak', 'sg', 'label', /control characters/],
+      ['Fine label', 'xx', 'country', /choose one of the countries/],
+      ['Fine label', '', 'country', /choose one of the countries/],
+    ] as const) {
+      const res = await create(label, country);
+      assert.equal(res.status, 400, `${label} ${country}`);
+      assert.match(res.body, new RegExp(`<p class="field-error" id="${field}-error">`), 'the error is next to its field');
+      assert.match(res.body, new RegExp(`id="${field}" name="${field}"[^>]*aria-describedby="[^"]*${field}-error"[^>]*aria-invalid="true"`));
+      assert.match(text(res.body), message);
+      assert.doesNotMatch(res.body, /id="new-key"/);
+    }
+    assert.equal((await keys()).length, before);
+  });
+
+  it('labels are escaped: markup in a label is shown as text, never run', async () => {
+    const res = await create('<script>alert(1)</script> & "quotes"', 'sg');
+    assert.equal(res.status, 201);
+    const page = await client.get(dev(accountId, 'keys'));
+    assert.ok(!page.body.includes('<script>alert(1)</script>'));
+    assert.ok(page.body.includes('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;'));
+  });
+
+  it('relabel: the new label is listed and the change is in the activity log', async () => {
+    const key = (await keys()).find((k) => k.label === 'Staging server')!;
+    const res = await client.post(`${dev(accountId, 'keys')}/${key.id}/label`, { label: '  Staging (EU) ' });
+    assert.equal(res.status, 303);
+    assert.equal(res.location, `${dev(accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`);
+    assert.equal((await server.service.store.keys.get(key.id))!.label, 'Staging (EU)');
+    const page = await client.get(res.location!);
+    assert.match(text(page.body), new RegExp(`Renamed key ${key.prefix}…${key.last4} to "Staging \\(EU\\)"`));
+    assert.match(text(page.body), new RegExp(`${email.replace('.', '\\.')} renamed key ${key.prefix}…${key.last4} from Staging server to Staging \\(EU\\)`));
+
+    const bad = await client.post(`${dev(accountId, 'keys')}/${key.id}/label`, { label: '' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body, new RegExp(`<details class="rename" open>`), 'the rename form is open, with its error');
+    assert.match(bad.body, new RegExp(`<p class="field-error" id="label-${key.id}-error">`));
+    assert.equal((await server.service.store.keys.get(key.id))!.label, 'Staging (EU)');
+  });
+
+  it('revoke asks for confirmation first; confirmed, the API refuses the key on the very next request (D4) and the key stays listed as revoked', async () => {
+    const created = await create('To revoke', 'sg');
+    const key = revealedKey(created.body);
+    const record = (await keys()).find((k) => k.label === 'To revoke')!;
+    // Warm the API's caches with the key first: revocation must still be immediate.
+    for (let i = 0; i < 3; i++) assert.equal((await server.get('/v1/listings', { key })).status, 200);
+
+    const confirm = await client.get(`${dev(accountId, 'keys')}/${record.id}/revoke`);
+    assert.equal(confirm.status, 200);
+    assert.match(text(confirm.body), /Revoke key "To revoke"\?/);
+    assert.match(text(confirm.body), /every request with this key is refused with 401 unauthorized/);
+    assert.match(confirm.body, /<button type="submit" class="danger">Revoke key<\/button>/);
+    assert.equal((await server.get('/v1/listings', { key })).status, 200, 'showing the confirmation revokes nothing');
+
+    const res = await client.post(`${dev(accountId, 'keys')}/${record.id}/revoke`, {});
+    assert.equal(res.status, 303);
+    const api = await server.get('/v1/listings', { key });
+    assert.equal(api.status, 401);
+    assert.equal(api.json.error, 'unauthorized');
+
+    const page = await client.get(res.location!);
+    assert.match(text(page.body), /Revoked key "To revoke" \(sg_live_\w{4}…\w{4}\)\. Requests with it now get 401 unauthorized\./);
+    const row = new RegExp(`<tr id="key-${record.id}" class="revoked">[\\s\\S]*?</tr>`).exec(page.body)?.[0];
+    assert.ok(row, 'still listed, as revoked');
+    assert.match(text(row), /Revoked 2026-/);
+    assert.doesNotMatch(row, /Rename|\/revoke"/, 'no actions on a revoked key');
+
+    // Revoking again changes nothing; relabelling a revoked key is refused.
+    const revokedAt = (await server.service.store.keys.get(record.id))!.revoked_at;
+    server.clock.advance(1000);
+    assert.equal((await client.post(`${dev(accountId, 'keys')}/${record.id}/revoke`, {})).status, 303);
+    assert.equal((await server.service.store.keys.get(record.id))!.revoked_at, revokedAt);
+    assert.equal((await client.post(`${dev(accountId, 'keys')}/${record.id}/label`, { label: 'New' })).status, 409);
+    assert.equal((await server.service.store.keys.get(record.id))!.label, 'To revoke');
+    assert.match(text((await client.get(`${dev(accountId, 'keys')}/${record.id}/revoke`)).body), /is revoked/);
+  });
+
+  it('CSRF: create, relabel and revoke without the token, with a wrong one, or from another site are 403 and change nothing', async () => {
+    const active = (await keys()).find((k) => k.revoked_at === null)!;
+    const snapshot = JSON.stringify(await keys());
+    const auditBefore = (await server.service.store.audit.listForAccount(accountId, 1000)).length;
+    const posts: Array<[string, Record<string, string | null>]> = [
+      [dev(accountId, 'keys'), { label: 'Forged', country: 'sg' }],
+      [`${dev(accountId, 'keys')}/${active.id}/label`, { label: 'Forged' }],
+      [`${dev(accountId, 'keys')}/${active.id}/revoke`, {}],
+    ];
+    for (const [path, fields] of posts) {
+      for (const [csrf, headers] of [
+        [null, {}],
+        ['', {}],
+        ['wrong-token-wrong-token-wrong-token-wrong-t', {}],
+        [undefined, { origin: 'https://evil.example' }],
+        [undefined, { origin: 'null' }],
+        [undefined, { 'sec-fetch-site': 'cross-site' }],
+        [undefined, { 'sec-fetch-site': 'same-site' }],
+      ] as Array<[string | null | undefined, Record<string, string>]>) {
+        const res = await client.post(path, csrf === undefined ? fields : { ...fields, _csrf: csrf }, headers);
+        assert.equal(res.status, 403, `${path} ${csrf} ${JSON.stringify(headers)}`);
+        assert.doesNotMatch(res.body, /id="new-key"/);
+      }
+    }
+    // A JSON or text/plain body is not a form: refused, nothing parsed.
+    const json = await client.request('POST', dev(accountId, 'keys'), { body: JSON.stringify({ label: 'Forged', country: 'sg', _csrf: client.csrf }), headers: { 'content-type': 'application/json' } });
+    assert.equal(json.status, 415);
+    const plain = await client.request('POST', dev(accountId, 'keys'), { body: `label=Forged&country=sg&_csrf=${client.csrf}`, headers: { 'content-type': 'text/plain' } });
+    assert.equal(plain.status, 415);
+
+    assert.equal(JSON.stringify(await keys()), snapshot, 'no key created, relabelled or revoked');
+    assert.equal((await server.service.store.audit.listForAccount(accountId, 1000)).length, auditBefore);
+    // Another member's token does not work for this session either.
+    const other = await signedIn(server, accountId);
+    const res = await client.post(`${dev(accountId, 'keys')}/${active.id}/label`, { label: 'Forged', _csrf: other.client.csrf! });
+    assert.equal(res.status, 403);
+    assert.equal((await server.service.store.keys.get(active.id))!.label, active.label);
+  });
+
+  it('the full key is nowhere but the one response: not in the database, the audit log, a redirect or the server log (D20)', async () => {
+    const res = await create('Secret keeper', 'sg');
+    const key = revealedKey(res.body);
+    assert.equal(res.location, undefined);
+    assert.equal(res.headers['set-cookie'], undefined, 'nothing put in a cookie');
+    const tables = ['api_keys', 'dashboard_audit', 'dashboard_sessions', 'dashboard_users'] as const;
+    for (const table of tables) {
+      const rows = await server.service.store.db.selectFrom(table).selectAll().execute();
+      assert.ok(!JSON.stringify(rows).includes(key.slice(12, -4)), `not in ${table}`);
+    }
+    assert.ok(!server.logs.raw.join('\n').includes(key.slice(12, -4)), 'not in the log');
+    for (const path of [dev(accountId, 'keys'), dev(accountId, 'activity'), dev(accountId, 'origins')]) {
+      assert.ok(!(await client.get(path)).body.includes(key.slice(12, -4)), `not on ${path}`);
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { freePort, startServerProcess } from '../support/process.js';
+import { DashboardClient, dev, text } from './helpers.js';
+
+/**
+ * What `npm start` (`serve --demo`) prints about the dashboard. The URL line comes right after the
+ * API's listening line, so it may still be on its way when the API first answers: wait for it.
+ */
+async function dashboardLines(output: () => string): Promise<{ url: string; email: string; password: string }> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const login = /Dashboard sign-in \(demo member, new password each start\): {2}(\S+) {2}\/ {2}(\S+)\n/.exec(output());
+    const url = /Dashboard \(Settings > Developer: keys and origins\) at (http:\/\/localhost:\d+)\n/.exec(output());
+    if (login && url) return { url: url[1]!, email: login[1]!, password: login[2]! };
+    assert.ok(Date.now() < deadline, output());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('serve --demo (npm start): prints the dashboard URL and a demo login that works', () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(() => database.drop());
+
+  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and the old one stops working', async () => {
+    const dashboardPort = await freePort();
+    const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
+    const first = await startServerProcess(env, ['--demo']);
+    let firstLogin: Awaited<ReturnType<typeof dashboardLines>>;
+    try {
+      firstLogin = await dashboardLines(first.output);
+      assert.equal(firstLogin.url, `http://localhost:${dashboardPort}`);
+      assert.equal(firstLogin.email, 'admin@demo.example');
+      const client = new DashboardClient(dashboardPort);
+      const res = await client.signIn(firstLogin.email, firstLogin.password);
+      assert.equal(res.status, 303);
+      assert.equal(res.location, dev(DEMO_ORG_ID, 'keys'));
+      const page = await client.get(res.location!);
+      assert.match(text(page.body), /Demo Realty Pte Ltd/);
+      assert.match(page.body, /<th scope="row" class="label-cell">demo<\/th>/);
+      const origins = await client.get(dev(DEMO_ORG_ID, 'origins'));
+      assert.match(origins.body, /<code>http:\/\/localhost:5173<\/code>/);
+    } finally {
+      assert.equal(await first.stop(), 0);
+    }
+
+    const second = await startServerProcess(env, ['--demo']);
+    try {
+      const secondLogin = await dashboardLines(second.output);
+      assert.notEqual(secondLogin.password, firstLogin.password);
+      assert.equal((await new DashboardClient(dashboardPort).signIn(firstLogin.email, firstLogin.password)).status, 401);
+      assert.equal((await new DashboardClient(dashboardPort).signIn(secondLogin.email, secondLogin.password)).status, 303);
+    } finally {
+      assert.equal(await second.stop(), 0);
+    }
+  });
+
+  it('DASHBOARD_PORT=off: no dashboard, and nothing printed about it', async () => {
+    const server = await startServerProcess({ DATABASE_URL: database.url, DASHBOARD_PORT: 'off' }, ['--demo']);
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!/Listings API listening on/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(server.output(), /Listings API listening on/);
+      assert.doesNotMatch(server.output(), /Dashboard/);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});

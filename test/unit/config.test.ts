@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
+
+const SECRET = 'S3cr3t-Pa55w0rd';
+
+/** Asserts loadConfig fails with a ConfigError naming `variable`, and returns its message. */
+function refuses(env: Record<string, string>, variable: string): string {
+  let message = '';
+  assert.throws(() => loadConfig(env), (error: unknown) => {
+    assert.ok(error instanceof ConfigError, `${JSON.stringify(env)}: expected a ConfigError, got ${String(error)}`);
+    assert.equal(error.variable, variable);
+    assert.ok(error.message.startsWith(`${variable}: `), `the message names the variable: ${error.message}`);
+    assert.ok(!error.message.includes('\n'), 'one line');
+    message = error.message;
+    return true;
+  }, JSON.stringify(env));
+  return message;
+}
+
+describe('configuration (OPERATIONS "Configuration")', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.apiDomain, 'localhost');
+    assert.deepEqual(config.countries, ['sg', 'my', 'uk', 'in', 'us', 'ca', 'au', 'nz']);
+    assert.equal(config.databaseUrl, 'file:./data/listings.db');
+    assert.equal(config.redisUrl, undefined);
+    assert.equal(config.rateLimitPerMinute, 60);
+    assert.equal(config.trustProxy, false);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  it('treats an empty or blank variable as unset', () => {
+    const config = loadConfig({ PORT: '', HOST: '  ', API_DOMAIN: '', COUNTRIES: ' ', DATABASE_URL: '', REDIS_URL: '', RATE_LIMIT_PER_MINUTE: '', TRUST_PROXY: '', LOG_LEVEL: '' });
+    assert.deepEqual(config, loadConfig({}));
+  });
+
+  it('reads good values, normalising case and whitespace', () => {
+    const config = loadConfig({
+      PORT: '8080', HOST: '0.0.0.0', API_DOMAIN: 'Example.COM', COUNTRIES: ' SG, my,,uk,sg ',
+      DATABASE_URL: 'postgres://listings:pw@db.internal:5432/listings', REDIS_URL: 'redis://cache:6379',
+      RATE_LIMIT_PER_MINUTE: '600', TRUST_PROXY: 'true', LOG_LEVEL: 'DEBUG',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.apiDomain, 'example.com');
+    assert.deepEqual(config.countries, ['sg', 'my', 'uk']);
+    assert.equal(config.databaseUrl, 'postgres://listings:pw@db.internal:5432/listings');
+    assert.equal(config.redisUrl, 'redis://cache:6379');
+    assert.equal(config.rateLimitPerMinute, 600);
+    assert.equal(config.trustProxy, true);
+    assert.equal(config.logLevel, 'debug');
+    assert.equal(loadConfig({ DATABASE_URL: 'file:/tmp/x.db' }).databaseUrl, 'file:/tmp/x.db');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgresql://h/db' }).databaseUrl, 'postgresql://h/db');
+    assert.equal(loadConfig({ REDIS_URL: 'rediss://u:p@cache:6380/0' }).redisUrl, 'rediss://u:p@cache:6380/0');
+    assert.equal(loadConfig({ PORT: '0' }).port, 0, 'port 0: any free port');
+    assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
+    assert.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '1' }).rateLimitPerMinute, 1);
+    for (const v of ['1', 'true', 'YES', 'on']) assert.equal(loadConfig({ TRUST_PROXY: v }).trustProxy, true, v);
+    for (const v of ['0', 'false', 'No', 'off']) assert.equal(loadConfig({ TRUST_PROXY: v }).trustProxy, false, v);
+    for (const v of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) assert.equal(loadConfig({ LOG_LEVEL: v }).logLevel, v);
+  });
+
+  it('refuses a bad PORT', () => {
+    for (const v of ['abc', '-1', '65536', '80.5', '0x50', '1e3', '3000abc', '+3000', '99999999999999999999']) refuses({ PORT: v }, 'PORT');
+  });
+
+  it('refuses a bad API_DOMAIN', () => {
+    for (const v of ['bad_domain', 'http://example.com', '-x.com', 'x-.com', 'a..b', '.example.com', 'example.com.', 'exa mple.com', 'example.com:80']) {
+      refuses({ API_DOMAIN: v }, 'API_DOMAIN');
+    }
+  });
+
+  it('refuses COUNTRIES with an unknown country or none', () => {
+    refuses({ COUNTRIES: 'xx' }, 'COUNTRIES');
+    refuses({ COUNTRIES: 'sg,zz' }, 'COUNTRIES');
+    refuses({ COUNTRIES: 'gb' }, 'COUNTRIES');
+    refuses({ COUNTRIES: ',' }, 'COUNTRIES');
+    refuses({ COUNTRIES: 'sg;my' }, 'COUNTRIES');
+  });
+
+  it('refuses a bad DATABASE_URL', () => {
+    for (const v of ['sqlite.db', './data/listings.db', 'file:', 'mysql://u@h/db', 'postgres://', 'http://h/db']) refuses({ DATABASE_URL: v }, 'DATABASE_URL');
+  });
+
+  it('refuses a bad REDIS_URL', () => {
+    for (const v of ['localhost:6379', 'not a url', 'http://cache:6379', 'redis//cache']) refuses({ REDIS_URL: v }, 'REDIS_URL');
+  });
+
+  it('refuses a bad RATE_LIMIT_PER_MINUTE', () => {
+    for (const v of ['0', '-5', 'ten', '1.5', '60/min', '1000000001']) refuses({ RATE_LIMIT_PER_MINUTE: v }, 'RATE_LIMIT_PER_MINUTE');
+  });
+
+  it('refuses a bad TRUST_PROXY', () => {
+    for (const v of ['maybe', '2', 'enabled']) refuses({ TRUST_PROXY: v }, 'TRUST_PROXY');
+  });
+
+  it('refuses a bad LOG_LEVEL', () => {
+    for (const v of ['verbose', 'information', '30']) refuses({ LOG_LEVEL: v }, 'LOG_LEVEL');
+  });
+
+  it('refuses bad values of the extra tuning variables', () => {
+    for (const v of ['0', 'x', '1001']) refuses({ DATABASE_POOL_SIZE: v }, 'DATABASE_POOL_SIZE');
+    for (const v of ['99', 'x', '600001']) refuses({ DATABASE_STATEMENT_TIMEOUT_MS: v }, 'DATABASE_STATEMENT_TIMEOUT_MS');
+    for (const v of ['-1', 'x', '3600001']) refuses({ READ_CACHE_TTL_MS: v }, 'READ_CACHE_TTL_MS');
+  });
+
+  it('names the bad variable even when others are fine', () => {
+    refuses({ PORT: '8080', LOG_LEVEL: 'loud', RATE_LIMIT_PER_MINUTE: '100' }, 'LOG_LEVEL');
+  });
+
+  it('never echoes a password of DATABASE_URL or REDIS_URL in an error (D20)', () => {
+    const bad: Array<[string, string]> = [
+      ['DATABASE_URL', `mysql://listings:${SECRET}@db.internal/listings`],
+      ['DATABASE_URL', `postgres://listings:${SECRET}@db.internal:notaport/listings`],
+      ['DATABASE_URL', `postgres://listings:${SECRET}@[db.internal/listings`],
+      ['DATABASE_URL', `listings:${SECRET}@db.internal`],
+      ['REDIS_URL', `http://default:${SECRET}@cache:6379`],
+      ['REDIS_URL', `redis://default:${SECRET}@cache:notaport`],
+      ['REDIS_URL', `default:${SECRET}@cache`],
+      ['REDIS_URL', `memcached://:${SECRET}@cache:11211`],
+    ];
+    for (const [variable, value] of bad) {
+      const message = refuses({ [variable]: value }, variable);
+      assert.ok(!message.includes(SECRET), `${variable} error echoes the password: ${message}`);
+    }
+    // A good secret-bearing URL next to a bad variable does not appear in that variable's error.
+    const message = refuses({ DATABASE_URL: `postgres://u:${SECRET}@h/db`, REDIS_URL: `redis://:${SECRET}@c:6379`, PORT: 'x' }, 'PORT');
+    assert.ok(!message.includes(SECRET));
+  });
+});

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError } from '../../src/core/api-error.js';
+import {
+  DEFAULT_PER_PAGE,
+  MAX_PER_PAGE,
+  pageCount,
+  parseIntegerParam,
+  parsePageParams,
+  parseQueryString,
+  type QueryValue,
+} from '../../src/http/v1/params.js';
+
+const MAX_INT32 = 2 ** 31 - 1;
+
+/** Asserts a 400 bad_request whose message names the parameter. */
+function assertBadRequest(fn: () => unknown, name: string, label: string): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof ApiError, `${label}: expected an ApiError, got ${String(error)}`);
+    assert.equal(error.statusCode, 400, label);
+    assert.equal(error.code, 'bad_request', label);
+    assert.ok(error.message.includes(`"${name}"`), `${label}: message names the parameter: ${error.message}`);
+    return true;
+  }, label);
+}
+
+describe('parseQueryString (D7)', () => {
+  it('keeps a raw + as a plus sign (not a space), and decodes %2B to +', () => {
+    assert.equal(parseQueryString('page=+2').page, '+2');
+    assert.equal(parseQueryString('page=%2B2').page, '+2');
+    assert.equal(parseQueryString('page=%2b2').page, '+2');
+    assert.equal(parseQueryString('q=a+b').q, 'a+b');
+    assert.equal(parseQueryString('q=a%20b').q, 'a b');
+  });
+
+  it('turns a repeated name into an array of every value, in order', () => {
+    assert.deepEqual(parseQueryString('page=1&page=2').page, ['1', '2']);
+    assert.deepEqual(parseQueryString('page=1&per_page=5&page=1&page=3').page, ['1', '1', '3']);
+    assert.equal(parseQueryString('page=1&page=2').per_page, undefined);
+    // The name is decoded before grouping: an encoded duplicate is still a duplicate.
+    assert.deepEqual(parseQueryString('page=1&p%61ge=2').page, ['1', '2']);
+    assert.deepEqual(parseQueryString('page&page=').page, ['', '']);
+  });
+
+  it('keeps an undecodable value or name raw instead of throwing', () => {
+    assert.equal(parseQueryString('page=%zz').page, '%zz');
+    assert.equal(parseQueryString('page=%').page, '%');
+    assert.equal(parseQueryString('page=%E0%A4%A').page, '%E0%A4%A');
+    assert.equal(parseQueryString('%zz=1')['%zz'], '1');
+    assert.equal(parseQueryString('page=%zz&per_page=%41').per_page, 'A');
+  });
+
+  it('skips empty pairs, gives "" for a bare name or empty value, and keeps "=" inside values', () => {
+    assert.deepEqual({ ...parseQueryString('') }, {});
+    assert.deepEqual({ ...parseQueryString('&&page=2&&') }, { page: '2' });
+    assert.deepEqual({ ...parseQueryString('page') }, { page: '' });
+    assert.deepEqual({ ...parseQueryString('page=') }, { page: '' });
+    assert.deepEqual({ ...parseQueryString('a=b=c') }, { a: 'b=c' });
+    assert.deepEqual({ ...parseQueryString('=5') }, { '': '5' });
+  });
+
+  it('is safe with names such as __proto__ and constructor (no prototype)', () => {
+    const q = parseQueryString('__proto__=1&constructor=2');
+    assert.equal(Object.getPrototypeOf(q), null);
+    assert.equal(q.__proto__, '1');
+    assert.equal(q.constructor, '2');
+    assert.equal(parseQueryString('page=1').toString, undefined);
+  });
+});
+
+describe('parseIntegerParam (D7)', () => {
+  it('is undefined when the parameter is absent', () => {
+    assert.equal(parseIntegerParam('page', undefined), undefined);
+  });
+
+  it('accepts base-10 digits with an optional leading +, up to 2^31-1', () => {
+    const accepted: Array<[string, number]> = [
+      ['0', 0], ['1', 1], ['+1', 1], ['007', 7], ['+0', 0], ['20', 20], ['100', 100], ['101', 101],
+      [String(MAX_INT32), MAX_INT32], [`+${MAX_INT32}`, MAX_INT32], [`000${MAX_INT32}`, MAX_INT32],
+    ];
+    for (const [text, n] of accepted) assert.equal(parseIntegerParam('page', text), n, text);
+  });
+
+  it('rejects every other form with 400 naming the parameter', () => {
+    const rejected = [
+      '', ' ', '-1', '-0', '1.0', '1.', '.5', '1e3', '1E3', ' 1', '1 ', '\t1', '1\n', '+', '++1', '+-1', '-+1',
+      '0x10', '0b1', '0o7', '1_000', '1,000', 'abc', 'one', 'Infinity', 'NaN', '%2B1', '１', '١', '1a', 'a1',
+      String(MAX_INT32 + 1), '4294967296', '99999999999999999999', `+${MAX_INT32 + 1}`, '9'.repeat(400),
+    ];
+    for (const text of rejected) assertBadRequest(() => parseIntegerParam('per_page', text), 'per_page', JSON.stringify(text));
+  });
+
+  it('rejects a parameter given twice (or more), whatever the values', () => {
+    assertBadRequest(() => parseIntegerParam('page', ['1', '1']), 'page', 'twice, same value');
+    assertBadRequest(() => parseIntegerParam('page', ['1', '2', '3']), 'page', 'three times');
+    assertBadRequest(() => parseIntegerParam('page', ['', '']), 'page', 'twice, empty');
+  });
+
+  it('keeps its error message short even for a huge value', () => {
+    try {
+      parseIntegerParam('page', 'x'.repeat(10_000));
+      assert.fail('expected a 400');
+    } catch (error) {
+      assert.ok(error instanceof ApiError);
+      assert.ok(error.message.length < 200, error.message);
+    }
+  });
+});
+
+describe('parsePageParams (D7, spec 4.2)', () => {
+  const parse = (query: Record<string, QueryValue>) => parsePageParams(query);
+
+  it('defaults to page 1 and per_page 20', () => {
+    assert.equal(DEFAULT_PER_PAGE, 20);
+    assert.equal(MAX_PER_PAGE, 100);
+    assert.deepEqual(parse({}), { page: 1, perPage: 20 });
+    assert.deepEqual(parse({ page: undefined, per_page: undefined }), { page: 1, perPage: 20 });
+  });
+
+  it('accepts page >= 1 and per_page 1..100 as given', () => {
+    assert.deepEqual(parse({ page: '1', per_page: '1' }), { page: 1, perPage: 1 });
+    assert.deepEqual(parse({ page: '+3', per_page: '+50' }), { page: 3, perPage: 50 });
+    assert.deepEqual(parse({ page: '42', per_page: '100' }), { page: 42, perPage: 100 });
+    assert.deepEqual(parse({ page: String(MAX_INT32) }), { page: MAX_INT32, perPage: 20 });
+  });
+
+  it('clamps per_page above 100 to 100, up to 2^31-1', () => {
+    for (const text of ['101', '150', '1000', String(MAX_INT32), `+${MAX_INT32}`]) {
+      assert.deepEqual(parse({ per_page: text }), { page: 1, perPage: 100 }, text);
+    }
+  });
+
+  it('rejects page 0, per_page 0, values above 2^31-1, malformed values and duplicates', () => {
+    assertBadRequest(() => parse({ page: '0' }), 'page', 'page=0');
+    assertBadRequest(() => parse({ page: '+0' }), 'page', 'page=+0');
+    assertBadRequest(() => parse({ page: '000' }), 'page', 'page=000');
+    assertBadRequest(() => parse({ per_page: '0' }), 'per_page', 'per_page=0');
+    assertBadRequest(() => parse({ page: String(MAX_INT32 + 1) }), 'page', 'page=2^31');
+    assertBadRequest(() => parse({ per_page: String(MAX_INT32 + 1) }), 'per_page', 'per_page=2^31 is not clamped');
+    assertBadRequest(() => parse({ page: '-1' }), 'page', 'page=-1');
+    assertBadRequest(() => parse({ per_page: '1.5' }), 'per_page', 'per_page=1.5');
+    assertBadRequest(() => parse({ page: '' }), 'page', 'page=');
+    assertBadRequest(() => parse({ page: ['2', '2'] }), 'page', 'page twice');
+    assertBadRequest(() => parse({ page: '1', per_page: ['10', '20'] }), 'per_page', 'per_page twice');
+  });
+
+  it('ignores unknown parameters, including malformed or repeated ones', () => {
+    assert.deepEqual(parse({ page: '2', sort: 'x', foo: ['1', '2'], limit: '-5' }), { page: 2, perPage: 20 });
+  });
+
+  it('works on what parseQueryString returns', () => {
+    assert.deepEqual(parse(parseQueryString('page=+2&per_page=%2B500&x=%zz')), { page: 2, perPage: 100 });
+    assertBadRequest(() => parse(parseQueryString('page=1&page=1')), 'page', 'duplicate through the parser');
+    assertBadRequest(() => parse(parseQueryString('page=%zz')), 'page', 'undecodable');
+    assertBadRequest(() => parse(parseQueryString('page=1%20')), 'page', 'trailing encoded space');
+    assertBadRequest(() => parse(parseQueryString('per_page')), 'per_page', 'bare name');
+  });
+});
+
+describe('pageCount (D8)', () => {
+  it('is max(1, ceil(total / per_page)): never 0', () => {
+    const cases: Array<[number, number, number]> = [
+      [0, 20, 1], [0, 1, 1], [0, 100, 1], [1, 20, 1], [19, 20, 1], [20, 20, 1], [21, 20, 2], [40, 20, 2], [41, 20, 3],
+      [100, 100, 1], [101, 100, 2], [5, 1, 5], [1, 1, 1], [MAX_INT32, 100, Math.ceil(MAX_INT32 / 100)],
+    ];
+    for (const [total, perPage, pages] of cases) assert.equal(pageCount(total, perPage), pages, `${total}/${perPage}`);
+  });
+
+  it('the documented read-all loop ends and covers every item exactly once, for every total', () => {
+    for (let total = 0; total <= 250; total++) {
+      for (const perPage of [1, 2, 3, 7, 20, 50, 99, 100]) {
+        const pages = pageCount(total, perPage);
+        assert.ok(pages >= 1);
+        // "request page=1, 2, ... until page equals pages": each page holds the slice it is given.
+        let seen = 0;
+        for (let page = 1; ; page++) {
+          seen += Math.max(0, Math.min(perPage, total - (page - 1) * perPage));
+          if (page === pages) break;
+          assert.ok(page < pages);
+        }
+        assert.equal(seen, total, `${total}/${perPage}`);
+        // No page of the loop is empty, except the single page of an empty result.
+        if (total > 0) assert.ok((pages - 1) * perPage < total);
+      }
+    }
+  });
+});
