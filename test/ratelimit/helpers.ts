@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+export { prng } from '../support/random.js';
 
 /** The shared Redis of the Redis suites; they skip, saying so, when it is not given. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL?.trim() || undefined;
@@ -27,17 +28,6 @@ export async function countedInRedis(redis: Redis, key: string): Promise<number>
   return Object.values(hash).reduce((sum, v) => sum + Number(v), 0);
 }
 
-/** mulberry32: a small seeded PRNG, so every run sees the same sequences. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

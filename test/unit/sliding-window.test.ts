@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WINDOW_SECONDS, rateLimitHeaders, type RateLimitDecision } from '../../src/ratelimit/limiter.js';
 import { MemoryRateLimiter } from '../../src/ratelimit/sliding-window.js';
+import { prng } from '../support/random.js';
 
 /**
  * The in-process limiter against a brute-force reference model and the D14/D15 promises, on
@@ -11,17 +12,6 @@ import { MemoryRateLimiter } from '../../src/ratelimit/sliding-window.js';
 const BASE = Date.parse('2026-11-22T10:00:00.000Z');
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 
-/** mulberry32: a small seeded PRNG, so every run sees the same sequences. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class ManualClock {
   constructor(public ms = BASE) {}
