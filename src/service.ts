@@ -86,10 +86,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
 
   // The developer dashboard (src/dashboard) on DASHBOARD_PORT, unless it is `off`: same store, so
   // its key and origin writes reach the API's caches at once (D4). Listens after the API, closes first.
-  const apiAddress = () => app.server.address();
-  const dashboard = config.dashboardPort === null ? undefined : await createDashboard({
-    store, config, clock, logger, apiPort: () => { const a = apiAddress(); return typeof a === 'object' && a !== null ? a.port : undefined; },
-  });
+  const apiPort = () => {
+    const address = app.server.address();
+    return typeof address === 'object' && address !== null ? address.port : undefined;
+  };
+  const dashboard = config.dashboardPort === null ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
 
   return {
     app,
