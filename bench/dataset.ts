@@ -4,6 +4,7 @@ import { issueKey } from '../src/auth/keys.js';
 import { importListings } from '../src/listings/import.js';
 import { USAGE_TAXONOMY } from '../src/listings/taxonomy.js';
 import { openStore } from '../src/storage/index.js';
+import { prng } from '../test/support/random.js';
 
 /**
  * The benchmark's data set: many listings for one organisation in `sg`, with realistic field
@@ -19,17 +20,6 @@ export interface SeedResult {
   listingIds: string[];
 }
 
-/** mulberry32: a tiny seeded PRNG, enough for test data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STREETS = ['Robinson Road', 'Cecil Street', 'Orchard Road', 'Beach Road', 'North Bridge Road', 'Tanjong Pagar Road', 'Ubi Avenue 1', 'Kaki Bukit Road 3', 'Jurong West Street 61', 'Tampines Central 1', 'Shenton Way', 'Raffles Place', 'Woodlands Industrial Park E1', 'Serangoon North Avenue 5', 'Joo Chiat Road'];
 const BUILDING_WORDS = ['Centre', 'Tower', 'Plaza', 'Point', 'House', 'Building', 'Hub', 'Industrial Park', 'Square', 'Exchange'];

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import pg from 'pg';
+import { createScratchPostgres } from '../test/support/database.js';
 
 /**
  * How the service under test is deployed. A mode says where the data lives and how the service
@@ -69,24 +68,11 @@ export function modeNamed(name: string): BenchMode {
 async function postgresRedis({ env }: ModeContext, serveArgs: string[]): Promise<PreparedMode> {
   const admin = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const redisUrl = env.REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const name = `listings_bench_${randomBytes(4).toString('hex')}`;
-  await adminQuery(admin, `CREATE DATABASE ${name}`);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
+  const database = await createScratchPostgres(admin, 'listings_bench');
   return {
-    databaseUrl: url.toString(),
-    serviceEnv: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `${name}:rl:` },
+    databaseUrl: database.url,
+    serviceEnv: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `${new URL(database.url).pathname.slice(1)}:rl:` },
     serveArgs: ['serve', ...serveArgs],
-    cleanup: () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    cleanup: database.drop,
   };
-}
-
-async function adminQuery(adminUrl: string, text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
 }

@@ -19,7 +19,7 @@ describe('errors (spec 7; D5, D6)', () => {
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     await server.addListings(orgId, [{ id: listingId }]);
-    await server.service.store.origins.add({ account_id: orgId, country: 'sg', origin: 'https://shop.example.com', created_at: new Date(server.clock.now()).toISOString() });
+    await server.allowOrigin(orgId, 'https://shop.example.com');
     // A key whose limit is used up for the rest of this file (the clock never moves here).
     const limited = await server.createKey(orgId);
     limitedKey = limited.key;

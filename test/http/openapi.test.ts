@@ -354,7 +354,7 @@ describe('OpenAPI document (item 10)', () => {
         },
       ]);
       await server.addListings(landlordId, [{ id: landlordListing, usage_types: ['Clinic'] }]);
-      await server.service.store.origins.add({ account_id: orgId, country: 'sg', origin, created_at: new Date(server.clock.now()).toISOString() });
+      await server.allowOrigin(orgId, origin);
     });
     after(() => server?.close());
 

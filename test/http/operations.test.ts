@@ -18,7 +18,7 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     await server.addListings(orgId, [{ id: listingId }]);
-    await server.service.store.origins.add({ account_id: orgId, country: 'sg', origin: 'https://shop.example.com', created_at: new Date(server.clock.now()).toISOString() });
+    await server.allowOrigin(orgId, 'https://shop.example.com');
   });
   after(() => server.close());
 

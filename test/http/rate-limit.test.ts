@@ -43,7 +43,7 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     server = await startTestServer();
     orgId = await server.createAccount();
     await server.addListings(orgId, [{ id: listingId }]);
-    await server.service.store.origins.add({ account_id: orgId, country: 'sg', origin: 'https://shop.example.com', created_at: new Date(server.clock.now()).toISOString() });
+    await server.allowOrigin(orgId, 'https://shop.example.com');
   });
   after(() => server.close());
 

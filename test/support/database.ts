@@ -27,13 +27,18 @@ export async function createTestDatabase(store = TEST_STORE): Promise<TestDataba
   }
   const admin = process.env.TEST_DATABASE_URL;
   if (!admin) throw new Error('TEST_STORE=postgres needs TEST_DATABASE_URL');
-  const name = `listings_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await adminQuery(admin, `CREATE DATABASE ${name}`);
-  const url = new URL(admin);
+  return createScratchPostgres(admin, `listings_test_${process.pid}`);
+}
+
+/** A new, empty PostgreSQL database on the server of `adminUrl`, named `<prefix>_<random>`; drop() removes it. */
+export async function createScratchPostgres(adminUrl: string, prefix: string): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
 }
 

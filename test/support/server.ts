@@ -86,6 +86,8 @@ export interface TestServer {
   get(path: string, options?: RequestOptions): Promise<TestResponse>;
   createAccount(kind?: AccountKind, id?: string): Promise<string>;
   createKey(accountId: string, country?: Country, label?: string): Promise<{ id: string; key: string }>;
+  /** Registers a browser origin (already normalised) for an account in a country (default sg). */
+  allowOrigin(accountId: string, origin: string, country?: Country): Promise<void>;
   /** Inserts listings for an owner; fields override a valid default listing. */
   addListings(ownerAccountId: string, listings: Array<Record<string, unknown>>): Promise<void>;
   close(): Promise<void>;
@@ -148,6 +150,9 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
       return id;
     },
     createKey: (accountId, country = 'sg', label = 'test') => issueKey(store, { accountId, country, label, now: new Date(clock.now()) }),
+    async allowOrigin(accountId, origin, country = 'sg') {
+      await store.origins.add({ account_id: accountId, country, origin, created_at: new Date(clock.now()).toISOString() });
+    },
     async addListings(ownerAccountId, listings) {
       const lines = listings.map((l) => JSON.stringify(listingLine(ownerAccountId, l))).join('\n');
       await importListings(store, Readable.from(lines), new Date(clock.now()));
