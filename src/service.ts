@@ -1,7 +1,7 @@
-import { destination, pino, type Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock } from './core/clock.js';
+import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
 import { createReads } from './http/v1/reads.js';
@@ -19,39 +19,10 @@ export interface ServiceOptions {
   logger?: Logger;
 }
 
-/**
- * The pino logger. `batched` (the serving processes): request lines go to stdout in batches of up
- * to 4 KB instead of one write each, flushed every second and on shutdown (createService);
- * otherwise (a cluster primary, which logs rarely) every line is written at once.
- */
-export function createLogger(level: Config['logLevel'], { batched = false } = {}): Logger {
-  return pino(
-    {
-      level,
-      // Defence in depth for D20: the request log line never carries headers, but nothing that
-      // looks like a credential may reach a log even by accident.
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'password'], censor: '[redacted]' },
-      // Warnings and errors, and the rare info line outside the request log (state changes such as
-      // "Redis is back"), are not left waiting in the batch.
-      hooks: batched
-        ? {
-            logMethod(args, method, level) {
-              method.apply(this, args);
-              if (level >= 40 || args[args.length - 1] !== 'request') this.flush();
-            },
-          }
-        : {},
-    },
-    batched ? destination({ dest: 1, minLength: 4096, sync: false }) : destination({ dest: 1, sync: true }),
-  );
-}
-
 export async function createService(config: Config, options: ServiceOptions = {}) {
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.logLevel, { batched: true });
-  // The log is written in batches; this bounds how long a line may wait in the batch.
-  const logFlush = setInterval(() => logger.flush(), 1000);
-  logFlush.unref();
+  const logger = options.logger ?? (await createLogger(config.logLevel, { batched: true }));
+  const stopLogFlush = startLogFlush(logger);
   const store = openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
@@ -109,8 +80,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       await lastUsed.stop();
       await limiter.close?.();
       await store.close();
-      clearInterval(logFlush);
-      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      await stopLogFlush();
     },
   };
 }

@@ -4,14 +4,13 @@ import { access } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { issueKey } from '../auth/keys.js';
 import { loadConfig, type Config } from '../config/index.js';
+import { canonicalUuid } from '../core/formats.js';
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 import { validateOriginToRegister } from '../cors/origin.js';
 import { ensureDemo } from '../demo/demo-data.js';
 import { importListings, ImportError } from '../listings/import.js';
 import { openStore, type AccountKind, type Store } from '../storage/index.js';
 import { CliError, emit, table } from './output.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Opens the configured database, migrated, runs `fn`, and always closes it. On PostgreSQL the
@@ -31,9 +30,10 @@ export async function withStore<T>(fn: (store: Store, config: Config) => Promise
   }
 }
 
-function uuidArg(what: string, value: string): string {
-  if (!UUID.test(value)) throw new CliError(`${what} "${value}" is not a UUID`);
-  return value.toLowerCase();
+export function uuidArg(what: string, value: string): string {
+  const id = canonicalUuid(value);
+  if (id === undefined) throw new CliError(`${what} "${value}" is not a UUID`);
+  return id;
 }
 
 function countryArg(value: string): Country {
@@ -42,7 +42,7 @@ function countryArg(value: string): Country {
   return cc;
 }
 
-async function existingAccount(store: Store, id: string): Promise<string> {
+export async function existingAccount(store: Store, id: string): Promise<string> {
   const accountId = uuidArg('account id', id);
   if ((await store.accounts.get(accountId)) === undefined) throw new CliError(`no account with id ${accountId}`);
   return accountId;

@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { redactKeys } from '../auth/key-format.js';
 import { ConfigError } from '../config/index.js';
 import * as commands from './commands.js';
 import { CliError } from './output.js';
@@ -65,11 +66,9 @@ registerUserCommands(program, json);
 program.command('import').description('upsert listings from an NDJSON file ("-" for stdin), all or nothing').argument('<FILE>')
   .addOption(json()).action((file, opts) => commands.importCommand(file, opts));
 
-/** Anything shaped like an API key, cut to its display prefix: no error ever shows a full key (D20). */
-const KEY_LIKE = /\b([a-z]{2}_live_[0-9A-Za-z]{4})[0-9A-Za-z]+/gi;
-
 function fail(message: string, code: 1 | 2): never {
-  process.stderr.write(`listings-api: ${message.replace(/\s*\n\s*/g, ' ').trim().replace(KEY_LIKE, '$1...')}\n`);
+  // No error ever shows a full key (D20).
+  process.stderr.write(`listings-api: ${redactKeys(message.replace(/\s*\n\s*/g, ' ').trim())}\n`);
   process.exit(code);
 }
 

@@ -4,7 +4,8 @@ import { loadConfig, type Config } from '../config/index.js';
 import { hostForCountry } from '../core/countries.js';
 import { dashboardUrl } from '../dashboard/url.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
-import { createLogger, createService } from '../service.js';
+import { createLogger } from '../core/logger.js';
+import { createService } from '../service.js';
 import { openStore } from '../storage/index.js';
 import { curlLine } from './commands.js';
 import { CliError } from './output.js';
@@ -109,7 +110,7 @@ async function serveOne(config: Config, opts: { demo: boolean; worker: boolean }
 const SHUTDOWN_GRACE_MS = 30_000;
 
 async function servePrimary(config: Config, demo: boolean, workers: number): Promise<void> {
-  const logger = createLogger(config.logLevel);
+  const logger = await createLogger(config.logLevel);
 
   // Once, before any worker exists: workers then find nothing to migrate.
   const store = openStore(config.databaseUrl, { poolSize: 1, statementTimeoutMs: config.databaseStatementTimeoutMs });

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Command, Option } from 'commander';
 import { dashboardUrl } from '../dashboard/url.js';
-import { generatePassword, hashPassword, isEmail, normalizeEmail, passwordProblem } from '../dashboard/passwords.js';
-import type { Store } from '../storage/index.js';
-import { withStore } from './commands.js';
+import { addMember, setMemberPassword } from '../dashboard/members.js';
+import { generatePassword, isEmail, normalizeEmail, passwordProblem } from '../dashboard/passwords.js';
+import { existingAccount, withStore } from './commands.js';
 import { CliError, emit, table } from './output.js';
 
 /**
@@ -24,15 +23,6 @@ export function registerUserCommands(program: Command, json: () => Option): void
     .requiredOption('--email <email>', 'sign-in email')
     .option('--generate-password', 'do not read stdin; generate a password and print it once').addOption(json())
     .action((opts) => userSetPassword(opts));
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-async function existingAccount(store: Store, id: string): Promise<string> {
-  if (!UUID.test(id)) throw new CliError(`account id "${id}" is not a UUID`);
-  const accountId = id.toLowerCase();
-  if ((await store.accounts.get(accountId)) === undefined) throw new CliError(`no account with id ${accountId}`);
-  return accountId;
 }
 
 function emailArg(value: string): string {
@@ -62,12 +52,10 @@ async function choosePassword(generate: boolean | undefined): Promise<{ password
 export async function userCreate(opts: { account: string; email: string; generatePassword?: boolean; json: boolean }): Promise<void> {
   const email = emailArg(opts.email);
   const { password, generated } = await choosePassword(opts.generatePassword);
-  const passwordHash = await hashPassword(password);
   const { id, accountId, url } = await withStore(async (store, config) => {
     const accountId = await existingAccount(store, opts.account);
     if ((await store.users.findByEmail(email)) !== undefined) throw new CliError(`a member with email ${email} exists already`);
-    const id = randomUUID();
-    await store.users.create({ id, account_id: accountId, email, password_hash: passwordHash, created_at: new Date().toISOString(), last_sign_in_at: null });
+    const { id } = await addMember(store, { accountId, email, password, now: new Date() });
     return { id, accountId, url: dashboardUrl(config) };
   });
   emit(opts.json, { id, account_id: accountId, email, generated_password: generated ? password : null }, () => [
@@ -89,12 +77,10 @@ export async function userList(opts: { account: string; json: boolean }): Promis
 export async function userSetPassword(opts: { email: string; generatePassword?: boolean; json: boolean }): Promise<void> {
   const email = emailArg(opts.email);
   const { password, generated } = await choosePassword(opts.generatePassword);
-  const passwordHash = await hashPassword(password);
   const id = await withStore(async (store) => {
     const user = await store.users.findByEmail(email);
     if (user === undefined) throw new CliError(`no member with email ${email}`);
-    await store.users.setPasswordHash(user.id, passwordHash);
-    await store.sessions.deleteForUser(user.id);
+    await setMemberPassword(store, user.id, password);
     return user.id;
   });
   emit(opts.json, { id, email, generated_password: generated ? password : null }, () => [

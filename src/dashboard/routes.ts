@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { issueKey } from '../auth/keys.js';
 import type { Config } from '../config/index.js';
 import type { Clock } from '../core/clock.js';
+import { canonicalUuid } from '../core/formats.js';
 import { isCountry, type Country } from '../core/countries.js';
 import { validateOriginToRegister } from '../cors/origin.js';
 import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../storage/index.js';
@@ -29,7 +30,6 @@ interface Member {
 }
 
 const HTML = 'text/html; charset=utf-8';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const LABEL_MAX = 200;
 const ACTIVITY_LIMIT = 200;
 
@@ -205,8 +205,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
 
     /** One of the member's account's keys, by the id in the URL; undefined for anything else. */
     async function ownKey(request: FastifyRequest): Promise<ApiKeyRecord | undefined> {
-      const { keyId } = request.params as { keyId: string };
-      if (!UUID.test(keyId)) return undefined;
+      const keyId = canonicalUuid((request.params as { keyId: string }).keyId);
+      if (keyId === undefined) return undefined;
       const key = await store.keys.get(keyId);
       return key !== undefined && key.account_id === memberOf(request).user.account_id ? key : undefined;
     }
@@ -223,8 +223,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       const query = request.query as Record<string, unknown>;
       let notice: string | undefined;
       for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
-        const id = query[name];
-        if (typeof id !== 'string' || !UUID.test(id)) continue;
+        const id = canonicalUuid(query[name]);
+        if (id === undefined) continue;
         const key = await store.keys.get(id);
         if (key?.account_id === member.ctx.accountId) {
           notice = name === 'revoked'

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
-import { generatePassword, hashPassword } from '../dashboard/passwords.js';
+import { addMember, setMemberPassword } from '../dashboard/members.js';
+import { generatePassword } from '../dashboard/passwords.js';
 import { importListings } from '../listings/import.js';
 import type { Store } from '../storage/index.js';
 
@@ -105,16 +106,12 @@ export async function ensureDemo(store: Store, now: Date): Promise<{ created: bo
  */
 export async function ensureDemoMember(store: Store, now: Date): Promise<{ email: string; password: string; created: boolean }> {
   const password = generatePassword();
-  const passwordHash = await hashPassword(password);
   const existing = await store.users.findByEmail(DEMO_MEMBER_EMAIL);
   if (existing === undefined) {
-    await store.users.create({
-      id: DEMO_MEMBER_ID, account_id: DEMO_ORG_ID, email: DEMO_MEMBER_EMAIL, password_hash: passwordHash, created_at: now.toISOString(), last_sign_in_at: null,
-    });
+    await addMember(store, { id: DEMO_MEMBER_ID, accountId: DEMO_ORG_ID, email: DEMO_MEMBER_EMAIL, password, now });
   } else {
     if (existing.account_id !== DEMO_ORG_ID) throw new Error(`${DEMO_MEMBER_EMAIL} is a member of another account; not resetting it`);
-    await store.users.setPasswordHash(existing.id, passwordHash);
-    await store.sessions.deleteForUser(existing.id);
+    await setMemberPassword(store, existing.id, password);
   }
   return { email: DEMO_MEMBER_EMAIL, password, created: existing === undefined };
 }

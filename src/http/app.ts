@@ -3,12 +3,12 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError } from '../core/api-error.js';
-import { corsResponseHeaders, originToEcho } from '../cors/cors.js';
+import { ALLOWED_METHODS, corsResponseHeaders, originToEcho } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
 import { loggablePath, RequestLog, requestLine } from './request-log.js';
-import { ALLOW, listingsRoutes, type ListingsRoutesOptions } from './v1/listings.js';
+import { listingsRoutes, type ListingsRoutesOptions } from './v1/listings.js';
 import { parseQueryString } from './v1/params.js';
 
 export interface AppOptions extends ListingsRoutesOptions {
@@ -64,7 +64,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     setCommonHeaders(request, reply);
     // D5 route stage: a known path with another method is 405, before any other check.
     if (request.is404 && KNOWN_PATH.test(request.url)) {
-      reply.header('allow', ALLOW);
+      reply.header('allow', ALLOWED_METHODS);
       throw new ApiError(405, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`);
     }
   });

@@ -1,5 +1,6 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import type { ErrorCode } from '../core/api-error.js';
+import { MAX_INT32 } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
 import { errorSchema, listingSchema, pageSchema } from '../listings/listing.js';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from './v1/params.js';
@@ -23,7 +24,6 @@ export type OpenApiDocument = Record<string, unknown> & {
   components: Record<string, Record<string, unknown>>;
 };
 
-const MAX_INT32 = 2 ** 31 - 1;
 const JSON_MEDIA = 'application/json';
 const SERVER_SCHEMAS = [listingSchema, pageSchema, errorSchema] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { isCountry } from '../core/countries.js';
+import { canonicalUuid, MAX_INT32 } from '../core/formats.js';
 import type { AccountKind, ListingRow, Store } from '../storage/index.js';
 import { usageTypesProblem } from './taxonomy.js';
 
@@ -12,9 +13,7 @@ export class ImportError extends Error {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2}))?$/;
-const MAX_INT32 = 2 ** 31 - 1;
 
 /** The fields an import line may carry: the listing object (spec 2.1) plus OPERATIONS' three. */
 const FIELDS = new Set([
@@ -57,8 +56,9 @@ class LineReader {
   uuid(field: string): string {
     const v = this.obj[field];
     if (v === undefined || v === null) this.fail(field, 'is required');
-    if (typeof v !== 'string' || !UUID.test(v)) this.fail(field, `expected a UUID, got ${show(v)}`);
-    return v.toLowerCase();
+    const id = canonicalUuid(v);
+    if (id === undefined) this.fail(field, `expected a UUID, got ${show(v)}`);
+    return id;
   }
 
   string(field: string, { required = false, pattern, hint }: { required?: boolean; pattern?: RegExp; hint?: string } = {}): string | null {

@@ -20,8 +20,6 @@ import type { Redis, RedisOptions } from 'ioredis';
 import type { Clock } from '../core/clock.js';
 import { WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './limiter.js';
 
-export const DEFAULT_REDIS_KEY_PREFIX = 'listings:rl:';
-
 /**
  * KEYS[1] the key's hash; ARGV[1] the limit; ARGV[2] now in ms, or '' for Redis TIME; ARGV[3] the
  * TTL in seconds. Returns {allowed 0/1, remaining, resetAt, retryAfter, second}.
@@ -74,8 +72,8 @@ return {0, 0, latest + window, retry, second}
 const SCRIPT_SHA = createHash('sha1').update(RATE_LIMIT_SCRIPT).digest('hex');
 
 export interface RedisRateLimiterOptions {
-  /** Prepended to the key id; default `listings:rl:`. */
-  prefix?: string;
+  /** Prepended to the key id (REDIS_KEY_PREFIX). */
+  prefix: string;
   /** Tests only: take "now" from this clock (passed to the script) instead of Redis `TIME`. */
   clock?: Clock;
   /** Expiry of a key's hash after its last admitted request; at least the window. Default 120 s. */
@@ -106,9 +104,9 @@ export class RedisRateLimiter implements RateLimiter {
 
   constructor(
     private readonly redis: Redis,
-    private readonly options: RedisRateLimiterOptions = {},
+    private readonly options: RedisRateLimiterOptions,
   ) {
-    this.prefix = options.prefix ?? DEFAULT_REDIS_KEY_PREFIX;
+    this.prefix = options.prefix;
     this.ttlSeconds = String(Math.max(WINDOW_SECONDS + 1, options.ttlSeconds ?? 120));
   }
 

@@ -26,7 +26,7 @@ export interface ResilientRateLimiterOptions {
   fallbackClock: Clock;
   /** Tests only: the Redis limiter's clock (else Redis `TIME`). */
   sharedClock?: Clock;
-  prefix?: string;
+  prefix: string;
   timeoutMs?: number;
   probeIntervalMs?: number;
   /** How long `start()` waits for the first connection before starting in fallback. */

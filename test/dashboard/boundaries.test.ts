@@ -123,7 +123,7 @@ describe("dashboard boundaries: a member sees and changes only their own account
     for (const path of [
       `${dev(a, 'keys')}/00000000-0000-4000-8000-000000000000/revoke`,
       `${dev(a, 'keys')}/not-a-uuid/revoke`,
-      `${dev(a, 'keys')}/${aKeyId.toUpperCase()}/revoke`,
+      `${dev(b, 'keys')}/${bKey.id.toUpperCase()}/revoke`,
       dev('not-an-account', 'keys'),
       '/accounts',
       '/nothing-here',
@@ -132,5 +132,11 @@ describe("dashboard boundaries: a member sees and changes only their own account
       assert.equal(res.status, 404, path);
       assert.match(text(res.body), /Not found/);
     }
+  });
+
+  it('ids are compared as UUIDs, in either case, as everywhere else: an uppercase id of an own key is that key', async () => {
+    const res = await mallory.get(`${dev(a, 'keys')}/${aKeyId.toUpperCase()}/revoke`);
+    assert.equal(res.status, 200);
+    assert.match(text(res.body), /A key/);
   });
 });

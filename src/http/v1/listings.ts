@@ -4,7 +4,8 @@ import { redactKeys } from '../../auth/key-format.js';
 import { ApiError, notFound } from '../../core/api-error.js';
 import type { Clock } from '../../core/clock.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
-import { preflightHeaders } from '../../cors/cors.js';
+import { ALLOWED_METHODS, preflightHeaders } from '../../cors/cors.js';
+import { canonicalUuid } from '../../core/formats.js';
 import { normalizeOrigin } from '../../cors/origin.js';
 import { errorSchema, listingSchema, pageSchema } from '../../listings/listing.js';
 import { rateLimitHeaders, type RateLimiter } from '../../ratelimit/limiter.js';
@@ -30,8 +31,6 @@ declare module 'fastify' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const ALLOW = 'GET, HEAD, OPTIONS';
 const JSON_TYPE = 'application/json; charset=utf-8';
 export const LISTINGS_PATHS = ['/v1/listings', '/v1/listings/:id'] as const;
 
@@ -62,7 +61,7 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
   for (const url of LISTINGS_PATHS) {
     app.options(url, async (request, reply) => {
       countryOf(request);
-      reply.header('allow', ALLOW);
+      reply.header('allow', ALLOWED_METHODS);
       if (reply.hasHeader('access-control-allow-origin')) {
         reply.headers(preflightHeaders(request.headers['access-control-request-headers']));
       }
@@ -124,11 +123,9 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
     '/v1/listings/:id',
     { onRequest: guard, schema: { response: { 200: { $ref: 'Listing#' } } } },
     async (request, reply) => {
-      const id = request.params.id;
       // D11: an id that is not a UUID is just another id the key cannot see.
-      const body = UUID.test(id)
-        ? await data.detailBody(id.toLowerCase(), visibility(request.apiKey!), (listing) => reply.serialize(listing) as string)
-        : undefined;
+      const id = canonicalUuid(request.params.id);
+      const body = id === undefined ? undefined : await data.detailBody(id, visibility(request.apiKey!), (listing) => reply.serialize(listing) as string);
       if (body === undefined) throw notFound('No active listing with this id is visible to this key.');
       return reply.type(JSON_TYPE).send(body);
     },

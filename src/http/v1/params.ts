@@ -1,9 +1,9 @@
 import { redactKeys } from '../../auth/key-format.js';
 import { badRequest } from '../../core/api-error.js';
+import { MAX_INT32 } from '../../core/formats.js';
 
 export const DEFAULT_PER_PAGE = 20;
 export const MAX_PER_PAGE = 100;
-const MAX_INT32 = 2 ** 31 - 1;
 /** D7: base-10 digits with an optional leading `+`; no other sign, no decimals, exponent or whitespace. */
 const INTEGER = /^\+?[0-9]+$/;
 
