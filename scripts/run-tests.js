@@ -34,7 +34,10 @@ function run(label, files, env) {
     });
     child.on('close', (code) => {
       const count = (name) => Number(output.match(new RegExp(`^ℹ ${name} (\\d+)$`, 'm'))?.[1] ?? 0);
-      resolve({ code: code ?? 1, pass: count('pass'), fail: count('fail'), skipped: count('skipped') });
+      // The runner's own "skipped" counts skipped tests but not skipped suites (whose tests are
+      // not even counted): every skip, of a test or a whole suite, is a "﹣ name # reason" line.
+      const skips = [...output.matchAll(/^\s*\ufe63 (.*)$/gm)].map((m) => `${label}: ${m[1].replace(/ \([0-9.]+ms\)/, '')}`);
+      resolve({ code: code ?? 1, pass: count('pass'), fail: count('fail'), skipped: skips.length, skips });
     });
   });
 }
@@ -44,14 +47,16 @@ const all = (only.length > 0 ? only : testFiles('dist/test')).sort();
 const runs = [await run('SQLite (embedded default)', all, { TEST_STORE: 'sqlite' })];
 
 const storeFiles = all.filter((f) => STORE_SUITES.some((dir) => f.startsWith(dir)));
-if (!process.env.TEST_DATABASE_URL) {
-  console.log('\nNOTE: TEST_DATABASE_URL is not set: the PostgreSQL runs of the store and HTTP suites are SKIPPED.');
-} else if (storeFiles.length > 0) {
+const notes = [];
+if (!process.env.TEST_DATABASE_URL && storeFiles.length > 0) {
+  notes.push(`the PostgreSQL run of ${storeFiles.length} store-dependent test files (TEST_DATABASE_URL is not set)`);
+} else if (process.env.TEST_DATABASE_URL && storeFiles.length > 0) {
   runs.push(await run('PostgreSQL', storeFiles, { TEST_STORE: 'postgres' }));
 }
-if (!process.env.TEST_REDIS_URL) console.log('NOTE: TEST_REDIS_URL is not set: the Redis suites are SKIPPED.');
 
 const total = runs.reduce((a, r) => ({ pass: a.pass + r.pass, fail: a.fail + r.fail, skipped: a.skipped + r.skipped }), { pass: 0, fail: 0, skipped: 0 });
+const skips = [...runs.flatMap((r) => r.skips), ...notes];
 const failed = runs.some((r) => r.code !== 0);
-console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
+if (skips.length > 0) console.log(`\nSKIPPED (${skips.length}):\n${skips.map((s) => `  - ${s}`).join('\n')}`);
+console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped + notes.length} skipped`);
 process.exit(failed ? 1 : 0);

@@ -1,9 +1,12 @@
+import type { Server } from 'node:http';
 import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
+import { drainServer } from './http/front.js';
+import { NotReady } from './http/health.js';
 import { createReads } from './http/v1/reads.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
@@ -42,6 +45,17 @@ export async function createService(config: Config, options: ServiceOptions = {}
   );
   lastUsed.start();
 
+  // The developer dashboard (src/dashboard), unless DASHBOARD_PORT is `off`: on the API's port for
+  // its own host name (the default), or on a port of its own. Same store, so its key and origin
+  // writes reach the API's caches at once (D4).
+  let apiServer: Server | undefined;
+  const apiPort = () => {
+    const address = apiServer?.address();
+    return typeof address === 'object' && address !== null ? address.port : undefined;
+  };
+  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
+
+  let draining = false;
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,
@@ -52,29 +66,36 @@ export async function createService(config: Config, options: ServiceOptions = {}
     apiDomain: config.apiDomain,
     defaultRateLimit: config.rateLimitPerMinute,
     onKeyUsed: (key) => lastUsed.touch(key.id),
-    checkReady: () => store.ping(),
+    // A draining instance says so, so that a load balancer stops sending it requests.
+    checkReady: async () => {
+      if (draining) throw new NotReady('the instance is shutting down');
+      await store.ping();
+    },
+    virtualHost: config.dashboardPort === 'shared' && dashboard !== undefined ? { name: config.dashboardHost, handler: dashboard.handler } : undefined,
   });
-
-  // The developer dashboard (src/dashboard) on DASHBOARD_PORT, unless it is `off`: same store, so
-  // its key and origin writes reach the API's caches at once (D4). Listens after the API, closes first.
-  const apiPort = () => {
-    const address = app.server.address();
-    return typeof address === 'object' && address !== null ? address.port : undefined;
-  };
-  const dashboard = config.dashboardPort === null ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
+  apiServer = app.server;
 
   return {
     app,
     store,
     logger,
     dashboard,
+    /** The API's port once listening (PORT=0 picks one). */
+    apiPort,
     async listen(): Promise<string> {
       const address = await app.listen({ port: config.port, host: config.host });
-      await dashboard?.listen();
+      if (typeof config.dashboardPort === 'number') await dashboard?.listen();
       return address;
     },
-    /** Graceful: stop accepting, let in-flight requests finish, then flush and close. */
+    /**
+     * Graceful, within SHUTDOWN_TIMEOUT_MS: stop accepting, answer what was received, close idle
+     * connections, destroy what is still open at the deadline; then flush and close.
+     */
     async close(): Promise<void> {
+      draining = true;
+      const servers = [app.server, ...(typeof config.dashboardPort === 'number' && dashboard !== undefined ? [dashboard.app.server] : [])];
+      const cut = (await Promise.all(servers.map((server) => drainServer(server, config.shutdownTimeoutMs)))).reduce((a, b) => a + b, 0);
+      if (cut > 0) logger.warn({ connections: cut, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: closed connections still open at the drain deadline');
       await dashboard?.close();
       await app.close();
       await lastUsed.stop();

@@ -24,10 +24,15 @@ const BEARER = /^Bearer +(\S+) *$/i;
  * caller fix the request but never echo the key (D20).
  */
 export async function authenticate(
-  authorization: string | undefined,
+  authorization: string | readonly string[] | undefined,
   hostCountry: Country,
   findKeyByHash: FindKeyByHash,
 ): Promise<AuthenticatedKey> {
+  if (typeof authorization !== 'string' && authorization !== undefined) {
+    // Repeated: a proxy might pick another one than we would (issue 8, item 8).
+    if (authorization.length > 1) throw unauthorized('The Authorization header was sent more than once; send one "Authorization: Bearer <API_KEY>".');
+    authorization = authorization[0];
+  }
   if (authorization === undefined || authorization === '') {
     throw unauthorized('Missing API key: send the header "Authorization: Bearer <API_KEY>".');
   }

@@ -1,26 +1,32 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
+import { redactKeys } from '../auth/key-format.js';
 import { loadConfig, type Config } from '../config/index.js';
-import { hostForCountry } from '../core/countries.js';
-import { dashboardUrl } from '../dashboard/url.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
-import { createLogger } from '../core/logger.js';
 import { createService } from '../service.js';
-import { openStore } from '../storage/index.js';
+import { openStore, type Store } from '../storage/index.js';
 import { curlLine } from './commands.js';
 import { CliError } from './output.js';
 
 /**
- * `serve`: migrations, then the API in the foreground until SIGINT/SIGTERM, then a graceful
- * shutdown (in-flight requests finish). `--demo` (what `npm start` runs) first makes sure the demo
- * data exists and prints a fresh key with a curl line that works.
+ * `serve`: migrations, then the API (and the dashboard) in the foreground until SIGINT/SIGTERM,
+ * then a graceful shutdown within SHUTDOWN_TIMEOUT_MS. `--demo` (what `npm start` runs) first makes
+ * sure the demo data exists and prints a fresh key with a curl line that works.
+ *
+ * Lines for people (the demo banner, where to find the API and the dashboard) go to stderr, so
+ * that stdout carries only the log: a log collector never stores the demo key or password (D20).
  *
  * `--workers N` runs N processes on the one port (node:cluster): the primary applies migrations
- * and `--demo` once, forks N workers that each run the whole service, restarts a worker that
- * crashes (with a log line), and on SIGTERM/SIGINT forwards the signal and exits 0 once every
- * worker has shut down gracefully. Default: one worker per core when REDIS_URL is set, else 1.
- * Without REDIS_URL more than one worker is a usage error (exit 2): each worker would keep its
- * own rate limits, multiplying every key's limit by N. With one worker nothing is forked.
+ * and `--demo` once, forks N workers that each run the whole service and report when they are
+ * serving. A worker that fails before that (port in use, database unreachable, failed migration)
+ * stops the whole command: exit 1 with one line on stderr, never a restart loop. One that crashes
+ * later is restarted with exponential backoff; after MAX_CRASHES crashes within CRASH_WINDOW_MS the
+ * command gives up (exit 1, one line). On SIGTERM/SIGINT the primary forwards the signal and exits
+ * 0 once every worker has drained. Default: one worker per core when REDIS_URL is set, else 1.
+ * Without REDIS_URL more than one worker is a usage error (exit 2): each worker would keep its own
+ * rate limits, multiplying every key's limit by N. With one worker nothing is forked.
  */
 export interface ServeOptions {
   demo?: boolean;
@@ -30,9 +36,9 @@ export interface ServeOptions {
 export async function serveCommand(opts: ServeOptions): Promise<void> {
   const config = loadConfig();
   // A forked worker re-runs this command line: it serves, nothing more (the primary did the rest).
-  if (cluster.isWorker) return serveOne(config, { demo: false, worker: true });
+  if (cluster.isWorker) return runWorker(config);
   const workers = workerCount(opts.workers, config);
-  if (workers === 1) return serveOne(config, { demo: opts.demo === true, worker: false });
+  if (workers === 1) return serveOne(config, opts.demo === true);
   return servePrimary(config, opts.demo === true, workers);
 }
 
@@ -52,62 +58,103 @@ export function workerCount(raw: string | undefined, config: Config): number {
   return n;
 }
 
-const say = (text: string) => process.stdout.write(`${text}\n`);
+/** A line for people, on stderr (see above). */
+const tell = (text: string) => process.stderr.write(`${text}\n`);
 
-function listeningLine(config: Config, workers: number): string {
-  const port = config.port === 80 ? '' : `:${config.port}`;
+function listeningLines(config: Config, workers: number, ports: { api?: number; dashboard?: number } = {}): string[] {
   const processes = workers > 1 ? ` with ${workers} worker processes` : '';
-  return `Listings API listening on ${config.host}:${config.port}${processes}; countries ${config.countries.join(', ')}, e.g. http://${hostForCountry(config.countries[0]!, config.apiDomain)}${port}/v1/listings`;
+  const lines = [
+    `Listings API listening on ${config.host}:${ports.api ?? config.port}${processes}; countries ${config.countries.join(', ')}, e.g. ${apiBaseUrl(config.countries[0]!, config, ports.api)}/v1/listings`,
+  ];
+  if (config.dashboardPort !== 'off') {
+    const url = dashboardUrl(config, ports);
+    lines.push(`Dashboard (Settings > Developer: keys and origins) ${url === undefined ? 'on a free port (DASHBOARD_PORT=0)' : `at ${url}`}`);
+  }
+  return lines;
 }
 
-async function printDemo(store: Parameters<typeof ensureDemo>[0], config: Config): Promise<void> {
+/** The demo banner (`--demo`): a fresh key, the previous demo key revoked, and the demo member's login. */
+async function printDemo(store: Store, config: Config): Promise<void> {
   const demo = await ensureDemo(store, new Date());
-  say(demo.created ? '\nCreated the demo data set.' : '\nUsing the existing demo data set.');
-  say(`Demo API key (sg, shown once):  ${demo.key}`);
-  say(`Try:  ${curlLine(config, demo.key)}\n`);
-  if (config.dashboardPort !== null) {
+  const lines = [
+    '',
+    `${demo.created ? 'Created the demo data set' : 'Using the existing demo data set'}: organisation "Demo Realty Pte Ltd", account id ${demo.accountId}.`,
+    `Demo API key (sg, shown once):  ${demo.key}`,
+    `Try:  ${curlLine(config, demo.key)}`,
+  ];
+  if (config.dashboardPort !== 'off') {
     // The demo organisation's dashboard member, with a new password at every start (only its hash is kept).
     const member = await ensureDemoMember(store, new Date());
-    say(`Dashboard sign-in (demo member, new password each start):  ${member.email}  /  ${member.password}\n`);
+    lines.push(`Dashboard sign-in (demo member, new password each start):  ${member.email}  /  ${member.password}`);
   }
+  lines.push('These demo credentials are for local use: they are printed here, on stderr, and never logged.', '');
+  for (const line of lines) tell(line);
 }
 
-/** Where the dashboard is, once listening (port 0: the one picked), or nothing when DASHBOARD_PORT=off. */
-function dashboardLine(config: Config, port?: number): string | undefined {
-  if (config.dashboardPort === null) return undefined;
-  const url = dashboardUrl(config, port ?? config.dashboardPort);
-  return `Dashboard (Settings > Developer: keys and origins) ${url === undefined ? 'on a free port (DASHBOARD_PORT=0)' : `at ${url}`}`;
-}
-
-/** One process serving until a signal: the whole service (the default, and each worker). */
-async function serveOne(config: Config, opts: { demo: boolean; worker: boolean }): Promise<void> {
-  const service = await createService(config);
-  if (opts.demo) await printDemo(service.store, config);
-
-  await service.listen();
-  if (!opts.worker) say(listeningLine(config, 1));
-  const dashboard = opts.worker ? undefined : dashboardLine(config, service.dashboard?.port());
-  if (dashboard !== undefined) say(dashboard);
-
+/** Stops the process on the first SIGINT/SIGTERM: drains and closes, then exits 0 (1 if closing failed). */
+function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>, logger: Logger): void {
   let stopping = false;
-  const stop = (signal: string) => {
+  const handle = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    service.logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    service.close().then(
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    stop(signal).then(
       () => process.exit(0),
       (error: unknown) => {
-        service.logger.error({ err: error }, 'shutdown failed');
+        logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', handle);
+  process.once('SIGTERM', handle);
 }
 
-/** Longest wait for workers to finish after a signal before they are killed (exit 1). */
-const SHUTDOWN_GRACE_MS = 30_000;
+/** One process serving until a signal: the whole service. A failure to start is thrown (one line, exit 1). */
+async function serveOne(config: Config, demo: boolean): Promise<void> {
+  const service = await createService(config);
+  try {
+    if (demo) await printDemo(service.store, config);
+    await service.listen();
+  } catch (error) {
+    await service.close().catch(() => undefined);
+    throw error;
+  }
+  onSignals(() => service.close(), service.logger);
+  for (const line of listeningLines(config, 1, { api: service.apiPort(), dashboard: service.dashboard?.port() })) tell(line);
+}
+
+/** Messages a worker sends its primary. */
+type WorkerMessage = { type: 'serving' } | { type: 'failed'; reason: string };
+
+/** A worker: serves like `serveOne`, tells the primary when it serves, or why it could not start. */
+async function runWorker(config: Config): Promise<void> {
+  let service: Awaited<ReturnType<typeof createService>> | undefined;
+  try {
+    service = await createService(config);
+    await service.listen();
+  } catch (error) {
+    const reason = oneLine(error);
+    await service?.close().catch(() => undefined);
+    process.send?.({ type: 'failed', reason } satisfies WorkerMessage, () => process.exit(1));
+    return;
+  }
+  const running = service;
+  onSignals(() => running.close(), running.logger);
+  process.send?.({ type: 'serving' } satisfies WorkerMessage);
+}
+
+function oneLine(error: unknown): string {
+  return redactKeys((error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, ' ').trim());
+}
+
+/** Longest wait for workers to finish after a signal before they are killed (exit 1): their own drain limit, plus a margin. */
+const graceMs = (config: Config) => config.shutdownTimeoutMs + 5_000;
+/** A crash loop is given up after this many crashes of serving workers within CRASH_WINDOW_MS. */
+export const MAX_CRASHES = 5;
+export const CRASH_WINDOW_MS = 60_000;
+/** Restart delay after the n-th recent crash: 100 ms, doubling, at most 5 s. */
+export const restartDelayMs = (recentCrashes: number) => Math.min(5_000, 100 * 2 ** Math.max(0, recentCrashes - 1));
 
 async function servePrimary(config: Config, demo: boolean, workers: number): Promise<void> {
   const logger = await createLogger(config.logLevel);
@@ -122,72 +169,79 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   }
 
   const alive = new Set<Worker>();
-  const served = new Set<Worker>();
+  const serving = new Set<Worker>();
+  const startFailures = new Map<Worker, string>();
+  const crashes: number[] = [];
   let announced = false;
   let stopping = false;
-  let failed = false;
   let forwarded: NodeJS.Signals | undefined;
-  const restarts: number[] = [];
+  let exitCode: 0 | 1 = 0;
 
   const fork = () => {
     const worker = cluster.fork();
     alive.add(worker);
     logger.info({ worker_pid: worker.process.pid }, 'worker started');
+    worker.on('message', (message: WorkerMessage) => {
+      if (message.type === 'failed') startFailures.set(worker, message.reason);
+      if (message.type !== 'serving') return;
+      serving.add(worker);
+      logger.info({ worker_pid: worker.process.pid }, 'worker serving');
+      if (!announced && serving.size >= workers) {
+        announced = true;
+        for (const line of listeningLines(config, workers)) tell(line);
+      }
+    });
   };
 
-  cluster.on('listening', (worker) => {
-    served.add(worker);
-    if (!announced && served.size >= workers) {
-      announced = true;
-      say(listeningLine(config, workers));
-      const dashboard = dashboardLine(config);
-      if (dashboard !== undefined) say(dashboard);
-    }
-  });
-
-  cluster.on('exit', (worker, code, signal) => {
-    alive.delete(worker);
-    const hadServed = served.delete(worker);
-    if (stopping) {
-      // Killed by the forwarded signal itself: it had not installed its handlers yet, so it was
-      // not serving anything to finish.
-      if (code !== 0 && signal !== forwarded) failed = true;
-      if (alive.size === 0) process.exit(failed ? 1 : 0);
-      return;
-    }
-    if (!hadServed) {
-      // It never got to listen (bad configuration, port taken, database down): restarting would
-      // only loop. Its own error is already on stderr.
-      logger.error({ worker_pid: worker.process.pid, code, signal }, 'worker exited before it could serve; stopping');
-      stopAll('SIGTERM', true);
-      return;
-    }
-    const now = Date.now();
-    restarts.push(now);
-    while (restarts.length > 0 && restarts[0]! < now - 10_000) restarts.shift();
-    const delay = restarts.length > 3 ? 1000 : 0; // a crash loop is slowed down, not a tight spin
-    logger.warn({ worker_pid: worker.process.pid, code, signal }, `worker ${worker.process.pid} exited unexpectedly; starting a replacement`);
-    setTimeout(() => {
-      if (!stopping) fork();
-    }, delay);
-  });
-
-  const stopAll = (signal: NodeJS.Signals, failure = false) => {
+  /** Stops every worker and exits with `code`; `reason` (one line) goes to stderr. */
+  const stopAll = (signal: NodeJS.Signals, code: 0 | 1, reason?: string) => {
     if (stopping) return;
     stopping = true;
-    failed = failure;
     forwarded = signal;
+    exitCode = code;
+    if (reason !== undefined) process.stderr.write(`listings-api: ${reason}\n`);
     logger.info({ signal }, 'shutting down: stopping the workers');
-    if (alive.size === 0) process.exit(failed ? 1 : 0);
+    if (alive.size === 0) process.exit(exitCode);
     for (const worker of alive) worker.process.kill(signal);
     setTimeout(() => {
       logger.error('workers did not stop in time; killing them');
       for (const worker of alive) worker.process.kill('SIGKILL');
       process.exit(1);
-    }, SHUTDOWN_GRACE_MS).unref();
+    }, graceMs(config)).unref();
   };
-  process.once('SIGINT', () => stopAll('SIGINT'));
-  process.once('SIGTERM', () => stopAll('SIGTERM'));
 
+  cluster.on('exit', (worker, code, signal) => {
+    alive.delete(worker);
+    const hadServed = serving.delete(worker);
+    if (stopping) {
+      // A worker killed by the forwarded signal itself had not installed its handlers yet: it was
+      // not serving anything to finish. Any other failure to stop cleanly fails the command.
+      if (code !== 0 && signal !== forwarded) exitCode = 1;
+      if (alive.size === 0) process.exit(exitCode);
+      return;
+    }
+    if (!hadServed) {
+      // It never got to serve (port in use, database unreachable, failed migration): restarting
+      // would only loop. Its reason is the one line the operator needs.
+      const reason = startFailures.get(worker) ?? `exited with ${signal ?? `code ${code}`} before it could serve`;
+      stopAll('SIGTERM', 1, `a worker could not start: ${reason}`);
+      return;
+    }
+    const now = Date.now();
+    crashes.push(now);
+    while (crashes.length > 0 && crashes[0]! <= now - CRASH_WINDOW_MS) crashes.shift();
+    if (crashes.length >= MAX_CRASHES) {
+      stopAll('SIGTERM', 1, `workers crashed ${crashes.length} times within ${CRASH_WINDOW_MS / 1000} s (the last with ${signal ?? `code ${code}`}); giving up`);
+      return;
+    }
+    const delay = restartDelayMs(crashes.length);
+    logger.warn({ worker_pid: worker.process.pid, code, signal, restart_in_ms: delay }, `worker ${worker.process.pid} exited unexpectedly; starting a replacement`);
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay);
+  });
+
+  process.once('SIGINT', () => stopAll('SIGINT', 0));
+  process.once('SIGTERM', () => stopAll('SIGTERM', 0));
   for (let i = 0; i < workers; i++) fork();
 }

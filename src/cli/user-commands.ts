@@ -1,5 +1,5 @@
 import type { Command, Option } from 'commander';
-import { dashboardUrl } from '../dashboard/url.js';
+import { dashboardUrl } from '../core/urls.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword, isEmail, normalizeEmail, passwordProblem } from '../dashboard/passwords.js';
 import { existingAccount, withStore } from './commands.js';

@@ -1,4 +1,4 @@
-import { COUNTRY_CODES, isCountry, type Country } from '../core/countries.js';
+import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 
 /** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
 export interface Config {
@@ -20,10 +20,16 @@ export interface Config {
   trustProxy: boolean;
   logLevel: LogLevel;
   /**
-   * The developer dashboard's port (DASHBOARD_PORT, on HOST): default 3001; 0 picks a free port;
-   * `off` (null here) runs no dashboard in this process.
+   * Where the developer dashboard listens (DASHBOARD_PORT). `shared` (the default): on the API's
+   * own port, answering requests for `dashboardHost`, so that any number of instances can run on
+   * one host without a second port to collide on. A number: a listener of its own on HOST (0: any
+   * free port), answering for any host name. `off`: no dashboard in this process.
    */
-  dashboardPort: number | null;
+  dashboardPort: number | 'shared' | 'off';
+  /** The dashboard's host name on the API's port (DASHBOARD_HOST, default `dashboard.$API_DOMAIN`). */
+  dashboardHost: string;
+  /** How long `serve` drains in-flight requests after SIGTERM/SIGINT before closing what remains. */
+  shutdownTimeoutMs: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -40,10 +46,11 @@ export class ConfigError extends Error {
 type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadConfig(env: Env = process.env): Config {
+  const domain = apiDomain(env);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: nonEmpty(env, 'HOST', '127.0.0.1'),
-    apiDomain: apiDomain(env),
+    apiDomain: domain,
     countries: countries(env),
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
@@ -55,6 +62,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     logLevel: logLevel(env),
     dashboardPort: dashboardPort(env),
+    dashboardHost: dashboardHost(env, domain),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
   };
 }
 
@@ -84,11 +93,20 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `expected one of 1, true, yes, on, 0, false, no, off; got "${raw}"`);
 }
 
+const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
 function apiDomain(env: Env): string {
   const raw = (value(env, 'API_DOMAIN') ?? 'localhost').toLowerCase();
-  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-  if (!new RegExp(`^${label}(?:\\.${label})*$`).test(raw)) {
-    throw new ConfigError('API_DOMAIN', `"${raw}" is not a domain name (e.g. example.com)`);
+  if (!DOMAIN_NAME.test(raw)) throw new ConfigError('API_DOMAIN', `"${raw}" is not a domain name (e.g. example.com)`);
+  return raw;
+}
+
+/** DASHBOARD_HOST: a host name that is not one of the API's country hosts (D3). */
+function dashboardHost(env: Env, domain: string): string {
+  const raw = (value(env, 'DASHBOARD_HOST') ?? `dashboard.${domain}`).toLowerCase();
+  if (!DOMAIN_NAME.test(raw)) throw new ConfigError('DASHBOARD_HOST', `"${raw}" is not a host name (e.g. dashboard.example.com)`);
+  if (COUNTRY_CODES.some((c) => hostForCountry(c, domain) === raw)) {
+    throw new ConfigError('DASHBOARD_HOST', `"${raw}" is a country host of the API; choose another name`);
   }
   return raw;
 }
@@ -143,13 +161,14 @@ function logLevel(env: Env): LogLevel {
   return raw as LogLevel;
 }
 
-/** DASHBOARD_PORT: a port like PORT (0: any free port), or `off`; it may not be PORT itself. */
-function dashboardPort(env: Env): number | null {
-  const raw = value(env, 'DASHBOARD_PORT');
-  if (raw !== undefined && raw.toLowerCase() === 'off') return null;
-  const port = integer(env, 'DASHBOARD_PORT', 3001, 0, 65535);
+/** DASHBOARD_PORT: unset (or `shared`): on the API's port; a port like PORT (0: any free port); or `off`. It may not be PORT itself. */
+function dashboardPort(env: Env): Config['dashboardPort'] {
+  const raw = value(env, 'DASHBOARD_PORT')?.toLowerCase();
+  if (raw === undefined || raw === 'shared') return 'shared';
+  if (raw === 'off') return 'off';
+  const port = integer(env, 'DASHBOARD_PORT', 0, 0, 65535);
   if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
-    throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); use "off" to run no dashboard`);
+    throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); leave it unset to serve the dashboard on the API's port under DASHBOARD_HOST`);
   }
   return port;
 }

@@ -3,12 +3,16 @@ import type { LogLevel } from '../config/index.js';
 
 export type { Logger } from 'pino';
 
+/** The messages of the per-request log lines (API and dashboard), which are written in batches. */
+export const REQUEST_LOG_MESSAGES: ReadonlySet<string> = new Set(['request', 'dashboard request']);
+
 export interface LoggerOptions {
   /**
    * For the serving processes: lines go to stdout in batches of up to 4 KB instead of one write
-   * each, flushed every second (see `startLogFlush`) and on shutdown. Warnings and errors are
-   * flushed at the end of the current turn of the event loop, coalesced, so a burst of them is one
-   * flush, not one per line (which also kept piling listeners on the stream).
+   * each, flushed every second (see `startLogFlush`) and on shutdown. Every other line (warnings,
+   * errors, the rare state change such as "Redis is back") is flushed at the end of the current
+   * turn of the event loop, coalesced, so a burst of them is one flush, not one per line (which
+   * also kept piling listeners on the stream).
    */
   batched?: boolean;
   /**
@@ -41,7 +45,8 @@ export async function createLogger(level: LogLevel, options: LoggerOptions = {})
       hooks: {
         logMethod(args, method, lineLevel) {
           method.apply(this, args);
-          if (lineLevel >= 40 && !flushScheduled) {
+          const message = args[args.length - 1];
+          if (!flushScheduled && (lineLevel >= 40 || typeof message !== 'string' || !REQUEST_LOG_MESSAGES.has(message))) {
             flushScheduled = true;
             setImmediate(() => {
               flushScheduled = false;

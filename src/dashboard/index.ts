@@ -7,20 +7,19 @@ import type { Logger } from 'pino';
 import { redactKeys } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import { hostForCountry, type Country } from '../core/countries.js';
+import type { Country } from '../core/countries.js';
+import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import type { Store } from '../storage/index.js';
 import { dashboardRoutes } from './routes.js';
-import { dashboardUrl } from './url.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
 import { errorPage } from './views.js';
 
-export { dashboardUrl } from './url.js';
-
 /**
  * The developer dashboard (Settings > Developer; spec 1 and 5): where an account's members sign in
- * to create, label and revoke API keys and register browser origins. A Fastify app of its own on
- * DASHBOARD_PORT, over the service's store: every key and origin change goes through the store's
+ * to create, label and revoke API keys and register browser origins. A Fastify app of its own,
+ * served on the API's port for its own host name (DASHBOARD_HOST, see http/front.ts) or on a port
+ * of its own (DASHBOARD_PORT), over the service's store: every key and origin change goes through the store's
  * repositories, which move its change version, so the API's caches drop what they held and a
  * revoked key is refused on the very next request (D4).
  */
@@ -119,40 +118,36 @@ export async function createDashboard(options: DashboardOptions) {
   });
   app.get('/healthz', async (_request, reply) => reply.type('application/json; charset=utf-8').send({ status: 'ok' }));
 
-  const local = config.apiDomain === 'localhost' || config.apiDomain.endsWith('.localhost');
   await app.register(dashboardRoutes, {
     store,
     config,
     clock,
     sessions: createSessions(store, clock),
     throttle: createSignInThrottle(store, clock),
-    // Local development: plain http on the API's port. Anywhere else the API is assumed behind
-    // TLS on the standard port (see the README's deployment section).
-    apiBaseUrl(country: Country): string {
-      const host = hostForCountry(country, config.apiDomain);
-      if (!local) return `https://${host}`;
-      const port = options.apiPort?.() ?? config.port;
-      return `http://${host}${port === 80 ? '' : `:${port}`}`;
-    },
+    apiBaseUrl: (country: Country) => apiBaseUrl(country, config, options.apiPort?.()),
   });
+  await app.ready();
 
   let port: number | undefined;
   return {
     app,
-    /** Starts listening on HOST:DASHBOARD_PORT; resolves to the dashboard's URL. */
+    /** The handler of its requests, for the API's listener when it shares the API's port. */
+    handler: () => app.routing,
+    /** On a port of its own (DASHBOARD_PORT): starts listening on HOST:DASHBOARD_PORT; resolves to the dashboard's URL. */
     async listen(): Promise<string> {
-      await app.listen({ port: config.dashboardPort ?? 0, host: config.host });
+      if (typeof config.dashboardPort !== 'number') throw new Error('the dashboard shares the API\'s port; it does not listen on its own');
+      await app.listen({ port: config.dashboardPort, host: config.host });
       const address = app.server.address();
       port = typeof address === 'object' && address !== null ? address.port : undefined;
       return this.url();
     },
-    /** The port it listens on (after listen). */
+    /** The port it listens on (after listen), or the API's when it shares it. */
     port(): number | undefined {
-      return port;
+      return port ?? (config.dashboardPort === 'shared' ? options.apiPort?.() : undefined);
     },
-    /** The URL people open, e.g. http://localhost:3001 (loopback and wildcard hosts as localhost). */
+    /** The URL people open, e.g. http://dashboard.localhost:3000 or, on a port of its own, http://localhost:3001. */
     url(): string {
-      return dashboardUrl(config, port) ?? '';
+      return dashboardUrl(config, { api: options.apiPort?.(), dashboard: port }) ?? '';
     },
     /** Graceful: in-flight requests finish. */
     async close(): Promise<void> {

@@ -1,36 +1,26 @@
-import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, RequestListener } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ApiError } from '../core/api-error.js';
+import { ApiError, badRequest } from '../core/api-error.js';
+import { answerClientError, createFrontServer } from './front.js';
+import { requestIdFor } from './request-id.js';
+import { targetProblem } from './request-target.js';
 import { ALLOWED_METHODS, corsResponseHeaders, originToEcho } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
-import { loggablePath, RequestLog, requestLine } from './request-log.js';
+import { pathExcerpt, RequestLog, requestLine } from './request-log.js';
 import { listingsRoutes, type ListingsRoutesOptions } from './v1/listings.js';
 import { parseQueryString } from './v1/params.js';
 
 export interface AppOptions extends ListingsRoutesOptions {
   logger: FastifyBaseLogger;
   trustProxy: boolean;
+  /** Another app served on the API's port for one host name (the dashboard; see front.ts). */
+  virtualHost?: { name: string; handler: () => RequestListener };
   /** Readiness: resolves when the service can answer (the database is reachable). */
   checkReady(): Promise<void>;
 }
 
-/**
- * Request ids: `req_` + 16 random hex characters fixed per process + a counter. Unique across
- * instances without the cost of a random UUID per request (D19).
- */
-const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`;
-let requestCounter = 0;
-function nextRequestId(): string {
-  requestCounter = (requestCounter + 1) % Number.MAX_SAFE_INTEGER;
-  return `${REQUEST_ID_PREFIX}${requestCounter.toString(36).padStart(6, '0')}`;
-}
-
-/** A proxy's request id is reused (D19) only when TRUST_PROXY is set and it looks like an id. */
-const FORWARDED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Paths that exist, whatever the method: anything but GET/HEAD/OPTIONS on them is a 405 (D5, D6). */
 const KNOWN_PATH = /^\/v1\/listings(\/[^/?]*)?(\?|$)/;
 
@@ -39,22 +29,23 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     loggerInstance: opts.logger,
     logController: new RequestLog(),
     trustProxy: opts.trustProxy,
-    genReqId: (req: IncomingMessage) => {
-      const forwarded = req.headers['x-request-id'];
-      if (opts.trustProxy && typeof forwarded === 'string' && FORWARDED_REQUEST_ID.test(forwarded)) return forwarded;
-      return nextRequestId();
-    },
-    routerOptions: { maxParamLength: 1024, querystringParser: parseQueryString },
+    genReqId: (req: IncomingMessage) => requestIdFor(req, opts.trustProxy),
+    serverFactory: (handler) => createFrontServer(handler, { trustProxy: opts.trustProxy, logger: opts.logger, virtualHost: opts.virtualHost }),
+    // Shutdown drains connections itself, with a time limit (front.ts drainServer).
+    forceCloseConnections: false,
+    // Any id fits (a request line is bounded by Node's header size limit anyway): a long id is one more id the key cannot see (D11).
+    routerOptions: { maxParamLength: 64 * 1024, querystringParser: parseQueryString },
     // In-flight and keep-alive requests are answered normally while the server drains.
     return503OnClosing: false,
-    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, opts.logger),
+    clientErrorHandler: (error: Error & { code?: string }, socket) => answerClientError(error, socket, opts.logger),
     // Malformed URLs and the like, found before routing: JSON like everything else (D6), never
     // echoing a key (D20), and logged with their request id like every response (D19): Fastify
     // does not run the request log for these.
     frameworkErrors: (error, request, reply: FastifyReply) => {
       setCommonHeaders(request, reply);
       reply.raw.once('finish', () => request.log.info(requestLine(request, reply, null), 'request'));
-      void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: redactKeys(error.message) }));
+      // The framework's message would echo the whole URL: say what is wrong without it.
+      void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: 'Malformed request URL.' }));
     },
   });
 
@@ -62,6 +53,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // read it, errors included (D18). The literal origin "null" gets none.
   app.addHook('onRequest', async (request, reply) => {
     setCommonHeaders(request, reply);
+    // A missing, repeated or contradicted Host: a malformed request, refused before anything else.
+    const problem = targetProblem(request.raw);
+    if (problem !== undefined) throw badRequest(problem);
     // D5 route stage: a known path with another method is 405, before any other check.
     if (request.is404 && KNOWN_PATH.test(request.url)) {
       reply.header('allow', ALLOWED_METHODS);
@@ -88,7 +82,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(async (request, reply) => {
     return reply.code(404).send({
       error: 'not_found',
-      message: `No route ${request.method} ${loggablePath(request.url)}. The API serves GET /v1/listings and GET /v1/listings/{id}.`,
+      message: `No route ${request.method} ${pathExcerpt(request.url)}. The API serves GET /v1/listings and GET /v1/listings/{id}.`,
     });
   });
 
@@ -104,23 +98,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
   reply.header('vary', 'Origin');
+  reply.header('x-content-type-options', 'nosniff');
   const echo = originToEcho(request.headers.origin);
   if (echo !== undefined) reply.headers(corsResponseHeaders(echo));
-}
-
-/**
- * Requests Node cannot parse (bad request line, headers too large) never reach a route; they still
- * get a JSON error (D6) before the connection closes, and a log line with their request id (D19).
- * A connection the client reset gets nothing: there is no one to answer.
- */
-function answerClientError(error: Error & { code?: string }, socket: Socket, logger: FastifyBaseLogger): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) return;
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const reqId = nextRequestId();
-  const body = JSON.stringify({ error: 'bad_request', message: status === 431 ? 'Request headers are too large.' : 'Malformed HTTP request.' });
-  socket.end(
-    `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, parse_error: error.code ?? null }, 'request');
 }

@@ -73,13 +73,14 @@ function sharedHeaders(): HeaderSet {
       false,
     ),
     'Access-Control-Expose-Headers': header(`Browser calls only, as \`Access-Control-Allow-Origin\` (D18): \`${EXPOSED_HEADERS}\`.`, { type: 'string', const: EXPOSED_HEADERS }, false),
+    'X-Content-Type-Options': header('Always `nosniff`: browsers must not guess another type than the declared JSON.', { type: 'string', const: 'nosniff' }, true),
     Allow: header(`The methods of the path: \`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }, true),
   };
 }
 
 /** D18, D19: on every response. */
 function commonHeaders(): HeaderSet {
-  const names = ['X-Request-Id', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
+  const names = ['X-Request-Id', 'Vary', 'X-Content-Type-Options', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
   return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
 }
 
@@ -166,7 +167,7 @@ function readResponses(endpoint: Endpoint): Record<string, ResponseSpec> {
   if (endpoint === 'detail') {
     responses[400] = {
       description:
-        '`bad_request`: a malformed request, such as invalid percent-encoding in the path (D6). Refused before the key check, so no rate-limit headers. Not retryable until the request is fixed.',
+        '`bad_request`: a malformed request: the Host header missing or sent twice, or a request target naming another host (D6). Refused before the key check, so no rate-limit headers. Not retryable until the request is fixed.',
       headers: commonHeaders(),
       schema: errorBody(['bad_request']),
     };

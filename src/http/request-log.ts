@@ -1,9 +1,15 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import { redactKeys } from '../auth/key-format.js';
 
-/** The path of a request as it may be logged or echoed: no query string, no key (D20). */
+/** The path of a request as it may be logged: no query string, no key (D20), at most 300 characters. */
 export function loggablePath(url: string): string {
   return redactKeys(url.split('?', 1)[0]!.slice(0, 300));
+}
+
+/** The path as it may be echoed in an error message: redacted, and short (issue 8, item 9). */
+export function pathExcerpt(url: string, max = 80): string {
+  const path = redactKeys(url.split('?', 1)[0]!);
+  return path.length <= max ? path : `${path.slice(0, max)}…`;
 }
 
 /**

@@ -2,18 +2,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, startServerProcess } from '../support/process.js';
+import { freePort, startServerProcess, waitFor } from '../support/process.js';
 import { DashboardClient, dev, text } from './helpers.js';
 
 /**
- * What `npm start` (`serve --demo`) prints about the dashboard. The URL line comes right after the
- * API's listening line, so it may still be on its way when the API first answers: wait for it.
+ * What `npm start` (`serve --demo`) prints about the dashboard, on stderr (lines for people; stdout
+ * is the log). The URL line comes right after the API's listening line, so it may still be on its
+ * way when the API first answers: wait for it.
  */
 async function dashboardLines(output: () => string): Promise<{ url: string; email: string; password: string }> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const login = /Dashboard sign-in \(demo member, new password each start\): {2}(\S+) {2}\/ {2}(\S+)\n/.exec(output());
-    const url = /Dashboard \(Settings > Developer: keys and origins\) at (http:\/\/localhost:\d+)\n/.exec(output());
+    const url = /Dashboard \(Settings > Developer: keys and origins\) at (http:\/\/[a-z.]+:\d+)\n/.exec(output());
     if (login && url) return { url: url[1]!, email: login[1]!, password: login[2]! };
     assert.ok(Date.now() < deadline, output());
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -30,10 +31,17 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
   it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and the old one stops working', async () => {
     const dashboardPort = await freePort();
     const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
-    const first = await startServerProcess(env, ['--demo']);
+    const first = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, ['--demo']);
     let firstLogin: Awaited<ReturnType<typeof dashboardLines>>;
     try {
-      firstLogin = await dashboardLines(first.output);
+      firstLogin = await dashboardLines(first.stderr);
+      // The banner is for people: the key and the password are never in the log stream (D20).
+      const key = /Demo API key \(sg, shown once\): {2}(sg_live_\S+)\n/.exec(first.stderr())?.[1];
+      assert.ok(key, first.stderr());
+      assert.match(first.stderr(), new RegExp(`account id ${DEMO_ORG_ID}\\.`));
+      await waitFor(() => /"msg":"Server listening/.test(first.stdout()), 'the log on stdout (written in batches)');
+      assert.ok(!first.stdout().includes(key) && !first.stdout().includes(firstLogin.password), 'no secret on stdout');
+      assert.ok(!first.stdout().includes(key.slice(8, 20)));
       assert.equal(firstLogin.url, `http://localhost:${dashboardPort}`);
       assert.equal(firstLogin.email, 'admin@demo.example');
       const client = new DashboardClient(dashboardPort);
@@ -51,7 +59,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
 
     const second = await startServerProcess(env, ['--demo']);
     try {
-      const secondLogin = await dashboardLines(second.output);
+      const secondLogin = await dashboardLines(second.stderr);
       assert.notEqual(secondLogin.password, firstLogin.password);
       assert.equal((await new DashboardClient(dashboardPort).signIn(firstLogin.email, firstLogin.password)).status, 401);
       assert.equal((await new DashboardClient(dashboardPort).signIn(secondLogin.email, secondLogin.password)).status, 303);

@@ -38,7 +38,7 @@ describe('CLI: user create / user list / user set-password (dashboard members; O
     const password = /Password \(shown once, only its hash is kept\): ([A-Za-z0-9]{20})\n/.exec(out)?.[1];
     assert.ok(password, out);
     assert.match(out, /^Added ops@acme\.example \(member [0-9a-f-]{36}\) to account /);
-    assert.match(out, /They sign in at http:\/\/localhost:3001/);
+    assert.match(out, /They sign in at http:\/\/dashboard\.localhost:3000\n/);
     const json = okJson(db.run(['user', 'create', '--account', accountId, '--email', 'gen@acme.example', '--generate-password', '--json'], 'ignored stdin\n'));
     assert.match(json.generated_password, /^[A-Za-z0-9]{20}$/);
     assert.ok(!dump(db.file, ['dashboard_users']).includes(json.generated_password), 'only a hash is stored');

@@ -62,15 +62,30 @@ describe('errors (spec 7; D5, D6)', () => {
     assert.ok(res.headers.allow);
   });
 
-  it('a malformed URL gives 400 bad_request as JSON (D6)', async () => {
-    for (const path of ['/v1/listings/%E0%A4%A', '/v1/listings/%', '/v1/listings/%zz', '/v1/listings/%E0%A4%A?page=1']) {
-      assertError(await server.get(path, { key }), 400, 'bad_request', path);
-      assertError(await server.get(path), 400, 'bad_request', `${path} without key`);
+  it('a malformed percent-encoding in the path is routed like any path: D5 route, then the key (401), then D11 (404), never a 400 before the key', async () => {
+    for (const path of ['/v1/listings/%E0%A4%A', '/v1/listings/%', '/v1/listings/%zz', '/v1/listings/%ff', '/v1/listings/%E0%A4%A?page=1']) {
+      assertError(await server.get(path, { key }), 404, 'not_found', path);
+      assertError(await server.get(path), 401, 'unauthorized', `${path} without key`);
     }
+    assertError(await server.get('/v2/%zz/listings', { key }), 404, 'not_found');
     // A malformed query string is a malformed parameter: 400 once the key is checked.
     assertError(await server.get('/v1/listings?page=%zz', { key }), 400, 'bad_request');
     assertError(await server.get('/v1/listings?page=%E0%A4%A', { key }), 400, 'bad_request');
     assertError(await server.get('/v1/listings?page=%zz'), 401, 'unauthorized');
+  });
+
+  it('an error never echoes more than a short, redacted excerpt of the path (issue 8, item 9)', async () => {
+    const long = `/v2/${'x'.repeat(1025)}${key}`;
+    const res = await server.get(long, { key });
+    assertError(res, 404, 'not_found');
+    assert.ok(res.json.message.length < 200, `message of ${res.json.message.length} characters`);
+    assert.ok(!res.body.includes('x'.repeat(100)));
+    const withKey = await server.get(`/v2/${key}`, { key });
+    assertError(withKey, 404, 'not_found');
+    assert.ok(!withKey.body.includes(key.slice(8)), 'the key is redacted from the echoed path (D20)');
+    const badId = await server.get(`/v1/listings/%${'a'.repeat(1025)}`, { key });
+    assertError(badId, 404, 'not_found');
+    assert.ok(badId.body.length < 300, `body of ${badId.body.length} bytes`);
   });
 
   it('a malformed HTTP request and oversized headers get a JSON error (D6)', async () => {

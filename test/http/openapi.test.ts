@@ -411,7 +411,7 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', await server.get('/v1/listings?page=abc', { key: orgKey }), 400);
       check(LIST, 'get', await server.get('/v1/listings?per_page=0', { key: orgKey }), 400);
       check(LIST, 'get', await server.get('/v1/listings?page=1&page=2', { key: orgKey }), 400);
-      check(DETAIL, 'get', await server.get('/v1/listings/%ZZ', { key: orgKey }), 400);
+      check(DETAIL, 'get', await server.get('/v1/listings/%ZZ', { key: orgKey }), 404);
       check(LIST, 'get', await server.get('/v1/listings'), 401);
       check(LIST, 'get', await server.get('/v1/listings', { key: 'sg_live_nope' }), 401);
       check(DETAIL, 'get', await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.my.localhost' }), 401);

@@ -19,21 +19,37 @@ export function freePort(): Promise<number> {
 export interface ServerProcess {
   port: number;
   child: ChildProcess;
+  /** stdout and stderr as they arrived, interleaved. */
   output: () => string;
-  stop(): Promise<number | null>;
+  stdout: () => string;
+  stderr: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code once the process has exited (by itself or after stop()). */
+  exited: Promise<number | null>;
 }
 
-/** Starts `listings-api serve` as operators run it, in its own process, and waits until it is healthy. */
+/**
+ * Starts `listings-api serve` as operators run it, in its own process, and waits until it is
+ * healthy. The environment is the product's defaults (the dashboard on the API's port under
+ * `dashboard.localhost`) plus `env`.
+ */
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    // DASHBOARD_PORT 0: each process's dashboard on a free port, so that several can run at once.
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, PORT: String(port) },
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    output += c.toString();
+    stdout += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    output += c.toString();
+    stderr += c.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const deadline = Date.now() + 20_000;
   for (;;) {
@@ -53,9 +69,30 @@ export async function startServerProcess(env: Record<string, string>, args: stri
     port,
     child,
     output: () => output,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
       return exited;
     },
   };
+}
+
+/** Polls `condition` (an observation of I/O, never a timing assertion) until it holds, or fails. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

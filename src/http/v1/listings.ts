@@ -10,6 +10,7 @@ import { normalizeOrigin } from '../../cors/origin.js';
 import { errorSchema, listingSchema, pageSchema } from '../../listings/listing.js';
 import { rateLimitHeaders, type RateLimiter } from '../../ratelimit/limiter.js';
 import type { Visibility } from '../../storage/index.js';
+import { headerCount } from '../request-target.js';
 import { parsePageParams, type QueryValue } from './params.js';
 import type { ListingReads } from './reads.js';
 
@@ -71,7 +72,8 @@ export async function listingsRoutes(app: FastifyInstance, opts: ListingsRoutesO
 
   async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const country = countryOf(request); // D3 -> 404
-    const key = await authenticate(request.headers.authorization, country, data.findKeyByHash); // D5 -> 401
+    const sent = headerCount(request.raw, 'authorization') > 1 ? request.raw.headersDistinct.authorization : request.headers.authorization;
+    const key = await authenticate(sent, country, data.findKeyByHash); // D5 -> 401
     request.apiKey = key;
     opts.onKeyUsed(key);
 

@@ -1,0 +1,110 @@
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import { ALLOWED_METHODS } from '../cors/cors.js';
+import { nextRequestId } from './request-id.js';
+import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
+
+/**
+ * The listening socket every request of the API's port arrives on, before Fastify: the target is
+ * normalised and checked once (request-target.ts), requests for the dashboard's host name go to
+ * the dashboard's app (so that it needs no port of its own, issue 8 item 1), everything else to
+ * the API's. It also answers what never reaches an app: CONNECT, and requests Node cannot parse,
+ * with a JSON error and a request id like every other answer (D6, D19). A request without `Host`
+ * is let through (Node would answer it with a bare 400) so that the API answers it in JSON.
+ */
+export interface FrontServerOptions {
+  trustProxy: boolean;
+  logger: FastifyBaseLogger;
+  /** The dashboard on the API's port: requests whose host name is `name` go to `handler`. */
+  virtualHost?: { name: string; handler: () => RequestListener };
+}
+
+const DRAINING = Symbol('draining');
+type Drainable = Server & { [DRAINING]?: boolean };
+
+export function createFrontServer(apiHandler: RequestListener, options: FrontServerOptions): Server {
+  const server: Drainable = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+    // While draining, every answer closes its connection behind it (see drainServer).
+    if (server[DRAINING]) res.shouldKeepAlive = false;
+    inspectTarget(req);
+    const virtual = options.virtualHost;
+    if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trustProxy) === virtual.name) {
+      virtual.handler()(req, res);
+      return;
+    }
+    apiHandler(req, res);
+  });
+  // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
+  server.keepAliveTimeout = 72_000;
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    // A proxy tunnel request: this is not a proxy. Answered, not dropped (D6).
+    const reqId = answerRaw(socket, 405, 'Method Not Allowed', {
+      error: 'method_not_allowed',
+      message: `CONNECT is not supported: this is not a proxy. Use ${ALLOWED_METHODS}.`,
+    }, { Allow: ALLOWED_METHODS });
+    options.logger.info({ reqId, method: 'CONNECT', route: null, path: null, status: 405, ms: 0, key_prefix: null }, 'request');
+  });
+  return server;
+}
+
+/**
+ * Requests Node cannot parse (bad request line, headers too large) never reach an app; they still
+ * get a JSON error (D6) before the connection closes, and a log line with their request id (D19).
+ * A connection the client reset gets nothing: there is no one to answer.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger: FastifyBaseLogger): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) return;
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const reqId = answerRaw(socket, status, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request', {
+    error: 'bad_request',
+    message: tooLarge ? 'Request headers are too large.' : 'Malformed HTTP request.',
+  });
+  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, parse_error: error.code ?? null }, 'request');
+}
+
+/** Writes a whole JSON error response on a raw socket and closes it; returns the request id it carries. */
+function answerRaw(socket: Duplex, status: number, reason: string, body: { error: string; message: string }, headers: Record<string, string> = {}): string {
+  const reqId = nextRequestId();
+  const text = JSON.stringify(body);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +
+      `X-Request-Id: ${reqId}\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
+  return reqId;
+}
+
+/**
+ * Graceful close with a time limit (issue 8, item 5). Connections the kernel has already queued
+ * and requests already sent are answered: the listener stays open for a moment (closing it resets
+ * connections not yet accepted, and Node's close() destroys connections whose request it has not
+ * read yet), then stops accepting; answers in flight finish and close their connection; idle
+ * keep-alive connections are closed; whatever is still open after `timeoutMs` (a client trickling
+ * its headers, a hung request) is destroyed. Resolves with the number of connections destroyed.
+ */
+export async function drainServer(server: Server, timeoutMs: number, settleMs = 100): Promise<number> {
+  (server as Drainable)[DRAINING] = true;
+  if (!server.listening) return 0;
+  const deadline = Date.now() + timeoutMs;
+  await delay(Math.min(settleMs, timeoutMs));
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Keep-alive connections that fall idle after their last answer are closed as they do.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  const timedOut = await Promise.race([closed.then(() => false), delay(Math.max(0, deadline - Date.now())).then(() => true)]);
+  clearInterval(sweep);
+  if (!timedOut) return 0;
+  const remaining = await countConnections(server);
+  server.closeAllConnections();
+  await closed;
+  return remaining;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function countConnections(server: Server): Promise<number> {
+  return new Promise((resolve) => server.getConnections((error, count) => resolve(error ? 0 : count)));
+}

@@ -1,0 +1,88 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * What is read from a request before routing: its target and its host, with the ambiguities a
+ * proxy in front could resolve differently from us refused rather than guessed (issue 8, item 8):
+ * a missing or repeated `Host`, and an absolute-form target (`GET http://host/path`) naming
+ * another host than `Host`. Node keeps only the first of repeated `Host` and `Authorization`
+ * headers in `req.headers`, so repeats are counted in `req.rawHeaders`.
+ */
+
+/** How many times a header was sent (case-insensitive name, lowercase `name` expected). */
+export function headerCount(req: IncomingMessage, name: string): number {
+  const raw = req.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const field = raw[i]!;
+    if (field.length === name.length && field.toLowerCase() === name) count++;
+  }
+  return count;
+}
+
+const TARGET_PROBLEM = Symbol('targetProblem');
+type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: string };
+
+/** Why the request's host or target is ambiguous or missing (a 400), or undefined when it is fine. */
+export function targetProblem(req: IncomingMessage): string | undefined {
+  return (req as Inspected)[TARGET_PROBLEM];
+}
+
+/**
+ * Normalises the request target in place, once, before any routing: an absolute-form target
+ * becomes origin-form when its authority is the `Host` header (RFC 9112, 3.2.2), and a `%` that
+ * does not start a valid percent-escape is escaped, so that a malformed path is just a path that
+ * matches no listing (D5 route first, then the key; D11) instead of failing before the key check.
+ * Problems are recorded for the API to answer with a JSON 400 (D6).
+ */
+export function inspectTarget(req: IncomingMessage): void {
+  const inspected = req as Inspected;
+  const hosts = headerCount(req, 'host');
+  if (hosts === 0) inspected[TARGET_PROBLEM] = 'The Host header is missing; send the API host of your key\'s country.';
+  else if (hosts > 1) inspected[TARGET_PROBLEM] = 'The Host header was sent more than once; send it once.';
+
+  let url = req.url ?? '/';
+  if (!url.startsWith('/')) {
+    const absolute = /^(https?):\/\/([^/?#]*)([^#]*)$/i.exec(url);
+    if (absolute === null) {
+      // `*` (OPTIONS *) and anything else that is not a path: route it as a path of its own, a 404.
+      url = `/${url}`;
+    } else {
+      const authority = absolute[2]!.toLowerCase();
+      if (inspected[TARGET_PROBLEM] === undefined && authority !== (req.headers.host ?? '').toLowerCase()) {
+        inspected[TARGET_PROBLEM] = 'The request target names another host than the Host header; send one host.';
+      }
+      url = absolute[3] === '' ? '/' : absolute[3]!;
+    }
+  }
+  req.url = escapeStrayPercents(url);
+}
+
+/** `%` not followed by two hex digits, or escapes that do not decode as UTF-8, become literal `%25`. */
+export function escapeStrayPercents(url: string): string {
+  if (!url.includes('%')) return url;
+  const fixed = url.replace(/%(?![0-9A-Fa-f]{2})/g, '%25');
+  const query = fixed.indexOf('?');
+  const path = query === -1 ? fixed : fixed.slice(0, query);
+  try {
+    decodeURIComponent(path);
+    return fixed;
+  } catch {
+    // Valid-looking escapes that are not UTF-8 (e.g. %ff): keep the path's text as it was sent.
+    return path.replaceAll('%', '%25') + (query === -1 ? '' : fixed.slice(query));
+  }
+}
+
+/**
+ * The request's host name as routing sees it: `Host` without the port, or, behind a trusted
+ * proxy, the last `X-Forwarded-Host` (the one our proxy added). Lowercase; '' when absent.
+ */
+export function requestHostName(req: IncomingMessage, trustProxy: boolean): string {
+  let host = req.headers.host ?? '';
+  if (trustProxy) {
+    const forwarded = req.headers['x-forwarded-host'];
+    const value = Array.isArray(forwarded) ? forwarded.at(-1) : forwarded;
+    if (value !== undefined && value !== '') host = value.split(',').at(-1)!.trim();
+  }
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0]!;
+  return name.toLowerCase();
+}

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { DashboardClient, addMember, dev, revealedKey } from './helpers.js';
+
+/**
+ * The default placement (issue 8, item 1): the dashboard answers on the API's own port for its own
+ * host name, `dashboard.$API_DOMAIN`, so that an instance needs one port and two instances on one
+ * host cannot collide on a second one. The API's hosts are untouched.
+ */
+describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
+  let server: TestServer;
+  let accountId: string;
+  let client: DashboardClient;
+
+  before(async () => {
+    server = await startTestServer({ DASHBOARD_PORT: '' });
+    accountId = await server.createAccount();
+    await addMember(server, accountId, 'admin@acme.example', 'a long enough password');
+    client = new DashboardClient(server.port, `dashboard.localhost:${server.port}`);
+  });
+  after(() => server.close());
+
+  it('has no port of its own; its URL is http://dashboard.localhost:PORT', () => {
+    assert.equal(server.config.dashboardPort, 'shared');
+    assert.equal(server.dashboardPort, server.port);
+    assert.equal(server.service.dashboard!.url(), `http://dashboard.localhost:${server.port}`);
+  });
+
+  it('signs in, creates a key that works on the API of the same port, on the dashboard host only', async () => {
+    assert.equal((await client.signIn('admin@acme.example', 'a long enough password')).status, 303);
+    assert.equal((await client.get(dev(accountId, 'keys'))).status, 200); // the session's form token
+    const created = await client.post(dev(accountId, 'keys'), { label: 'Website', country: 'sg' });
+    assert.equal(created.status, 201);
+    const key = revealedKey(created.body);
+    assert.match(created.body, new RegExp(`http://api\\.localhost:${server.port}/v1/listings`), 'the curl line names the API on this port');
+    assert.equal((await server.get('/v1/listings', { key })).status, 200);
+  });
+
+  it('the API hosts never reach the dashboard, and the dashboard host never reaches the API', async () => {
+    const apiSignIn = await server.get('/sign-in');
+    assert.equal(apiSignIn.status, 404);
+    assert.equal(apiSignIn.json.error, 'not_found');
+    const dashboardApi = await client.get('/v1/listings');
+    assert.equal(dashboardApi.status, 404);
+    assert.match(dashboardApi.headers['content-type'] as string, /^text\/html/);
+    // Case and port do not matter; behind no proxy, X-Forwarded-Host does not either.
+    assert.equal((await new DashboardClient(server.port, `DASHBOARD.localhost:${server.port}`).get('/sign-in')).status, 200);
+    assert.equal((await server.get('/sign-in', { headers: { 'x-forwarded-host': 'dashboard.localhost' } })).status, 404);
+  });
+
+  it('DASHBOARD_HOST names another host; with TRUST_PROXY the proxy\'s X-Forwarded-Host decides', async () => {
+    const other = await startTestServer({ DASHBOARD_PORT: '', DASHBOARD_HOST: 'developers.localhost', TRUST_PROXY: '1' });
+    try {
+      assert.equal((await new DashboardClient(other.port, `developers.localhost:${other.port}`).get('/sign-in')).status, 200);
+      assert.equal((await new DashboardClient(other.port, `dashboard.localhost:${other.port}`).get('/sign-in')).status, 404);
+      assert.equal((await other.get('/sign-in', { host: 'lb.internal', headers: { 'x-forwarded-host': 'developers.localhost' } })).status, 200);
+    } finally {
+      await other.close();
+    }
+  });
+});
