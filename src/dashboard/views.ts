@@ -1,6 +1,7 @@
 import type { Country } from '../core/countries.js';
 import type { AllowedOrigin, ApiKeyRecord, AuditEntry } from '../storage/index.js';
 import { CSRF_FIELD } from './csrf.js';
+import { FORM_FIELD } from './forms.js';
 import { html, type SafeHtml } from './html.js';
 
 /**
@@ -153,6 +154,8 @@ export function keysPage(ctx: PageContext, opts: {
   relabel?: RelabelForm;
   recent: AuditEntry[];
   notice?: string;
+  /** The create form's single-use token (forms.ts). */
+  formToken: string;
 }): string {
   const create = opts.create ?? { label: '', country: opts.countries[0] ?? '', errors: {} };
   const keysPath = developerPath(ctx.accountId, 'keys');
@@ -170,6 +173,7 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
   <h2 id="create-heading">Create a key</h2>
   <form method="post" action="${keysPath}" class="row-form" novalidate>
     ${csrfField(ctx.csrf)}
+    <input type="hidden" name="${FORM_FIELD}" value="${opts.formToken}">
     <div class="field grow">
       <label for="label">Label</label>
       <input id="label" name="label" required maxlength="200" value="${create.label}" placeholder="e.g. Website (production)"${described('label-hint', 'label-error', create.errors.label)}>
@@ -251,6 +255,30 @@ export function keyCreatedPage(ctx: PageContext, opts: { key: ApiKeyRecord; full
 </div>
 <p class="copy-status" role="status" aria-live="polite"></p>
 <p><a class="button primary" href="${developerPath(ctx.accountId, 'keys')}">I have stored it: back to keys</a></p>`);
+}
+
+/**
+ * The answer to a create-key form sent a second time (a reload of the new key's page): nothing is
+ * created, and the key the form made is named, never shown (D20). `key` is undefined while the
+ * first submission is still under way.
+ */
+export function formUsedPage(ctx: PageContext, key: ApiKeyRecord | undefined): string {
+  const keysPath = developerPath(ctx.accountId, 'keys');
+  return page(ctx, 'keys', 'Form already used', html`
+<h1>This form was already used</h1>
+<div class="alert warning" role="alert">
+  ${key === undefined
+    ? 'This form was already used to create a key.'
+    : html`This form was already used to create key <code>${keyDisplay(key)}</code> "${key.label}".`}
+  A key is shown only once; if you did not copy it, revoke it and create another.
+</div>
+<p>No new key was created.</p>
+<div class="button-row">
+  <a class="button primary" href="${keysPath}">Back to keys</a>
+  ${key !== undefined && key.revoked_at === null
+    ? html`<a class="button danger-outline" href="${keysPath}/${key.id}/revoke">Revoke<span class="visually-hidden"> key ${key.label}</span></a>`
+    : ''}
+</div>`);
 }
 
 export function revokePage(ctx: PageContext, key: ApiKeyRecord): string {

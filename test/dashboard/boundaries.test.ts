@@ -28,7 +28,7 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await bob.client.post(dev(b, 'origins'), { country: 'sg', origin: 'https://shop.b.example.com' })).status, 303);
 
     ({ client: mallory } = await signedIn(server, a));
-    const created = await mallory.post(dev(a, 'keys'), { label: 'A key', country: 'sg' });
+    const created = await mallory.createKey(a, { label: 'A key', country: 'sg' });
     revealedKey(created.body);
     aKeyId = (await server.service.store.keys.listForAccount(a))[0]!.id;
     await mallory.get(dev(a, 'keys'));
@@ -79,7 +79,9 @@ describe("dashboard boundaries: a member sees and changes only their own account
 
   it("creating a key in B, or acting on A's key through B's URL: 404, nothing created or changed", async () => {
     const before = await bSnapshot();
-    assertRefused(await mallory.post(dev(b, 'keys'), { label: 'Planted', country: 'sg' }), 'create in B');
+    await mallory.get(dev(a, 'keys'));
+    // Even with a good single-use form token (of A's page).
+    assertRefused(await mallory.post(dev(b, 'keys'), { label: 'Planted', country: 'sg', _form: mallory.formToken! }), 'create in B');
     assertRefused(await mallory.post(`${dev(b, 'keys')}/${aKeyId}/revoke`, {}), 'A key via B URL');
     assert.equal(await bSnapshot(), before);
     assert.equal((await server.service.store.keys.get(aKeyId))!.revoked_at, null);
