@@ -41,7 +41,7 @@ describe('demo', () => {
     db.remove();
   });
 
-  it('creates the data set once and prints a working sg key; a second run adds only a key', async () => {
+  it('creates the data set once and prints a working sg key; a second run adds only a key, revoking the one before', async () => {
     const first = okJson(db.run(['demo', '--json']), 'demo');
     assert.deepEqual(Object.keys(first).sort(), ['account_id', 'created', 'curl', 'key', 'key_id']);
     assert.equal(first.created, true);
@@ -76,10 +76,12 @@ describe('demo', () => {
     const again = await server.get('/v1/listings', { key: second.key });
     assert.equal(again.status, 200);
     assert.equal(again.json.total, page.json.total);
-    assert.equal((await server.get('/v1/listings', { key: first.key })).status, 200, 'the first key still works');
+    assert.equal((await server.get('/v1/listings', { key: first.key })).status, 401, 'the first key is revoked: one active demo key at a time');
 
     const human = okText(db.run(['demo']));
     assert.match(human, /exists already/);
+    assert.match(human, new RegExp(`Demo organisation: ${first.account_id}\n`));
+    assert.match(human, new RegExp(`Revoked the earlier demo key: ${second.key_id}\n`));
     const key = /sg_live_[0-9A-Za-z]{38}/.exec(human)?.[0];
     assert.ok(key !== undefined && parseKey(key) === 'sg', human);
     assert.ok(human.includes(`curl -H "Authorization: Bearer ${key}"`));

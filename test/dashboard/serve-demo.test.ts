@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, startServerProcess } from '../support/process.js';
+import { httpCall } from '../support/server.js';
 import { DashboardClient, dev, text } from './helpers.js';
 
 /**
@@ -20,6 +21,13 @@ async function dashboardLines(output: () => string): Promise<{ url: string; emai
   }
 }
 
+/** The demo key `serve --demo` printed. */
+function demoKey(output: string): string {
+  const key = /Demo API key \(sg, shown once\): {2}(sg_live_\w+)\n/.exec(output)?.[1];
+  assert.ok(key, output);
+  return key;
+}
+
 describe('serve --demo (npm start): prints the dashboard URL and a demo login that works', () => {
   let database: TestDatabase;
   before(async () => {
@@ -27,13 +35,16 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
   });
   after(() => database.drop());
 
-  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and the old one stops working', async () => {
+  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and key, and the old ones stop working', async () => {
     const dashboardPort = await freePort();
     const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
     const first = await startServerProcess(env, ['--demo']);
     let firstLogin: Awaited<ReturnType<typeof dashboardLines>>;
+    let firstKey: string;
     try {
       firstLogin = await dashboardLines(first.output);
+      firstKey = demoKey(first.output());
+      assert.equal((await httpCall(first.port, '/v1/listings', { key: firstKey })).status, 200);
       assert.equal(firstLogin.url, `http://localhost:${dashboardPort}`);
       assert.equal(firstLogin.email, 'admin@demo.example');
       const client = new DashboardClient(dashboardPort);
@@ -54,7 +65,15 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       const secondLogin = await dashboardLines(second.output);
       assert.notEqual(secondLogin.password, firstLogin.password);
       assert.equal((await new DashboardClient(dashboardPort).signIn(firstLogin.email, firstLogin.password)).status, 401);
-      assert.equal((await new DashboardClient(dashboardPort).signIn(secondLogin.email, secondLogin.password)).status, 303);
+      const client = new DashboardClient(dashboardPort);
+      assert.equal((await client.signIn(secondLogin.email, secondLogin.password)).status, 303);
+      // One active demo key at a time: the first start's key is revoked (and listed as such).
+      assert.equal((await httpCall(second.port, '/v1/listings', { key: firstKey })).status, 401);
+      assert.equal((await httpCall(second.port, '/v1/listings', { key: demoKey(second.output()) })).status, 200);
+      const page = await client.get(dev(DEMO_ORG_ID, 'keys'));
+      assert.equal([...page.body.matchAll(/<tr id="key-[^"]+" class="">\s*<th scope="row" class="label-cell">demo<\/th>/g)].length, 1);
+      assert.equal([...page.body.matchAll(/<tr id="key-[^"]+" class="revoked">\s*<th scope="row" class="label-cell">demo<\/th>/g)].length, 1);
+      assert.match(text(page.body), /operator \(CLI\) revoked key demo/);
     } finally {
       assert.equal(await second.stop(), 0);
     }
