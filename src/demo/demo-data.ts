@@ -11,7 +11,13 @@ import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 /** Fixed ids, so that `demo` can tell whether the demo data is there already. */
 export const DEMO_ORG_ID = '0de30000-0000-4000-8000-000000000001';
 export const DEMO_LANDLORD_ID = '0de30000-0000-4000-8000-000000000002';
-export const DEMO_ORIGIN = 'http://localhost:5173';
+/**
+ * Browser origins registered for the demo: a local dev server, under both of the names such
+ * servers print (Vite says `localhost`, many static servers `127.0.0.1`; D17 compares hosts exactly).
+ */
+export const DEMO_ORIGINS = ['http://localhost:5173', 'http://127.0.0.1:5173'] as const;
+export const DEMO_ORIGIN = DEMO_ORIGINS[0];
+const DEMO_ORIGIN_COUNTRIES = ['sg', 'my'] as const;
 /** The label of the keys the demo issues; earlier ones are revoked when a new one is issued. */
 export const DEMO_KEY_LABEL = 'demo';
 /** The actor of the demo's own changes in the activity log. */
@@ -95,6 +101,8 @@ export interface DemoResult {
   key: string;
   /** Earlier demo keys this call revoked (each audit-logged). */
   revokedKeyIds: string[];
+  /** Demo origins this call registered, e.g. 127.0.0.1 on a data set made before it was a demo origin. */
+  addedOrigins: Array<{ country: Country; origin: string }>;
 }
 
 /**
@@ -104,23 +112,40 @@ export interface DemoResult {
  */
 export async function ensureDemo(store: Store, now: Date): Promise<DemoResult> {
   const created = await ensureDemoDataSet(store, now);
+  const addedOrigins = await ensureDemoOrigins(store, now);
   const { id, key } = await issueKey(store, { accountId: DEMO_ORG_ID, country: 'sg', label: DEMO_KEY_LABEL, now });
   await recordDemoChange(store, now, { action: 'key.created' }, (await store.keys.get(id))!);
   const revokedKeyIds = await revokeEarlierDemoKeys(store, id, now);
-  return { created, accountId: DEMO_ORG_ID, keyId: id, key, revokedKeyIds };
+  return { created, accountId: DEMO_ORG_ID, keyId: id, key, revokedKeyIds, addedOrigins };
 }
 
-/** The accounts, listings and origin of the demo, once; true when this call created them. */
+/** The accounts and listings of the demo, once; true when this call created them. */
 async function ensureDemoDataSet(store: Store, now: Date): Promise<boolean> {
   if ((await store.accounts.get(DEMO_ORG_ID)) !== undefined) return false;
   const at = now.toISOString();
   await store.accounts.create({ id: DEMO_ORG_ID, name: 'Demo Realty Pte Ltd', kind: 'organisation', created_at: at });
   await store.accounts.create({ id: DEMO_LANDLORD_ID, name: 'Demo Landlord', kind: 'individual', created_at: at });
   await importListings(store, Readable.from(demoLines(now).join('\n')), now);
-  for (const country of ['sg', 'my'] as const) {
-    await store.origins.add({ account_id: DEMO_ORG_ID, country, origin: DEMO_ORIGIN, created_at: at });
-  }
   return true;
+}
+
+/**
+ * Registers each demo origin in each demo country where it is missing: on a new data set all of
+ * them, on an older one the origins added to the demo since (127.0.0.1, an upgrade). An origin a
+ * member removed in the dashboard stays removed: the demo does not overrule them at every start.
+ */
+async function ensureDemoOrigins(store: Store, now: Date): Promise<DemoResult['addedOrigins']> {
+  const added: DemoResult['addedOrigins'] = [];
+  for (const country of DEMO_ORIGIN_COUNTRIES) {
+    for (const origin of DEMO_ORIGINS) {
+      if (await store.origins.isAllowed(DEMO_ORG_ID, country, origin)) continue;
+      if (await store.audit.originRemovedByMember(DEMO_ORG_ID, country, origin)) continue;
+      if (!(await store.origins.add({ account_id: DEMO_ORG_ID, country, origin, created_at: now.toISOString() }))) continue;
+      await recordDemoChange(store, now, { action: 'origin.added', country, origin });
+      added.push({ country, origin });
+    }
+  }
+  return added;
 }
 
 /**

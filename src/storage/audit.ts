@@ -35,6 +35,19 @@ export function createAuditRepository(db: Kysely<Database>) {
         .execute();
       return new Set(rows.map((r) => r.key_id!));
     },
+    /** Whether a member ever removed this origin of the account in the dashboard. */
+    async originRemovedByMember(accountId: string, country: string, origin: string): Promise<boolean> {
+      const row = await db
+        .selectFrom('dashboard_audit')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('action', '=', 'origin.removed')
+        .where('actor_user_id', 'is not', null)
+        .where('country', '=', country)
+        .where('origin', '=', origin)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
   };
 }
 

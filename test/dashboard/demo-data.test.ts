@@ -8,9 +8,9 @@ import { DashboardClient, dev, revealedKey, text } from './helpers.js';
 
 /**
  * `npm start` and `demo` (ensureDemo): each run issues a new demo key and revokes the one before,
- * so keys do not pile up.
+ * so keys do not pile up; the demo registers its dev-server origin under both names browsers use.
  */
-describe('demo data: one active demo key at a time', () => {
+describe('demo data: one active demo key at a time, and both dev-server origins', () => {
   let server: TestServer;
   let member: DashboardClient;
 
@@ -22,13 +22,21 @@ describe('demo data: one active demo key at a time', () => {
   const store = () => server.service.store;
   const now = () => new Date(server.clock.now());
   const demoKeys = async () => (await store().keys.listForAccount(DEMO_ORG_ID)).filter((k) => k.label === 'demo');
+  const fromBrowser = (key: string, origin: string, host = 'api.localhost') => server.get('/v1/listings', { key, host, headers: { origin } });
 
-  it('the first run creates the data set and a working key, and revokes nothing', async () => {
+  it('a new data set allows http://localhost:5173 and http://127.0.0.1:5173 for sg and my; a browser on either gets 200', async () => {
     const demo = await ensureDemo(store(), now());
     assert.equal(demo.created, true);
     assert.equal(demo.accountId, DEMO_ORG_ID);
     assert.deepEqual(demo.revokedKeyIds, []);
-    assert.equal((await server.get('/v1/listings', { key: demo.key })).status, 200);
+    assert.deepEqual((await store().origins.listForAccount(DEMO_ORG_ID)).map((o) => `${o.country} ${o.origin}`), [
+      'my http://127.0.0.1:5173', 'my http://localhost:5173', 'sg http://127.0.0.1:5173', 'sg http://localhost:5173',
+    ]);
+    for (const origin of ['http://localhost:5173', 'http://127.0.0.1:5173']) {
+      assert.equal((await fromBrowser(demo.key, origin)).status, 200, origin);
+    }
+    const my = await issueKey(store(), { accountId: DEMO_ORG_ID, country: 'my', label: 'Malaysia site', now: now() });
+    assert.equal((await fromBrowser(my.key, 'http://127.0.0.1:5173', 'api.my.localhost')).status, 200);
   });
 
   it('a second run leaves exactly one active "demo" key: the earlier one is revoked (401 at once, D4) and the revocation is audit-logged', async () => {
@@ -67,6 +75,7 @@ describe('demo data: one active demo key at a time', () => {
     const items = [...page.body.matchAll(/<li data-action="([^"]+)">([\s\S]*?)<\/li>/g)].map((m) => text(m[2]!));
     assert.match(items[0]!, new RegExp(`^2026-11-22 10:01 UTC ${DEMO_ACTOR.replace(/[()]/g, '\\$&')} revoked key demo sg_live_\\w{4}…\\w{4}$`));
     assert.match(items[1]!, /^2026-11-22 10:01 UTC operator \(CLI\) created key demo sg_live_\w{4}…\w{4} for Singapore$/);
+    assert.ok(items.some((line) => /operator \(CLI\) allowed origin http:\/\/127\.0\.0\.1:5173 for Malaysia$/.test(line)), items.join('\n'));
   });
 
   it('keys the demo did not issue are never touched: another label, or a member\'s own key named "demo" in the dashboard', async () => {
@@ -88,5 +97,22 @@ describe('demo data: one active demo key at a time', () => {
     for (const key of pile) assert.ok(demo.revokedKeyIds.includes(key.id));
     assert.equal(demo.revokedKeyIds.length, 4, 'the pile and the previous run\'s key');
     for (const key of pile) assert.equal((await server.get('/v1/listings', { key: key.key })).status, 401);
+  });
+
+  it('upgrade: a demo data set from before 127.0.0.1 gets it added; an origin a member removed in the dashboard stays removed', async () => {
+    // As a data set made before 127.0.0.1 was a demo origin looks.
+    for (const country of ['sg', 'my']) await store().origins.remove(DEMO_ORG_ID, country, 'http://127.0.0.1:5173');
+    const demo = await ensureDemo(store(), now());
+    assert.equal(demo.created, false);
+    assert.deepEqual(demo.addedOrigins, [{ country: 'sg', origin: 'http://127.0.0.1:5173' }, { country: 'my', origin: 'http://127.0.0.1:5173' }]);
+    assert.equal((await fromBrowser(demo.key, 'http://127.0.0.1:5173')).status, 200);
+
+    // The member removes one in the dashboard: later runs respect that.
+    await member.get(dev(DEMO_ORG_ID, 'origins'));
+    assert.equal((await member.post(`${dev(DEMO_ORG_ID, 'origins')}/remove`, { country: 'sg', origin: 'http://127.0.0.1:5173' })).status, 303);
+    const again = await ensureDemo(store(), now());
+    assert.deepEqual(again.addedOrigins, []);
+    assert.equal(await store().origins.isAllowed(DEMO_ORG_ID, 'sg', 'http://127.0.0.1:5173'), false);
+    assert.equal(await store().origins.isAllowed(DEMO_ORG_ID, 'my', 'http://127.0.0.1:5173'), true);
   });
 });

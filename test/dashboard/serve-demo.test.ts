@@ -56,6 +56,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       assert.match(page.body, /<th scope="row" class="label-cell">demo<\/th>/);
       const origins = await client.get(dev(DEMO_ORG_ID, 'origins'));
       assert.match(origins.body, /<code>http:\/\/localhost:5173<\/code>/);
+      assert.match(origins.body, /<code>http:\/\/127\.0\.0\.1:5173<\/code>/);
     } finally {
       assert.equal(await first.stop(), 0);
     }
