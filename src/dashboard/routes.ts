@@ -370,6 +370,23 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}#country-${country}`, 303);
     });
 
+    /**
+     * Removing an origin breaks every page on it at its next API call, so it is confirmed first, as
+     * revoking a key is: this page, then its form's POST. Only an origin of the member's own account.
+     */
+    scope.get('/origins/remove', async (request, reply) => {
+      const member = memberOf(request);
+      const query = request.query as Record<string, unknown>;
+      const country = typeof query.country === 'string' ? query.country : '';
+      const checked = validateOriginToRegister(typeof query.origin === 'string' ? query.origin : '');
+      if (!isCountry(country) || 'error' in checked) return notFound(reply, member.ctx);
+      const origin = (await store.origins.listForAccount(member.ctx.accountId)).find((o) => o.country === country && o.origin === checked.origin);
+      if (origin === undefined) return notFound(reply, member.ctx);
+      const keys = await store.keys.listForAccount(member.ctx.accountId);
+      const activeKeys = keys.filter((k) => k.revoked_at === null && k.country === country).length;
+      return send(reply, 200, views.removeOriginPage(member.ctx, origin, activeKeys));
+    });
+
     scope.post('/origins/remove', async (request, reply) => {
       const member = memberOf(request);
       const country = field(request.body, 'country').trim().toLowerCase();

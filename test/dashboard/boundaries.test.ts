@@ -92,6 +92,10 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assertRefused(await mallory.post(dev(b, 'origins'), { country: 'sg', origin: 'https://evil.example.com' }), 'add to B');
     assertRefused(await mallory.post(`${dev(b, 'origins')}/remove`, { country: 'sg', origin: 'https://b.example.com' }), 'remove from B via B URL');
     assertRefused(await mallory.post(`${dev(a, 'origins')}/remove`, { country: 'sg', origin: 'https://b.example.com' }), 'remove B origin via A URL');
+    // Nor the confirmation page of removing B's origin, either way.
+    for (const account of [a, b]) {
+      assertRefused(await mallory.get(`${dev(account, 'origins')}/remove?country=sg&origin=${encodeURIComponent('https://b.example.com')}`), `confirm removal of B origin via ${account === a ? 'A' : 'B'} URL`);
+    }
     // An account id smuggled into the form is not an account selector: A's own URL acts on A only.
     const smuggled = await mallory.post(dev(a, 'origins'), { country: 'sg', origin: 'https://a.example.com', account_id: b, accountId: b, account: b });
     assert.equal(smuggled.status, 303);

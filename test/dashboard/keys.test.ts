@@ -39,7 +39,10 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     const words = text(res.body);
     assert.match(words, /This is the only time the key is shown\./);
     assert.match(words, /cannot be shown again/);
-    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden>Copy key<\/button>/);
+    // The copy button is shown by script, and focused on arrival (autofocus).
+    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden autofocus>Copy key<\/button>/);
+    // Plain "(sg)": no badge inside the parentheses, whose padding read as "( SG ):".
+    assert.match(words, /Key Website \(production\) for Singapore \(sg\):/);
     const curl = /<code id="curl-line">([^<]+)<\/code>/.exec(res.body)?.[1]?.replace(/&quot;/g, '"');
     assert.equal(curl, `curl -H "Authorization: Bearer ${key}" http://api.localhost:${server.port}/v1/listings`);
     assert.equal(res.headers['cache-control'], 'no-store');
