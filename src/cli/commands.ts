@@ -200,7 +200,9 @@ export async function demoCommand(opts: { json: boolean }): Promise<void> {
     [
       result.created ? 'Created the demo data set.' : 'The demo data set exists already.',
       `Demo organisation: ${result.accountId}`,
+      ...(result.created ? [] : result.addedOrigins.map((o) => `Allowed browser origin ${o.origin} for ${o.country}.`)),
       `New sg key (shown once): ${result.key}`,
+      ...(result.revokedKeyIds.length === 0 ? [] : [`Revoked the earlier demo key${result.revokedKeyIds.length === 1 ? '' : 's'}: ${result.revokedKeyIds.join(', ')}`]),
       `Try it (with the server running):\n  ${curl}`,
     ].join('\n'));
 }

@@ -80,6 +80,7 @@ async function printDemo(store: Store, config: Config): Promise<void> {
     '',
     `${demo.created ? 'Created the demo data set' : 'Using the existing demo data set'}: organisation "Demo Realty Pte Ltd", account id ${demo.accountId}.`,
     `Demo API key (sg, shown once):  ${demo.key}`,
+    ...(demo.revokedKeyIds.length === 0 ? [] : [`(The earlier demo key${demo.revokedKeyIds.length === 1 ? ' is' : 's are'} revoked: one demo key at a time.)`]),
     `Try:  ${curlLine(config, demo.key)}`,
   ];
   if (config.dashboardPort !== 'off') {

@@ -7,6 +7,7 @@ import { isCountry, type Country } from '../core/countries.js';
 import { validateOriginToRegister } from '../cors/origin.js';
 import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../storage/index.js';
 import { CSRF_FIELD, fromThisSite, newSignInSecret, sessionToken, signInToken, tokenMatches } from './csrf.js';
+import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from './forms.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './sessions.js';
 import type { SignInThrottle } from './throttle.js';
@@ -213,7 +214,19 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
 
     async function keysPage(member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
       const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
-      return views.keysPage(member.ctx, { keys, recent, countries: config.countries, ...extra });
+      // Every rendering of the create form is a new single-use form (forms.ts).
+      const formToken = newFormToken(member.sessionId, clock());
+      return views.keysPage(member.ctx, { keys, recent, countries: config.countries, formToken, ...extra });
+    }
+
+    /**
+     * The answer to a create form sent again (a reload of the new key's page, a second click): names
+     * the key the form made, which cannot be shown again (D20), and mints nothing.
+     */
+    async function formUsed(reply: FastifyReply, member: Member, nonce: string) {
+      const use = await store.forms.get(nonce);
+      const key = use?.key_id == null ? undefined : await store.keys.get(use.key_id);
+      return send(reply, 409, views.formUsedPage(member.ctx, key?.account_id === member.ctx.accountId ? key : undefined));
     }
 
     scope.get('', async (request, reply) => reply.redirect(views.developerPath(memberOf(request).ctx.accountId, 'keys'), 303));
@@ -237,6 +250,9 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
 
     scope.post('/keys', async (request, reply) => {
       const member = memberOf(request);
+      // A page from before single-use forms, an edited token or an expired one: like an expired CSRF token.
+      const form = readFormToken(member.sessionId, field(request.body, FORM_FIELD), clock());
+      if (form === undefined) return forbidden(reply, member.ctx);
       const label = field(request.body, 'label').trim();
       const country = field(request.body, 'country').trim().toLowerCase();
       const errors: views.CreateKeyForm['errors'] = {};
@@ -246,7 +262,20 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       if (errors.label !== undefined || errors.country !== undefined) {
         return send(reply, 400, await keysPage(member, { create: { label, country, errors } }));
       }
-      const created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+      // One key per form, on every instance: the first submission claims the form in the database.
+      await store.forms.deleteUsedBefore(new Date(clock() - FORM_CLAIM_RETAIN_MS).toISOString());
+      if (!(await store.forms.claim({ nonce: form.nonce, account_id: member.ctx.accountId, user_id: member.user.id, used_at: nowIso() }))) {
+        return formUsed(reply, member, form.nonce);
+      }
+      let created: Awaited<ReturnType<typeof issueKey>>;
+      try {
+        created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+      } catch (error) {
+        // Nothing was created: the member may send the same form again.
+        await store.forms.release(form.nonce).catch(() => undefined);
+        throw error;
+      }
+      await store.forms.recordKey(form.nonce, created.id);
       const key = (await store.keys.get(created.id))!;
       await audit(member, { action: 'key.created' }, key);
       await settled();
@@ -339,6 +368,23 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       }
       const query = new URLSearchParams({ done: added ? 'added' : 'exists', country, origin: checked.origin });
       return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}#country-${country}`, 303);
+    });
+
+    /**
+     * Removing an origin breaks every page on it at its next API call, so it is confirmed first, as
+     * revoking a key is: this page, then its form's POST. Only an origin of the member's own account.
+     */
+    scope.get('/origins/remove', async (request, reply) => {
+      const member = memberOf(request);
+      const query = request.query as Record<string, unknown>;
+      const country = typeof query.country === 'string' ? query.country : '';
+      const checked = validateOriginToRegister(typeof query.origin === 'string' ? query.origin : '');
+      if (!isCountry(country) || 'error' in checked) return notFound(reply, member.ctx);
+      const origin = (await store.origins.listForAccount(member.ctx.accountId)).find((o) => o.country === country && o.origin === checked.origin);
+      if (origin === undefined) return notFound(reply, member.ctx);
+      const keys = await store.keys.listForAccount(member.ctx.accountId);
+      const activeKeys = keys.filter((k) => k.revoked_at === null && k.country === country).length;
+      return send(reply, 200, views.removeOriginPage(member.ctx, origin, activeKeys));
     });
 
     scope.post('/origins/remove', async (request, reply) => {

@@ -1,6 +1,7 @@
 import type { Country } from '../core/countries.js';
 import type { AllowedOrigin, ApiKeyRecord, AuditEntry } from '../storage/index.js';
 import { CSRF_FIELD } from './csrf.js';
+import { FORM_FIELD } from './forms.js';
 import { html, type SafeHtml } from './html.js';
 
 /**
@@ -153,6 +154,8 @@ export function keysPage(ctx: PageContext, opts: {
   relabel?: RelabelForm;
   recent: AuditEntry[];
   notice?: string;
+  /** The create form's single-use token (forms.ts). */
+  formToken: string;
 }): string {
   const create = opts.create ?? { label: '', country: opts.countries[0] ?? '', errors: {} };
   const keysPath = developerPath(ctx.accountId, 'keys');
@@ -170,6 +173,7 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
   <h2 id="create-heading">Create a key</h2>
   <form method="post" action="${keysPath}" class="row-form" novalidate>
     ${csrfField(ctx.csrf)}
+    <input type="hidden" name="${FORM_FIELD}" value="${opts.formToken}">
     <div class="field grow">
       <label for="label">Label</label>
       <input id="label" name="label" required maxlength="200" value="${create.label}" placeholder="e.g. Website (production)"${described('label-hint', 'label-error', create.errors.label)}>
@@ -189,7 +193,7 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
   <h2 id="keys-heading">Your keys</h2>
   ${keys.length === 0
     ? html`<div class="empty"><p><strong>No keys yet.</strong></p><p>Create your first key above: give it a label such as "Website (production)" and pick the country of the listings it should read. You will see the full key once, with a curl line to try it.</p></div>`
-    : html`<div class="table-scroll"><table class="keys">
+    : html`<div class="table-card"><table class="keys">
     <thead><tr><th scope="col">Label</th><th scope="col">Country</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>
     ${keys.map((key) => keyRow(ctx, key, opts.relabel?.keyId === key.id ? opts.relabel : undefined))}
@@ -210,11 +214,11 @@ function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | unde
   const inputId = `label-${key.id}`;
   return html`<tr id="key-${key.id}" class="${revoked ? 'revoked' : ''}">
       <th scope="row" class="label-cell">${key.label}</th>
-      <td>${countryName(key.country)} <span class="cc">${key.country}</span></td>
-      <td><code class="key-display">${keyDisplay(key)}</code></td>
-      <td>${when(key.created_at)}</td>
-      <td>${when(key.last_used_at)}</td>
-      <td>${revoked ? html`<span class="badge revoked">Revoked</span> ${when(key.revoked_at)}` : html`<span class="badge active">Active</span>`}</td>
+      <td data-label="Country">${countryName(key.country)} <span class="cc">${key.country}</span></td>
+      <td data-label="Key"><code class="key-display">${keyDisplay(key)}</code></td>
+      <td data-label="Created">${when(key.created_at)}</td>
+      <td data-label="Last used">${when(key.last_used_at)}</td>
+      <td data-label="Status">${revoked ? html`<span class="badge revoked">Revoked</span> ${when(key.revoked_at)}` : html`<span class="badge active">Active</span>`}</td>
       <td class="actions">${revoked ? '' : html`
         <details class="rename"${relabel === undefined ? '' : html` open`}>
           <summary>Rename<span class="visually-hidden"> key ${key.label}</span></summary>
@@ -231,6 +235,10 @@ function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | unde
     </tr>`;
 }
 
+/**
+ * The one page that shows a new key. The Copy button is focused on arrival (`autofocus`, and
+ * copy.js, which shows it); without script it stays hidden and the key is selectable text.
+ */
 export function keyCreatedPage(ctx: PageContext, opts: { key: ApiKeyRecord; fullKey: string; curl: string }): string {
   return page(ctx, 'keys', 'Copy your new key', html`
 <h1>Copy your new key now</h1>
@@ -238,10 +246,10 @@ export function keyCreatedPage(ctx: PageContext, opts: { key: ApiKeyRecord; full
   <strong>This is the only time the key is shown.</strong> Only a hash of it is kept, so it cannot be shown again or recovered.
   If you lose it, revoke it and create a new one.
 </div>
-<p>Key <strong>${opts.key.label}</strong> for ${countryName(opts.key.country)} (<span class="cc">${opts.key.country}</span>):</p>
+<p>Key <strong>${opts.key.label}</strong> for ${countryName(opts.key.country)} (${opts.key.country}):</p>
 <div class="secret">
   <code id="new-key">${opts.fullKey}</code>
-  <button type="button" class="primary" data-copy="new-key" hidden>Copy key</button>
+  <button type="button" class="primary" data-copy="new-key" hidden autofocus>Copy key</button>
 </div>
 <p class="hint">Keep it server-side, in a secret store or an environment variable, and never commit it. If it must be used in a browser, register the page's origin under <a href="${developerPath(ctx.accountId, 'origins')}">Allowed origins</a>.</p>
 <h2>Try it</h2>
@@ -251,6 +259,30 @@ export function keyCreatedPage(ctx: PageContext, opts: { key: ApiKeyRecord; full
 </div>
 <p class="copy-status" role="status" aria-live="polite"></p>
 <p><a class="button primary" href="${developerPath(ctx.accountId, 'keys')}">I have stored it: back to keys</a></p>`);
+}
+
+/**
+ * The answer to a create-key form sent a second time (a reload of the new key's page): nothing is
+ * created, and the key the form made is named, never shown (D20). `key` is undefined while the
+ * first submission is still under way.
+ */
+export function formUsedPage(ctx: PageContext, key: ApiKeyRecord | undefined): string {
+  const keysPath = developerPath(ctx.accountId, 'keys');
+  return page(ctx, 'keys', 'Form already used', html`
+<h1>This form was already used</h1>
+<div class="alert warning" role="alert">
+  ${key === undefined
+    ? 'This form was already used to create a key.'
+    : html`This form was already used to create key <code>${keyDisplay(key)}</code> "${key.label}".`}
+  A key is shown only once; if you did not copy it, revoke it and create another.
+</div>
+<p>No new key was created.</p>
+<div class="button-row">
+  <a class="button primary" href="${keysPath}">Back to keys</a>
+  ${key !== undefined && key.revoked_at === null
+    ? html`<a class="button danger-outline" href="${keysPath}/${key.id}/revoke">Revoke<span class="visually-hidden"> key ${key.label}</span></a>`
+    : ''}
+</div>`);
 }
 
 export function revokePage(ctx: PageContext, key: ApiKeyRecord): string {
@@ -343,12 +375,7 @@ ${sections.length === 0
     ? html`<p class="empty-line">No origins for ${countryName(country)}: browsers cannot use ${country} keys yet (server-to-server calls work). Add the origin of the page that calls the API.</p>`
     : html`<ul class="origins">${list.map((o) => html`
     <li><code>${o.origin}</code> <span class="muted">added ${when(o.created_at)}</span>
-      <form method="post" action="${path}/remove" class="inline">
-        ${csrfField(ctx.csrf)}
-        <input type="hidden" name="country" value="${o.country}">
-        <input type="hidden" name="origin" value="${o.origin}">
-        <button type="submit" class="danger-outline small">Remove<span class="visually-hidden"> ${o.origin} for ${countryName(country)}</span></button>
-      </form>
+      <a class="button danger-outline small" href="${removeOriginPath(ctx.accountId, o)}">Remove<span class="visually-hidden"> ${o.origin} for ${countryName(country)}</span></a>
     </li>`)}</ul>`}
   ${addForm(country, country)}
 </section>`;
@@ -358,6 +385,37 @@ ${others.length === 0 ? '' : html`
   <h2 id="other-heading">${sections.length === 0 ? 'Add an origin' : 'Another country'}</h2>
   ${addForm('other', undefined)}
 </section>`}`);
+}
+
+/** The confirmation page of removing an origin. */
+function removeOriginPath(accountId: string, origin: Pick<AllowedOrigin, 'country' | 'origin'>): string {
+  return `${developerPath(accountId, 'origins')}/remove?${new URLSearchParams({ country: origin.country, origin: origin.origin })}`;
+}
+
+/** Removing an origin breaks the pages on it at once, so it is confirmed first, like revoking a key. */
+export function removeOriginPage(ctx: PageContext, origin: AllowedOrigin, activeKeys: number): string {
+  const path = developerPath(ctx.accountId, 'origins');
+  const name = countryName(origin.country);
+  return page(ctx, 'origins', 'Remove origin', html`
+<h1>Remove <code>${origin.origin}</code> for ${name}?</h1>
+<dl class="facts">
+  <dt>Origin</dt><dd><code>${origin.origin}</code></dd>
+  <dt>Country</dt><dd>${name} <span class="cc">${origin.country}</span></dd>
+  <dt>Added</dt><dd>${when(origin.created_at)}</dd>
+  <dt>Active keys</dt><dd>${activeKeys === 0 ? html`<span class="muted">None for ${name}</span>` : `${activeKeys} for ${name}`}</dd>
+</dl>
+<div class="alert warning" role="note">
+  From the moment you confirm, browser calls from pages on this origin with ${origin.country} keys get
+  <code>403 origin_not_allowed</code>, including pages that are open right now. Server-to-server calls are not affected.
+  To allow it again, add it again.
+</div>
+<form method="post" action="${path}/remove" class="button-row">
+  ${csrfField(ctx.csrf)}
+  <input type="hidden" name="country" value="${origin.country}">
+  <input type="hidden" name="origin" value="${origin.origin}">
+  <button type="submit" class="danger">Remove origin</button>
+  <a class="button secondary" href="${path}#country-${origin.country}">Cancel</a>
+</form>`);
 }
 
 // ---------------------------------------------------------------- activity

@@ -4,13 +4,24 @@ import { issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword } from '../dashboard/passwords.js';
+import { keyDisplay } from '../dashboard/views.js';
 import { importListings } from '../listings/import.js';
-import type { Store } from '../storage/index.js';
+import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 
 /** Fixed ids, so that `demo` can tell whether the demo data is there already. */
 export const DEMO_ORG_ID = '0de30000-0000-4000-8000-000000000001';
 export const DEMO_LANDLORD_ID = '0de30000-0000-4000-8000-000000000002';
-export const DEMO_ORIGIN = 'http://localhost:5173';
+/**
+ * Browser origins registered for the demo: a local dev server, under both of the names such
+ * servers print (Vite says `localhost`, many static servers `127.0.0.1`; D17 compares hosts exactly).
+ */
+export const DEMO_ORIGINS = ['http://localhost:5173', 'http://127.0.0.1:5173'] as const;
+export const DEMO_ORIGIN = DEMO_ORIGINS[0];
+const DEMO_ORIGIN_COUNTRIES = ['sg', 'my'] as const;
+/** The label of the keys the demo issues; earlier ones are revoked when a new one is issued. */
+export const DEMO_KEY_LABEL = 'demo';
+/** The actor of the demo's own changes in the activity log. */
+export const DEMO_ACTOR = 'operator (CLI)';
 /** The demo organisation's dashboard member (`serve --demo`). */
 export const DEMO_MEMBER_EMAIL = 'admin@demo.example';
 export const DEMO_MEMBER_ID = '0de30000-0000-4000-8000-0000000000a1';
@@ -79,24 +90,105 @@ function demoLines(now: Date): string[] {
   return lines;
 }
 
+/** What `ensureDemo` did. */
+export interface DemoResult {
+  /** True when this call created the data set. */
+  created: boolean;
+  /** The demo organisation's account id (for the banners). */
+  accountId: string;
+  /** The new `sg` key: shown once, only its hash is stored (D2). */
+  keyId: string;
+  key: string;
+  /** Earlier demo keys this call revoked (each audit-logged). */
+  revokedKeyIds: string[];
+  /** Demo origins this call registered, e.g. 127.0.0.1 on a data set made before it was a demo origin. */
+  addedOrigins: Array<{ country: Country; origin: string }>;
+}
+
 /**
  * Creates the demo data set if it is not there (OPERATIONS `demo`) and issues a fresh `sg` key:
- * keys are stored only as hashes, so an earlier demo key cannot be shown again.
+ * keys are stored only as hashes (D2), so an earlier demo key cannot be shown again. That earlier
+ * key is revoked, so that restarts do not pile up active keys nobody can tell apart.
  */
-export async function ensureDemo(store: Store, now: Date): Promise<{ created: boolean; accountId: string; keyId: string; key: string }> {
-  let created = false;
-  if ((await store.accounts.get(DEMO_ORG_ID)) === undefined) {
-    const at = now.toISOString();
-    await store.accounts.create({ id: DEMO_ORG_ID, name: 'Demo Realty Pte Ltd', kind: 'organisation', created_at: at });
-    await store.accounts.create({ id: DEMO_LANDLORD_ID, name: 'Demo Landlord', kind: 'individual', created_at: at });
-    await importListings(store, Readable.from(demoLines(now).join('\n')), now);
-    for (const country of ['sg', 'my'] as const) {
-      await store.origins.add({ account_id: DEMO_ORG_ID, country, origin: DEMO_ORIGIN, created_at: at });
+export async function ensureDemo(store: Store, now: Date): Promise<DemoResult> {
+  const created = await ensureDemoDataSet(store, now);
+  const addedOrigins = await ensureDemoOrigins(store, now);
+  const { id, key } = await issueKey(store, { accountId: DEMO_ORG_ID, country: 'sg', label: DEMO_KEY_LABEL, now });
+  await recordDemoChange(store, now, { action: 'key.created' }, (await store.keys.get(id))!);
+  const revokedKeyIds = await revokeEarlierDemoKeys(store, id, now);
+  return { created, accountId: DEMO_ORG_ID, keyId: id, key, revokedKeyIds, addedOrigins };
+}
+
+/** The accounts and listings of the demo, once; true when this call created them. */
+async function ensureDemoDataSet(store: Store, now: Date): Promise<boolean> {
+  if ((await store.accounts.get(DEMO_ORG_ID)) !== undefined) return false;
+  const at = now.toISOString();
+  await store.accounts.create({ id: DEMO_ORG_ID, name: 'Demo Realty Pte Ltd', kind: 'organisation', created_at: at });
+  await store.accounts.create({ id: DEMO_LANDLORD_ID, name: 'Demo Landlord', kind: 'individual', created_at: at });
+  await importListings(store, Readable.from(demoLines(now).join('\n')), now);
+  return true;
+}
+
+/**
+ * Registers each demo origin in each demo country where it is missing: on a new data set all of
+ * them, on an older one the origins added to the demo since (127.0.0.1, an upgrade). An origin a
+ * member removed in the dashboard stays removed: the demo does not overrule them at every start.
+ */
+async function ensureDemoOrigins(store: Store, now: Date): Promise<DemoResult['addedOrigins']> {
+  const added: DemoResult['addedOrigins'] = [];
+  for (const country of DEMO_ORIGIN_COUNTRIES) {
+    for (const origin of DEMO_ORIGINS) {
+      if (await store.origins.isAllowed(DEMO_ORG_ID, country, origin)) continue;
+      if (await store.audit.originRemovedByMember(DEMO_ORG_ID, country, origin)) continue;
+      if (!(await store.origins.add({ account_id: DEMO_ORG_ID, country, origin, created_at: now.toISOString() }))) continue;
+      await recordDemoChange(store, now, { action: 'origin.added', country, origin });
+      added.push({ country, origin });
     }
-    created = true;
   }
-  const { id, key } = await issueKey(store, { accountId: DEMO_ORG_ID, country: 'sg', label: 'demo', now });
-  return { created, accountId: DEMO_ORG_ID, keyId: id, key };
+  return added;
+}
+
+/**
+ * Revokes the demo's earlier keys: active keys of the demo organisation labelled "demo", except
+ * `keepId` and any a member created in the dashboard (its audit entry names them). A key with any
+ * other label is never touched. Returns the ids revoked.
+ */
+async function revokeEarlierDemoKeys(store: Store, keepId: string, now: Date): Promise<string[]> {
+  const candidates = (await store.keys.listForAccount(DEMO_ORG_ID))
+    .filter((k) => k.id !== keepId && k.label === DEMO_KEY_LABEL && k.revoked_at === null);
+  const byMembers = await store.audit.keysCreatedByMembers(DEMO_ORG_ID, candidates.map((k) => k.id));
+  const revoked: string[] = [];
+  for (const key of candidates.filter((k) => !byMembers.has(k.id))) {
+    await store.keys.revoke(key.id, now.toISOString());
+    await recordDemoChange(store, now, { action: 'key.revoked' }, key);
+    revoked.push(key.id);
+  }
+  return revoked;
+}
+
+/**
+ * An entry in the demo organisation's dashboard activity log, by the operator who ran the demo
+ * (no member: actor_user_id null), so its members can see where keys and origins came from and went.
+ */
+async function recordDemoChange(
+  store: Store,
+  now: Date,
+  entry: Pick<AuditEntry, 'action'> & Partial<Pick<AuditEntry, 'country' | 'origin'>>,
+  key?: ApiKeyRecord,
+): Promise<void> {
+  await store.audit.record({
+    account_id: DEMO_ORG_ID,
+    at: now.toISOString(),
+    actor_user_id: null,
+    actor_email: DEMO_ACTOR,
+    key_id: key?.id ?? null,
+    key_display: key === undefined ? null : keyDisplay(key),
+    key_label: key?.label ?? null,
+    previous_label: null,
+    country: key?.country ?? null,
+    origin: null,
+    ...entry,
+  });
 }
 
 /**

@@ -22,6 +22,32 @@ export function createAuditRepository(db: Kysely<Database>) {
         .limit(limit)
         .execute();
     },
+    /** Those of `keyIds` that a member created in the dashboard (a `key.created` entry with a member as actor). */
+    async keysCreatedByMembers(accountId: string, keyIds: readonly string[]): Promise<Set<string>> {
+      if (keyIds.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('dashboard_audit')
+        .select('key_id')
+        .where('account_id', '=', accountId)
+        .where('action', '=', 'key.created')
+        .where('actor_user_id', 'is not', null)
+        .where('key_id', 'in', [...keyIds])
+        .execute();
+      return new Set(rows.map((r) => r.key_id!));
+    },
+    /** Whether a member ever removed this origin of the account in the dashboard. */
+    async originRemovedByMember(accountId: string, country: string, origin: string): Promise<boolean> {
+      const row = await db
+        .selectFrom('dashboard_audit')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('action', '=', 'origin.removed')
+        .where('actor_user_id', 'is not', null)
+        .where('country', '=', country)
+        .where('origin', '=', origin)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
   };
 }
 

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js';
 import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';
+import { createFormsRepository } from './forms.js';
 import { createKeysRepository } from './keys.js';
 import { createListingsRepository } from './listings.js';
 import { migrateToLatest } from './migrate.js';
@@ -16,6 +17,7 @@ export type { ApiKeyRecord } from './keys.js';
 export type { ListingRow, Visibility } from './listings.js';
 export type { AllowedOrigin } from './origins.js';
 export type { AuditEntry } from './audit.js';
+export type { FormUse } from './forms.js';
 export type { DashboardSession, SignInFailure } from './sessions.js';
 export type { DashboardUser } from './users.js';
 export type { AccountKind } from './schema.js';
@@ -53,13 +55,14 @@ export function openStore(url: string, options: StoreOptions = {}) {
     listings: createListingsRepository(db, changed),
     keys: createKeysRepository(db, changed),
     origins: createOriginsRepository(db, changed),
-    // The dashboard's own tables (members, sessions, audit log, failed sign-ins). The API never
-    // reads them, so their writes leave the change version alone: moving it would only empty the
-    // API's caches. Key and origin changes made in the dashboard go through `keys` and `origins`.
+    // The dashboard's own tables (members, sessions, audit log, failed sign-ins, used forms). The
+    // API never reads them, so their writes leave the change version alone: moving it would only
+    // empty the API's caches. Key and origin changes made in the dashboard go through `keys` and `origins`.
     users: createUsersRepository(db),
     sessions: createSessionsRepository(db),
     signInFailures: createSignInFailuresRepository(db),
     audit: createAuditRepository(db),
+    forms: createFormsRepository(db),
     /**
      * Changes whenever stored data may have changed, here or (SQLite) in another process. Caches
      * compare it on every read and drop what they hold when it moved (D4: revocation is seen by

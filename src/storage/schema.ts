@@ -12,6 +12,7 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   dashboard_audit: DashboardAuditTable;
   dashboard_login_failures: DashboardLoginFailuresTable;
+  dashboard_forms: DashboardFormsTable;
 }
 
 export type AccountKind = 'organisation' | 'individual';
@@ -126,4 +127,19 @@ export interface DashboardLoginFailuresTable {
   email: string;
   ip: string;
   at: string;
+}
+
+/**
+ * A submitted single-use dashboard form (migration 003): the create-key form, so that sending it
+ * again mints no second key. Rows are forgotten once the form would have expired anyway.
+ */
+export interface DashboardFormsTable {
+  /** The random part of the form's token. Not a secret: it names a form and authorises nothing. */
+  nonce: string;
+  account_id: string;
+  /** The member who submitted it. */
+  user_id: string;
+  /** The key it created; null while that is under way, or if it failed. */
+  key_id: string | null;
+  used_at: string;
 }

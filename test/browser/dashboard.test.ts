@@ -90,17 +90,21 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
       args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
       viewport: { width: 1280, height: 860 },
     });
-    page = context.pages()[0] ?? (await context.newPage());
-    // Anything the dashboard's pages complain about (a CSP violation, a script error) fails the suite.
-    page.on('console', (message) => {
+    page = watched(context.pages()[0] ?? (await context.newPage()));
+  });
+
+  /** Anything the dashboard's pages complain about (a CSP violation, a script error) fails the suite. */
+  function watched(tab: Page): Page {
+    tab.on('console', (message) => {
       // "Failed to load resource" is the browser noting a 4xx page, such as the form refused on purpose below.
       if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
     });
-    page.on('response', (response) => {
+    tab.on('response', (response) => {
       if (response.url().includes('/static/') && response.status() !== 200) problems.push(`${response.status()} ${response.url()}`);
     });
-    page.on('pageerror', (error) => problems.push(error.message));
-  });
+    tab.on('pageerror', (error) => problems.push(error.message));
+    return tab;
+  }
 
   after(async () => {
     await context?.close();
@@ -141,6 +145,8 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Create key');
     await page.keyboard.press('Enter');
     await page.waitForSelector('text=Copy your new key now');
+    // Focus is on the Copy button, ready for Enter.
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-copy')), 'new-key');
 
     key = (await page.textContent('#new-key'))!.trim();
     assert.match(key, /^sg_live_[A-Za-z0-9]{38}$/);
@@ -237,11 +243,111 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     assert.ok(existsSync(SCREENSHOT));
   });
 
+  describe('on a phone (390 x 844)', () => {
+    const PHONE = { width: 390, height: 844 };
+    let phone: Page;
+    before(async () => {
+      phone = watched(await context.newPage());
+      await phone.setViewportSize(PHONE);
+    });
+    after(() => phone?.close());
+
+    const pageWidth = () => phone.evaluate(() => document.documentElement.scrollWidth);
+    /** The element is shown and lies within the screen's width. */
+    async function inView(locator: ReturnType<Page['locator']>, what: string): Promise<void> {
+      assert.ok(await locator.isVisible(), `${what} is visible`);
+      const box = (await locator.boundingBox())!;
+      assert.ok(box.x >= 0 && box.x + box.width <= PHONE.width, `${what} is within the screen: ${JSON.stringify(box)}`);
+    }
+
+    it('the keys page fits the screen: a card per key, with each Status, Rename and Revoke in view', async () => {
+      await server.createKey(accountId, 'sg', 'Website (production) for the Orchard Road flagship store and its booking widget');
+      await server.createKey(accountId, 'my', `Kiosk-${'x'.repeat(150)}`);
+      await server.createKey(accountId, 'sg', 'Staging');
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/keys`));
+      assert.ok(await pageWidth() <= PHONE.width, `page is ${await pageWidth()} px wide`);
+
+      const rows = phone.locator('table.keys tbody tr');
+      assert.ok((await rows.count()) >= 5);
+      for (let i = 0; i < (await rows.count()); i++) {
+        const row = rows.nth(i);
+        const label = (await row.locator('th').innerText()).slice(0, 20);
+        await inView(row.locator('td[data-label="Status"] .badge'), `Status of ${label}`);
+        if ((await row.getAttribute('class')) === 'revoked') continue;
+        await inView(row.locator('summary'), `Rename of ${label}`);
+        await inView(row.locator('a.button:has-text("Revoke")'), `Revoke of ${label}`);
+      }
+      // Each cell is labelled with its column's name (the header row is hidden on a phone).
+      const labels = await rows.first().locator('td[data-label]').evaluateAll((cells) => cells.map((c) => getComputedStyle(c, '::before').content));
+      assert.deepEqual(labels, ['"Country"', '"Key"', '"Created"', '"Last used"', '"Status"']);
+
+      // The rename panel opens within the card.
+      await rows.first().locator('summary').click();
+      await inView(rows.first().locator('input[name="label"]'), 'the rename field');
+      assert.ok(await pageWidth() <= PHONE.width);
+    });
+
+    it('after creating a key the Copy button has the focus; a reload of that page creates nothing', async () => {
+      const before = (await server.service.store.keys.listForAccount(accountId)).length;
+      await phone.fill('#label', 'Phone app');
+      await phone.click('button:has-text("Create key")');
+      await phone.waitForSelector('#new-key');
+      assert.equal(await phone.evaluate(() => document.activeElement?.getAttribute('data-copy')), 'new-key');
+      assert.equal(await phone.evaluate(() => document.activeElement?.textContent), 'Copy key');
+      assert.match((await phone.locator('main p').first().innerText()), /^Key Phone app for Singapore \(sg\):$/);
+      assert.ok(await pageWidth() <= PHONE.width);
+
+      // The browser sends the same form again (POST) on reload.
+      await phone.reload();
+      await phone.waitForSelector('h1:has-text("This form was already used")');
+      assert.match((await phone.textContent('.alert.warning'))!, /This form was already used to create key sg_live_\w{4}…\w{4} "Phone app"\./);
+      assert.equal((await server.service.store.keys.listForAccount(accountId)).length, before + 1);
+      assert.ok(await pageWidth() <= PHONE.width);
+    });
+
+    it('the origins page fits; removing an origin asks for confirmation first, then browsers on it get 403', async () => {
+      const origin = 'https://listings-widget.harbourfront-realty-singapore.example.com';
+      await server.allowOrigin(accountId, origin, 'sg');
+      const sgKey = (await server.createKey(accountId, 'sg', 'Widget')).key;
+      const fromOrigin = async () => (await server.get('/v1/listings', { key: sgKey, headers: { origin } })).status;
+      assert.equal(await fromOrigin(), 200);
+
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/origins`));
+      assert.ok(await pageWidth() <= PHONE.width, `page is ${await pageWidth()} px wide`);
+      const remove = phone.locator(`#country-sg li:has(code:text-is("${origin}")) >> text=Remove`);
+      await inView(remove, 'Remove');
+      await remove.click();
+      await phone.waitForSelector('h1:has-text("Remove")');
+      assert.equal(await phone.textContent('h1'), `Remove ${origin} for Singapore?`);
+      assert.ok(await pageWidth() <= PHONE.width);
+      assert.equal(await fromOrigin(), 200, 'not yet: only asked');
+
+      await phone.click('button:has-text("Remove origin")');
+      await phone.waitForSelector('.alert.success');
+      assert.match((await phone.textContent('.alert.success'))!, new RegExp(`Removed ${origin.replace(/\./g, '\\.')} for Singapore`));
+      assert.equal(await fromOrigin(), 403);
+      assert.equal(await phone.locator(`code:text-is("${origin}")`).count(), 0);
+    });
+  });
+
   it('signs out; the pages are then closed to this browser', async () => {
     await page.click('button:has-text("Sign out")');
     await page.waitForSelector('text=You are signed out.');
     await page.goto(dashboard(`/accounts/${accountId}/settings/developer/keys`));
     assert.equal(new URL(page.url()).pathname, '/sign-in');
+  });
+
+  it('on a phone, the sign-in page fits and its card keeps clear of the screen edges', async () => {
+    const phone = watched(await context.newPage());
+    try {
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(dashboard('/sign-in'));
+      assert.ok(await phone.evaluate(() => document.documentElement.scrollWidth) <= 390);
+      const card = (await phone.locator('main.narrow').boundingBox())!;
+      assert.ok(card.x >= 12 && card.x + card.width <= 390 - 12, `card: ${JSON.stringify(card)}`);
+    } finally {
+      await phone.close();
+    }
   });
 
   it('no page of the dashboard logged an error (CSP, script)', () => {

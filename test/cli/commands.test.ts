@@ -41,7 +41,7 @@ describe('demo', () => {
     db.remove();
   });
 
-  it('creates the data set once and prints a working sg key; a second run adds only a key', async () => {
+  it('creates the data set once and prints a working sg key; a second run adds only a key, revoking the one before', async () => {
     const first = okJson(db.run(['demo', '--json']), 'demo');
     assert.deepEqual(Object.keys(first).sort(), ['account_id', 'created', 'curl', 'key', 'key_id']);
     assert.equal(first.created, true);
@@ -53,8 +53,12 @@ describe('demo', () => {
     const counts = rows<{ n: number }>(db.file, 'SELECT count(*) AS n FROM listings')[0]!.n;
     assert.ok(counts >= 10, `demo listings: ${counts}`);
     assert.deepEqual(
-      rows(db.file, 'SELECT country, origin FROM allowed_origins WHERE account_id = ? ORDER BY country', first.account_id),
-      [{ country: 'my', origin: 'http://localhost:5173' }, { country: 'sg', origin: 'http://localhost:5173' }],
+      rows(db.file, 'SELECT country, origin FROM allowed_origins WHERE account_id = ? ORDER BY country, origin', first.account_id),
+      // The dev server under both names such servers print.
+      [
+        { country: 'my', origin: 'http://127.0.0.1:5173' }, { country: 'my', origin: 'http://localhost:5173' },
+        { country: 'sg', origin: 'http://127.0.0.1:5173' }, { country: 'sg', origin: 'http://localhost:5173' },
+      ],
     );
 
     // The printed key works against the real service on the same database.
@@ -76,10 +80,12 @@ describe('demo', () => {
     const again = await server.get('/v1/listings', { key: second.key });
     assert.equal(again.status, 200);
     assert.equal(again.json.total, page.json.total);
-    assert.equal((await server.get('/v1/listings', { key: first.key })).status, 200, 'the first key still works');
+    assert.equal((await server.get('/v1/listings', { key: first.key })).status, 401, 'the first key is revoked: one active demo key at a time');
 
     const human = okText(db.run(['demo']));
     assert.match(human, /exists already/);
+    assert.match(human, new RegExp(`Demo organisation: ${first.account_id}\n`));
+    assert.match(human, new RegExp(`Revoked the earlier demo key: ${second.key_id}\n`));
     const key = /sg_live_[0-9A-Za-z]{38}/.exec(human)?.[0];
     assert.ok(key !== undefined && parseKey(key) === 'sg', human);
     assert.ok(human.includes(`curl -H "Authorization: Bearer ${key}"`));

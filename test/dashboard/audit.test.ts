@@ -19,7 +19,7 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
     const activity = await alice.client.get(dev(accountId, 'activity'));
     assert.match(text(activity.body), /Nothing yet\. Changes to keys and origins made here will be listed/);
 
-    const created = await alice.client.post(dev(accountId, 'keys'), { label: 'Website', country: 'sg' });
+    const created = await alice.client.createKey(accountId, { label: 'Website', country: 'sg' });
     const fullKey = revealedKey(created.body);
     const key = (await server.service.store.keys.listForAccount(accountId))[0]!;
     server.clock.advance(60_000);

@@ -28,7 +28,7 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await bob.client.post(dev(b, 'origins'), { country: 'sg', origin: 'https://shop.b.example.com' })).status, 303);
 
     ({ client: mallory } = await signedIn(server, a));
-    const created = await mallory.post(dev(a, 'keys'), { label: 'A key', country: 'sg' });
+    const created = await mallory.createKey(a, { label: 'A key', country: 'sg' });
     revealedKey(created.body);
     aKeyId = (await server.service.store.keys.listForAccount(a))[0]!.id;
     await mallory.get(dev(a, 'keys'));
@@ -79,7 +79,9 @@ describe("dashboard boundaries: a member sees and changes only their own account
 
   it("creating a key in B, or acting on A's key through B's URL: 404, nothing created or changed", async () => {
     const before = await bSnapshot();
-    assertRefused(await mallory.post(dev(b, 'keys'), { label: 'Planted', country: 'sg' }), 'create in B');
+    await mallory.get(dev(a, 'keys'));
+    // Even with a good single-use form token (of A's page).
+    assertRefused(await mallory.post(dev(b, 'keys'), { label: 'Planted', country: 'sg', _form: mallory.formToken! }), 'create in B');
     assertRefused(await mallory.post(`${dev(b, 'keys')}/${aKeyId}/revoke`, {}), 'A key via B URL');
     assert.equal(await bSnapshot(), before);
     assert.equal((await server.service.store.keys.get(aKeyId))!.revoked_at, null);
@@ -90,6 +92,10 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assertRefused(await mallory.post(dev(b, 'origins'), { country: 'sg', origin: 'https://evil.example.com' }), 'add to B');
     assertRefused(await mallory.post(`${dev(b, 'origins')}/remove`, { country: 'sg', origin: 'https://b.example.com' }), 'remove from B via B URL');
     assertRefused(await mallory.post(`${dev(a, 'origins')}/remove`, { country: 'sg', origin: 'https://b.example.com' }), 'remove B origin via A URL');
+    // Nor the confirmation page of removing B's origin, either way.
+    for (const account of [a, b]) {
+      assertRefused(await mallory.get(`${dev(account, 'origins')}/remove?country=sg&origin=${encodeURIComponent('https://b.example.com')}`), `confirm removal of B origin via ${account === a ? 'A' : 'B'} URL`);
+    }
     // An account id smuggled into the form is not an account selector: A's own URL acts on A only.
     const smuggled = await mallory.post(dev(a, 'origins'), { country: 'sg', origin: 'https://a.example.com', account_id: b, accountId: b, account: b });
     assert.equal(smuggled.status, 303);

@@ -21,6 +21,8 @@ export class DashboardClient {
   readonly cookies = new Map<string, string>();
   /** The `_csrf` of the last page that had one. */
   csrf: string | undefined;
+  /** The single-use token (`_form`) of the create-key form on the last page fetched, if it had that form. */
+  formToken: string | undefined;
 
   constructor(readonly port: number, readonly host = `localhost:${port}`) {}
 
@@ -49,6 +51,8 @@ export class DashboardClient {
           const body = Buffer.concat(chunks).toString('utf8');
           const token = /name="_csrf" value="([^"]+)"/.exec(body)?.[1];
           if (token !== undefined) this.csrf = token;
+          // A property of the page, as in a browser: a page without the create form leaves none.
+          this.formToken = /name="_form" value="([^"]+)"/.exec(body)?.[1];
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body, location: res.headers.location, setCookies });
         });
       });
@@ -68,6 +72,15 @@ export class DashboardClient {
     if (!('_csrf' in fields) && this.csrf !== undefined) form.set('_csrf', this.csrf);
     for (const [k, v] of Object.entries(fields)) if (v !== null) form.append(k, v);
     return this.request('POST', path, { body: form.toString(), headers });
+  }
+
+  /**
+   * Creates a key as a member does: opens the keys page and submits its create form, with the
+   * form's single-use token. Extra fields override (e.g. `_form: null` sends none).
+   */
+  async createKey(accountId: string, fields: Record<string, string | null>): Promise<PageResponse> {
+    await this.get(dev(accountId, 'keys'));
+    return this.post(dev(accountId, 'keys'), { _form: this.formToken ?? null, ...fields });
   }
 
   async signIn(email: string, password: string): Promise<PageResponse> {

@@ -19,7 +19,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
   after(() => server.close());
 
   const keys = () => server.service.store.keys.listForAccount(accountId);
-  const create = (label: string, country = 'sg') => client.post(dev(accountId, 'keys'), { label, country });
+  /** Opens the keys page and submits its create form (with the form's single-use token). */
+  const create = (label: string, country = 'sg') => client.createKey(accountId, { label, country });
 
   it('with no keys, the page says what to do next', async () => {
     const page = await client.get(dev(accountId, 'keys'));
@@ -38,7 +39,10 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     const words = text(res.body);
     assert.match(words, /This is the only time the key is shown\./);
     assert.match(words, /cannot be shown again/);
-    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden>Copy key<\/button>/);
+    // The copy button is shown by script, and focused on arrival (autofocus).
+    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden autofocus>Copy key<\/button>/);
+    // Plain "(sg)": no badge inside the parentheses, whose padding read as "( SG ):".
+    assert.match(words, /Key Website \(production\) for Singapore \(sg\):/);
     const curl = /<code id="curl-line">([^<]+)<\/code>/.exec(res.body)?.[1]?.replace(/&quot;/g, '"');
     assert.equal(curl, `curl -H "Authorization: Bearer ${key}" http://api.localhost:${server.port}/v1/listings`);
     assert.equal(res.headers['cache-control'], 'no-store');
@@ -161,8 +165,10 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     const active = (await keys()).find((k) => k.revoked_at === null)!;
     const snapshot = JSON.stringify(await keys());
     const auditBefore = (await server.service.store.audit.listForAccount(accountId, 1000)).length;
+    await client.get(dev(accountId, 'keys'));
     const posts: Array<[string, Record<string, string | null>]> = [
-      [dev(accountId, 'keys'), { label: 'Forged', country: 'sg' }],
+      // With a good single-use form token: the CSRF check alone refuses.
+      [dev(accountId, 'keys'), { label: 'Forged', country: 'sg', _form: client.formToken! }],
       [`${dev(accountId, 'keys')}/${active.id}/label`, { label: 'Forged' }],
       [`${dev(accountId, 'keys')}/${active.id}/revoke`, {}],
     ];
@@ -201,7 +207,7 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     const key = revealedKey(res.body);
     assert.equal(res.location, undefined);
     assert.equal(res.headers['set-cookie'], undefined, 'nothing put in a cookie');
-    const tables = ['api_keys', 'dashboard_audit', 'dashboard_sessions', 'dashboard_users'] as const;
+    const tables = ['api_keys', 'dashboard_audit', 'dashboard_sessions', 'dashboard_users', 'dashboard_forms'] as const;
     for (const table of tables) {
       const rows = await server.service.store.db.selectFrom(table).selectAll().execute();
       assert.ok(!JSON.stringify(rows).includes(key.slice(12, -4)), `not in ${table}`);

@@ -104,6 +104,37 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal((await fromBrowser('https://my.example.com')).status, 403, 'registered for my, not for sg');
   });
 
+  it('removing an origin asks for confirmation first, as revoking a key does; showing the question removes nothing', async () => {
+    const page = await client.get(dev(accountId, 'origins'));
+    const confirmPath = `${dev(accountId, 'origins')}/remove?country=sg&origin=${encodeURIComponent('https://www.example.com')}`;
+    // The list links to the question instead of removing at once.
+    assert.ok(page.body.includes(`<a class="button danger-outline small" href="${confirmPath.replace(/&/g, '&amp;')}">Remove<span class="visually-hidden"> https://www.example.com for Singapore</span></a>`));
+    assert.doesNotMatch(page.body, /action="[^"]*\/origins\/remove"/);
+
+    const confirm = await client.get(confirmPath);
+    assert.equal(confirm.status, 200);
+    const words = text(confirm.body);
+    assert.match(words, /Remove https:\/\/www\.example\.com for Singapore\?/);
+    assert.match(words, /browser calls from pages on this origin with sg keys get 403 origin_not_allowed ?, including pages that are open right now/);
+    assert.match(words, /Active keys 1 for Singapore/);
+    assert.match(confirm.body, /<form method="post" action="[^"]+\/origins\/remove" class="button-row">\s*<input type="hidden" name="_csrf" value="[^"]+">\s*<input type="hidden" name="country" value="sg">\s*<input type="hidden" name="origin" value="https:\/\/www\.example\.com">\s*<button type="submit" class="danger">Remove origin<\/button>/);
+    assert.equal((await fromBrowser('https://www.example.com')).status, 200, 'showing the question removes nothing');
+    assert.equal((await origins()).length, 4);
+
+    // Only for an origin the account has: anything else is 404.
+    for (const query of [
+      `country=sg&origin=${encodeURIComponent('https://nowhere.example.com')}`,
+      `country=my&origin=${encodeURIComponent('https://www.example.com')}`,
+      `country=xx&origin=${encodeURIComponent('https://www.example.com')}`,
+      'country=sg&origin=not%20an%20origin',
+      'country=sg',
+      '',
+    ]) {
+      const res = await client.get(`${dev(accountId, 'origins')}/remove?${query}`);
+      assert.equal(res.status, 404, query);
+    }
+  });
+
   it('removing an origin is effective for the API at once (D4); removing one that is not there is 404', async () => {
     for (let i = 0; i < 3; i++) assert.equal((await fromBrowser('https://www.example.com')).status, 200);
     const res = await client.post(`${dev(accountId, 'origins')}/remove`, { country: 'sg', origin: 'https://www.example.com' });

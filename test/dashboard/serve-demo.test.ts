@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, startServerProcess, waitFor } from '../support/process.js';
+import { httpCall } from '../support/server.js';
 import { DashboardClient, dev, text } from './helpers.js';
 
 /**
@@ -21,6 +22,13 @@ async function dashboardLines(output: () => string): Promise<{ url: string; emai
   }
 }
 
+/** The demo key `serve --demo` printed. */
+function demoKey(output: string): string {
+  const key = /Demo API key \(sg, shown once\): {2}(sg_live_\w+)\n/.exec(output)?.[1];
+  assert.ok(key, output);
+  return key;
+}
+
 describe('serve --demo (npm start): prints the dashboard URL and a demo login that works', () => {
   let database: TestDatabase;
   before(async () => {
@@ -28,20 +36,21 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
   });
   after(() => database.drop());
 
-  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and the old one stops working', async () => {
+  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and key, and the old ones stop working', async () => {
     const dashboardPort = await freePort();
     const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
     const first = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, ['--demo']);
     let firstLogin: Awaited<ReturnType<typeof dashboardLines>>;
+    let firstKey: string;
     try {
       firstLogin = await dashboardLines(first.stderr);
+      firstKey = demoKey(first.stderr());
       // The banner is for people: the key and the password are never in the log stream (D20).
-      const key = /Demo API key \(sg, shown once\): {2}(sg_live_\S+)\n/.exec(first.stderr())?.[1];
-      assert.ok(key, first.stderr());
       assert.match(first.stderr(), new RegExp(`account id ${DEMO_ORG_ID}\\.`));
       await waitFor(() => /"msg":"Server listening/.test(first.stdout()), 'the log on stdout (written in batches)');
-      assert.ok(!first.stdout().includes(key) && !first.stdout().includes(firstLogin.password), 'no secret on stdout');
-      assert.ok(!first.stdout().includes(key.slice(8, 20)));
+      assert.ok(!first.stdout().includes(firstKey) && !first.stdout().includes(firstLogin.password), 'no secret on stdout');
+      assert.ok(!first.stdout().includes(firstKey.slice(8, 20)));
+      assert.equal((await httpCall(first.port, '/v1/listings', { key: firstKey })).status, 200);
       assert.equal(firstLogin.url, `http://localhost:${dashboardPort}`);
       assert.equal(firstLogin.email, 'admin@demo.example');
       const client = new DashboardClient(dashboardPort);
@@ -53,6 +62,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       assert.match(page.body, /<th scope="row" class="label-cell">demo<\/th>/);
       const origins = await client.get(dev(DEMO_ORG_ID, 'origins'));
       assert.match(origins.body, /<code>http:\/\/localhost:5173<\/code>/);
+      assert.match(origins.body, /<code>http:\/\/127\.0\.0\.1:5173<\/code>/);
     } finally {
       assert.equal(await first.stop(), 0);
     }
@@ -62,7 +72,15 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       const secondLogin = await dashboardLines(second.stderr);
       assert.notEqual(secondLogin.password, firstLogin.password);
       assert.equal((await new DashboardClient(dashboardPort).signIn(firstLogin.email, firstLogin.password)).status, 401);
-      assert.equal((await new DashboardClient(dashboardPort).signIn(secondLogin.email, secondLogin.password)).status, 303);
+      const client = new DashboardClient(dashboardPort);
+      assert.equal((await client.signIn(secondLogin.email, secondLogin.password)).status, 303);
+      // One active demo key at a time: the first start's key is revoked (and listed as such).
+      assert.equal((await httpCall(second.port, '/v1/listings', { key: firstKey })).status, 401);
+      assert.equal((await httpCall(second.port, '/v1/listings', { key: demoKey(second.stderr()) })).status, 200);
+      const page = await client.get(dev(DEMO_ORG_ID, 'keys'));
+      assert.equal([...page.body.matchAll(/<tr id="key-[^"]+" class="">\s*<th scope="row" class="label-cell">demo<\/th>/g)].length, 1);
+      assert.equal([...page.body.matchAll(/<tr id="key-[^"]+" class="revoked">\s*<th scope="row" class="label-cell">demo<\/th>/g)].length, 1);
+      assert.match(text(page.body), /operator \(CLI\) revoked key demo/);
     } finally {
       assert.equal(await second.stop(), 0);
     }
