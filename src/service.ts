@@ -7,7 +7,7 @@ import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
 import { drainServer } from './http/front.js';
 import { NotReady } from './http/health.js';
-import { createReads } from './http/v1/reads.js';
+import { createReadModel } from './readmodel/index.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
 import { startResilientRateLimiter } from './ratelimit/resilient.js';
@@ -29,6 +29,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const store = openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
+    busyTimeoutMs: config.databaseBusyTimeoutMs,
     listenForChanges: true,
     onProblem: (error) => logger.warn({ err: error }, 'database change listener problem; caches are bypassed until it reconnects'),
   });
@@ -59,9 +60,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,
-    data: createReads(store, clock, { ttlMs: config.readCacheTtlMs }),
+    reads: createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs }),
     limiter,
-    clock,
     countries: config.countries,
     apiDomain: config.apiDomain,
     defaultRateLimit: config.rateLimitPerMinute,

@@ -21,13 +21,21 @@ const BEARER = /^Bearer +(\S+) *$/i;
 /**
  * D5's 401 stage (spec 5, rules 1, 7; D3; D4). Cheap checks first: header shape, then key format
  * and checksum (no look-up), then the hash look-up, then revocation and country. Messages help the
- * caller fix the request but never echo the key (D20).
+ * caller fix the request but never echo the key (D20). Synchronous when the look-up is (a cached
+ * key), so the request path costs no promise on its hot path.
  */
-export async function authenticate(
+export function authenticate(
   authorization: string | readonly string[] | undefined,
   hostCountry: Country,
   findKeyByHash: FindKeyByHash,
-): Promise<AuthenticatedKey> {
+): AuthenticatedKey | Promise<AuthenticatedKey> {
+  const token = bearerToken(authorization);
+  const found = findKeyByHash(hashKey(token));
+  return found instanceof Promise ? found.then((record) => trusted(record, hostCountry)) : trusted(found, hostCountry);
+}
+
+/** The well-formed key of an Authorization header (format and checksum checked, no look-up), or 401. */
+export function bearerToken(authorization: string | readonly string[] | undefined): string {
   if (typeof authorization !== 'string' && authorization !== undefined) {
     // Repeated: a proxy might pick another one than we would (issue 8, item 8).
     if (authorization.length > 1) throw unauthorized('The Authorization header was sent more than once; send one "Authorization: Bearer <API_KEY>".');
@@ -40,11 +48,14 @@ export async function authenticate(
   if (token === undefined) {
     throw unauthorized('Malformed Authorization header: expected "Bearer <API_KEY>".');
   }
-  const keyCountry = parseKey(token);
-  if (keyCountry === undefined) {
+  if (parseKey(token) === undefined) {
     throw unauthorized('Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.');
   }
-  const record = await findKeyByHash(hashKey(token));
+  return token;
+}
+
+/** The key record, if it exists, is not revoked and belongs to the host's country (D3, D4); else 401. */
+function trusted(record: ApiKeyRecord | undefined, hostCountry: Country): AuthenticatedKey {
   if (record === undefined || record.revoked_at !== null) {
     throw unauthorized('Unknown or revoked API key.');
   }
@@ -55,7 +66,7 @@ export async function authenticate(
   return {
     id: record.id,
     accountId: record.account_id,
-    country: keyCountry,
+    country: record.country as Country,
     prefix: record.prefix,
     rateLimitPerMinute: record.rate_limit_per_minute,
   };

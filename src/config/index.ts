@@ -11,6 +11,8 @@ export interface Config {
   databasePoolSize: number;
   /** PostgreSQL statement timeout: a stuck query fails instead of hanging a request. */
   databaseStatementTimeoutMs: number;
+  /** How long a write waits its turn behind another writer (an import being applied) before failing with a clear message. */
+  databaseBusyTimeoutMs: number;
   /** Safety expiry of the API's read caches (ms); 0 turns them off. */
   readCacheTtlMs: number;
   redisUrl: string | undefined;
@@ -55,6 +57,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    databaseBusyTimeoutMs: integer(env, 'DATABASE_BUSY_TIMEOUT_MS', 10_000, 0, 600_000),
     readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
     redisUrl: redisUrl(env),
     redisKeyPrefix: nonEmpty(env, 'REDIS_KEY_PREFIX', 'listings:rl:'),

@@ -1,13 +1,16 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeOrigin } from './origin.js';
 
 /**
- * CORS for the API (D16-D18). The allow-list is enforced on the real request (guard in
- * http/v1/listings.ts), not here: a preflight carries no key, so it is answered for any origin,
- * and every response to a browser carries the headers that let its code read the JSON, errors
- * included. No credentials mode: `Access-Control-Allow-Credentials` is never sent.
+ * CORS for the API (D16-D18), in one place as Hono's cors middleware does it: `applyCors` puts the
+ * headers on every answer, `answerPreflight` answers OPTIONS. The allow-list is enforced on the
+ * real request (the origin step of the /v1 guard, http/v1/guard.ts), not here: a preflight carries
+ * no key, so it is answered for any origin, and every response to a browser carries the headers
+ * that let its code read the JSON, errors included. No credentials mode:
+ * `Access-Control-Allow-Credentials` is never sent.
  */
 export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS';
-export const EXPOSED_HEADERS = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
+export const EXPOSED_HEADERS = 'ETag, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
 /** Preflight cache time; Chromium caps it at two hours. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
 
@@ -30,12 +33,22 @@ export function originToEcho(origin: string | undefined): string | undefined {
   return normalizeOrigin(origin) === undefined ? undefined : origin;
 }
 
-/** Headers every response to a browser carries (D18). */
-export function corsResponseHeaders(echo: string): Record<string, string> {
-  return { 'access-control-allow-origin': echo, 'access-control-expose-headers': EXPOSED_HEADERS };
+/** D18: every answer to a browser (a request with an Origin other than `null`) may be read by its code. */
+export function applyCors(request: FastifyRequest, reply: FastifyReply): void {
+  const echo = originToEcho(request.headers.origin);
+  if (echo === undefined) return;
+  reply.header('access-control-allow-origin', echo);
+  reply.header('access-control-expose-headers', EXPOSED_HEADERS);
 }
 
-/** Headers of a preflight answer (D16), on top of corsResponseHeaders. */
+/** D16: a preflight is answered 204 for any origin, counted against no limit; applyCors ran already. */
+export function answerPreflight(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header('allow', ALLOWED_METHODS);
+  if (reply.hasHeader('access-control-allow-origin')) reply.headers(preflightHeaders(request.headers['access-control-request-headers']));
+  return reply.code(204).send();
+}
+
+/** Headers of a preflight answer (D16), on top of applyCors's. */
 export function preflightHeaders(requestedHeaders: string | undefined): Record<string, string> {
   const granted = ['Authorization'];
   for (const raw of (requestedHeaders ?? '').split(',')) {

@@ -147,10 +147,10 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
     }
     const email = normalizeEmail(field(request.body, 'email')).slice(0, 254);
     const password = field(request.body, 'password');
-    const waitMs = await throttle.retryAfterMs(email, request.ip);
-    if (waitMs > 0) {
-      const minutes = Math.ceil(waitMs / 60_000);
-      reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+    const attempt = await throttle.reserve(email, request.ip);
+    if ('retryAfterMs' in attempt) {
+      const minutes = Math.ceil(attempt.retryAfterMs / 60_000);
+      reply.header('retry-after', String(Math.ceil(attempt.retryAfterMs / 1000)));
       return signInForm(request, reply, 429, {
         email,
         error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
@@ -160,10 +160,10 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
     const ok = password.length > 0 && password.length <= MAX_PASSWORD_LENGTH
       && (user === undefined ? await verifyAgainstNothing(password) : await verifyPassword(password, user.password_hash));
     if (!ok || user === undefined) {
-      await throttle.failed(email, request.ip);
+      await throttle.failed();
       return signInForm(request, reply, 401, { email, error: 'That email and password do not match a member. Check them and try again.' });
     }
-    await throttle.succeeded(email);
+    await throttle.succeeded(email, attempt.attemptId);
     // A new session id at every sign-in (no fixation); any earlier session of this browser ends.
     const previous = request.cookies[names.session];
     if (previous !== undefined) await sessions.end(previous).catch(() => undefined);

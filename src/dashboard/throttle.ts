@@ -16,26 +16,35 @@ export const PER_ADDRESS = 20;
 
 export function createSignInThrottle(store: Store, clock: Clock) {
   /** Milliseconds until the next attempt is allowed, given failure times in the window; 0 when allowed. */
-  const wait = (times: string[], limit: number, now: number): number => {
+  const wait = (times: readonly string[], limit: number, now: number): number => {
     if (times.length < limit) return 0;
     // The attempt is allowed again once all but limit-1 of these have left the window.
     const freeing = Date.parse(times[times.length - limit]!) + WINDOW_MS;
     return Math.max(0, freeing - now);
   };
   return {
-    /** 0 when a sign-in may be tried now, else the milliseconds to wait. */
-    async retryAfterMs(email: string, ip: string): Promise<number> {
+    /**
+     * Reserves an attempt before the password is checked (issue 8, item 7): atomically, so that
+     * parallel attempts cannot all pass a check that each read before any failure was written.
+     * The attempt counts as a failure from now on unless `succeeded` takes it back.
+     */
+    async reserve(email: string, ip: string): Promise<{ attemptId: string } | { retryAfterMs: number }> {
       const now = clock();
-      const since = new Date(now - WINDOW_MS).toISOString();
-      const [byEmail, byAddress] = await Promise.all([store.signInFailures.since({ email }, since), store.signInFailures.since({ ip }, since)]);
-      return Math.max(wait(byEmail, PER_EMAIL, now), wait(byAddress, PER_ADDRESS, now));
+      const attemptId = randomUUID();
+      const outcome = await store.signInFailures.reserve(
+        { id: attemptId, email, ip, at: new Date(now).toISOString() },
+        new Date(now - WINDOW_MS).toISOString(),
+        (byEmail, byAddress) => Math.max(wait(byEmail, PER_EMAIL, now), wait(byAddress, PER_ADDRESS, now)),
+      );
+      return outcome.reserved ? { attemptId } : { retryAfterMs: outcome.waitMs };
     },
-    async failed(email: string, ip: string): Promise<void> {
-      const now = clock();
-      await store.signInFailures.record({ id: randomUUID(), email, ip, at: new Date(now).toISOString() });
-      await store.signInFailures.deleteBefore(new Date(now - 24 * 60 * 60 * 1000).toISOString());
+    /** The reserved attempt failed: it stays counted. Old failures are forgotten now and then. */
+    async failed(): Promise<void> {
+      await store.signInFailures.deleteBefore(new Date(clock() - 24 * 60 * 60 * 1000).toISOString());
     },
-    async succeeded(email: string): Promise<void> {
+    /** The password was right: the attempt and the email's earlier failures no longer count. */
+    async succeeded(email: string, attemptId: string): Promise<void> {
+      await store.signInFailures.release(attemptId);
       await store.signInFailures.clearEmail(email);
     },
   };

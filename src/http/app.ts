@@ -4,15 +4,15 @@ import { ApiError, badRequest } from '../core/api-error.js';
 import { answerClientError, createFrontServer } from './front.js';
 import { requestIdFor } from './request-id.js';
 import { targetProblem } from './request-target.js';
-import { ALLOWED_METHODS, corsResponseHeaders, originToEcho } from '../cors/cors.js';
+import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
 import { pathExcerpt, RequestLog, requestLine } from './request-log.js';
-import { listingsRoutes, type ListingsRoutesOptions } from './v1/listings.js';
+import { knownPath, methodNotAllowed, routeTable, v1Routes, type V1Options } from './v1/routes.js';
 import { parseQueryString } from './v1/params.js';
 
-export interface AppOptions extends ListingsRoutesOptions {
+export interface AppOptions extends V1Options {
   logger: FastifyBaseLogger;
   trustProxy: boolean;
   /** Another app served on the API's port for one host name (the dashboard; see front.ts). */
@@ -20,9 +20,6 @@ export interface AppOptions extends ListingsRoutesOptions {
   /** Readiness: resolves when the service can answer (the database is reachable). */
   checkReady(): Promise<void>;
 }
-
-/** Paths that exist, whatever the method: anything but GET/HEAD/OPTIONS on them is a 405 (D5, D6). */
-const KNOWN_PATH = /^\/v1\/listings(\/[^/?]*)?(\?|$)/;
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -56,11 +53,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // A missing, repeated or contradicted Host: a malformed request, refused before anything else.
     const problem = targetProblem(request.raw);
     if (problem !== undefined) throw badRequest(problem);
-    // D5 route stage: a known path with another method is 405, before any other check.
-    if (request.is404 && KNOWN_PATH.test(request.url)) {
-      reply.header('allow', ALLOWED_METHODS);
-      throw new ApiError(405, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`);
-    }
   });
 
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
@@ -79,7 +71,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     });
   });
 
+  // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
+  const isKnownPath = knownPath(routeTable(opts.reads).map((route) => route.url));
   app.setNotFoundHandler(async (request, reply) => {
+    if (isKnownPath(request.url)) throw methodNotAllowed(request, reply);
     return reply.code(404).send({
       error: 'not_found',
       message: `No route ${request.method} ${pathExcerpt(request.url)}. The API serves GET /v1/listings and GET /v1/listings/{id}.`,
@@ -91,7 +86,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // deployment's domain and countries in its servers.
   const openApiBody = JSON.stringify(buildOpenApiDocument({ apiDomain: opts.apiDomain, countries: opts.countries }));
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiBody));
-  await app.register(listingsRoutes, opts);
+  await app.register(v1Routes, opts);
   return app;
 }
 
@@ -99,6 +94,5 @@ function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
   reply.header('vary', 'Origin');
   reply.header('x-content-type-options', 'nosniff');
-  const echo = originToEcho(request.headers.origin);
-  if (echo !== undefined) reply.headers(corsResponseHeaders(echo));
+  applyCors(request, reply);
 }

@@ -2,15 +2,23 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { isCountry } from '../core/countries.js';
 import { canonicalUuid, MAX_INT32 } from '../core/formats.js';
-import type { AccountKind, ListingRow, Store } from '../storage/index.js';
+import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage/index.js';
 import { usageTypesProblem } from './taxonomy.js';
 
 /** A bad import line: the message names the line and the field (OPERATIONS "Import format"). */
 export class ImportError extends Error {
   constructor(readonly line: number, readonly field: string | undefined, problem: string) {
-    super(`line ${line}${field === undefined ? '' : `, field "${field}"`}: ${problem}`);
+    // A file's text (a field name, a value, a parser's excerpt) must not drive the operator's
+    // terminal: control and direction-changing characters are shown escaped.
+    super(escapeControlCharacters(`line ${line}${field === undefined ? '' : `, field "${field}"`}: ${problem}`));
     this.name = 'ImportError';
   }
+}
+
+/** C0 and C1 controls (ESC starts terminal sequences), and bidirectional overrides, as \uXXXX. */
+export function escapeControlCharacters(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2}))?$/;
@@ -130,14 +138,14 @@ function httpUrl(value: string, httpsOnly: boolean): boolean {
 
 export interface ParsedLine {
   line: number;
-  row: ListingRow;
-  keepCreatedAt: boolean;
+  /** `created_at` null when the line gave none: an update keeps the stored one, an insert takes the import time. */
+  row: StagedListing;
   /** As given, if given: checked against the owner's kind once owners are known (D1). */
   orgId: string | null | undefined;
 }
 
 /** Validates one NDJSON line into a row. `orgId` is settled later, once the owner's kind is known. */
-export function parseImportLine(text: string, line: number, now: string): ParsedLine {
+export function parseImportLine(text: string, line: number): ParsedLine {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -166,14 +174,13 @@ export function parseImportLine(text: string, line: number, now: string): Parsed
   const url = r.string('url', { required: true })!;
   if (!httpUrl(url, false)) r.fail('url', `expected an absolute http(s) URL, got ${show(url)}`);
   const orgId = r.obj.org_id === undefined ? undefined : r.obj.org_id === null ? null : r.uuid('org_id');
-  const createdAt = r.date('created_at');
 
   return {
     line,
     orgId,
-    keepCreatedAt: createdAt === null,
     row: {
       id: r.uuid('id'),
+      line,
       owner_account_id: r.uuid('owner_account_id'),
       country,
       org_id: null,
@@ -196,52 +203,91 @@ export function parseImportLine(text: string, line: number, now: string): Parsed
       images: JSON.stringify(images),
       cover_image_index: cover,
       url,
-      created_at: createdAt ?? now,
-      updated_at: now,
+      created_at: r.date('created_at'),
     },
   };
 }
 
-/**
- * Upserts listings from NDJSON (OPERATIONS "Import format"), all or nothing: every line is
- * validated, owners included, before one transaction writes them. Blank lines are skipped. The
- * first bad line (lowest number) is reported, and nothing is written.
- */
-export async function importListings(store: Store, input: Readable, now: Date): Promise<{ inserted: number; updated: number }> {
-  const nowIso = now.toISOString();
-  const parsed: ParsedLine[] = [];
-  const firstLineOfId = new Map<string, number>();
-  let syntaxError: ImportError | undefined;
-  let lineNumber = 0;
-  for await (const text of createInterface({ input, crlfDelay: Infinity })) {
-    lineNumber++;
-    if (text.trim() === '') continue;
-    try {
-      const line = parseImportLine(text, lineNumber, nowIso);
-      const first = firstLineOfId.get(line.row.id);
-      if (first !== undefined) throw new ImportError(lineNumber, 'id', `${line.row.id} is already on line ${first}; give each listing once`);
-      firstLineOfId.set(line.row.id, lineNumber);
-      parsed.push(line);
-    } catch (error) {
-      if (!(error instanceof ImportError)) throw error;
-      syntaxError = error;
-      break;
-    }
-  }
+/** Lines staged per batch (bounded memory, whatever the file's size). */
+const BATCH = 1000;
 
-  // Owners of the lines before the first syntax error: an unknown owner earlier wins.
-  const kinds: Map<string, AccountKind> = await store.accounts.kinds([...new Set(parsed.map((p) => p.row.owner_account_id))]);
-  for (const p of parsed) {
-    const kind = kinds.get(p.row.owner_account_id);
-    if (kind === undefined) throw new ImportError(p.line, 'owner_account_id', `no account ${p.row.owner_account_id}; create it first (account create)`);
-    // D1: org_id is the owner's id for an organisation and null for an individual landlord.
-    const derived = kind === 'organisation' ? p.row.owner_account_id : null;
-    if (p.orgId !== undefined && p.orgId !== derived) {
-      throw new ImportError(p.line, 'org_id', `must be ${derived === null ? 'null (the owner is an individual)' : `the owner's id ${derived}`} or omitted`);
+/** 31-bit hash of an id: a set of these finds repeated ids in a file of any size in little memory. */
+function idHash(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  return h >>> 1;
+}
+
+export interface ImportOptions {
+  /** Called every `progressEvery` lines with the count read so far (for a progress line). */
+  onProgress?(lines: number): void;
+  progressEvery?: number;
+}
+
+/**
+ * Upserts listings from NDJSON (OPERATIONS "Import format"), all or nothing, streaming: lines are
+ * validated one by one, in order, and staged in batches (storage/listings.ts `importing`), so a
+ * file of any size is never held in memory; the first bad line (its number and field) is
+ * reported and nothing is written. Then everything is swapped in with one short transaction.
+ * Blank lines are skipped; a UTF-8 byte-order mark at the start of the file is ignored.
+ */
+export async function importListings(store: Store, input: Readable, now: Date, options: ImportOptions = {}): Promise<ImportCounts> {
+  const progressEvery = options.progressEvery ?? 10_000;
+  return store.listings.importing(async (session) => {
+    const kinds = new Map<string, AccountKind | null>();
+    const seen = new Set<number>();
+    let batch: StagedListing[] = [];
+    const batchLines = new Map<string, number>();
+    let lineNumber = 0;
+    let staged = 0;
+
+    /** The line that gave this id earlier in the file, if any. */
+    const earlierLine = async (id: string): Promise<number | undefined> => {
+      const hash = idHash(id);
+      if (!seen.has(hash)) {
+        seen.add(hash);
+        return undefined;
+      }
+      return batchLines.get(id) ?? (await session.stagedLines([id])).get(id);
+    };
+    const kindOf = async (owner: string): Promise<AccountKind | null> => {
+      let kind = kinds.get(owner);
+      if (kind === undefined) {
+        kind = (await session.accountKinds([owner])).get(owner) ?? null;
+        kinds.set(owner, kind);
+      }
+      return kind;
+    };
+    const flush = async () => {
+      await session.stage(batch);
+      staged += batch.length;
+      batch = [];
+      batchLines.clear();
+    };
+
+    for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
+      lineNumber++;
+      if (options.onProgress && lineNumber % progressEvery === 0) options.onProgress(lineNumber);
+      const text = lineNumber === 1 && raw.startsWith('\uFEFF') ? raw.slice(1) : raw;
+      if (text.trim() === '') continue;
+      const parsed = parseImportLine(text, lineNumber);
+      const { row } = parsed;
+      const first = await earlierLine(row.id);
+      if (first !== undefined) throw new ImportError(lineNumber, 'id', `${row.id} is already on line ${first}; give each listing once`);
+      const kind = await kindOf(row.owner_account_id);
+      if (kind === null) throw new ImportError(lineNumber, 'owner_account_id', `no account ${row.owner_account_id}; create it first (account create)`);
+      // D1: org_id is the owner's id for an organisation and null for an individual landlord.
+      const derived = kind === 'organisation' ? row.owner_account_id : null;
+      if (parsed.orgId !== undefined && parsed.orgId !== derived) {
+        throw new ImportError(lineNumber, 'org_id', `must be ${derived === null ? 'null (the owner is an individual)' : `the owner's id ${derived}`} or omitted`);
+      }
+      row.org_id = derived;
+      batch.push(row);
+      batchLines.set(row.id, lineNumber);
+      if (batch.length >= BATCH) await flush();
     }
-    p.row.org_id = derived;
-  }
-  if (syntaxError) throw syntaxError;
-  if (lineNumber === 0 || parsed.length === 0) return { inserted: 0, updated: 0 };
-  return store.listings.upsertAll(parsed);
+    await flush();
+    if (staged === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+    return session.swapIn(now.toISOString());
+  });
 }

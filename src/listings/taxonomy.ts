@@ -21,3 +21,14 @@ export function usageTypesProblem(value: readonly string[]): string | undefined 
   if (rest.length > 0) return 'holds at most two entries: the main type, then a sub-type';
   return undefined;
 }
+
+/** Every taxonomy name, main types and sub-types, each with its own bit (for filters on an index, D23). */
+export const USAGE_NAMES: readonly string[] = Object.entries(USAGE_TAXONOMY).flatMap(([main, subs]) => [main, ...subs]);
+const USAGE_BIT = new Map(USAGE_NAMES.map((name, i) => [name, 1 << i]));
+
+/** The bits of a listing's usage types (main type and sub-type); unknown names add none. */
+export function usageMask(types: readonly string[]): number {
+  let mask = 0;
+  for (const name of types) mask |= USAGE_BIT.get(name) ?? 0;
+  return mask;
+}

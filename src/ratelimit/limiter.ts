@@ -18,6 +18,11 @@ export interface RateLimitDecision {
 export interface RateLimiter {
   /** Counts one request for `keyId` if it is admitted under `limit` per rolling minute (D14, D5). */
   consume(keyId: string, limit: number): Promise<RateLimitDecision> | RateLimitDecision;
+  /**
+   * The state without counting anything: for a free answer (D21, a 304), whose Remaining says how
+   * many requests would be admitted now without taking one. `allowed`: whether one would be.
+   */
+  peek(keyId: string, limit: number): Promise<RateLimitDecision> | RateLimitDecision;
   close?(): Promise<void>;
 }
 
@@ -25,12 +30,12 @@ export interface RateLimiter {
 export const WINDOW_SECONDS = 60;
 
 /** The response headers of D15 for a decision. */
-export function rateLimitHeaders(d: RateLimitDecision): Record<string, string> {
+export function rateLimitHeaders(d: RateLimitDecision, free = false): Record<string, string> {
   const headers: Record<string, string> = {
     'x-ratelimit-limit': String(d.limit),
     'x-ratelimit-remaining': String(d.remaining),
     'x-ratelimit-reset': String(d.resetAt),
   };
-  if (!d.allowed) headers['retry-after'] = String(d.retryAfter);
+  if (!d.allowed && !free) headers['retry-after'] = String(d.retryAfter);
   return headers;
 }

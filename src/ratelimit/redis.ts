@@ -22,7 +22,8 @@ import { WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './limi
 
 /**
  * KEYS[1] the key's hash; ARGV[1] the limit; ARGV[2] now in ms, or '' for Redis TIME; ARGV[3] the
- * TTL in seconds. Returns {allowed 0/1, remaining, resetAt, retryAfter, second}.
+ * TTL in seconds; ARGV[4] 'peek' to write nothing (D21's free 304, as `inspect()` in
+ * sliding-window.ts). Returns {allowed 0/1, remaining, resetAt, retryAfter, second}.
  */
 export const RATE_LIMIT_SCRIPT = `
 local window = ${WINDOW_SECONDS}
@@ -50,7 +51,12 @@ for i = 1, #flat, 2 do
   end
   if c > 0 and (latest == nil or s > latest) then latest = s end
 end
-if used < limit then
+if ARGV[4] == 'peek' and used < limit then
+  local reset = second
+  if used > 0 then reset = latest + window end
+  return {1, limit - used, reset, 0, second}
+end
+if used < limit and ARGV[4] ~= 'peek' then
   if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
   redis.call('HINCRBY', KEYS[1], tostring(second), 1)
   redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
@@ -115,8 +121,16 @@ export class RedisRateLimiter implements RateLimiter {
     return `${this.prefix}${keyId}`;
   }
 
-  async consume(keyId: string, limit: number): Promise<RateLimitDecision> {
-    const args = [String(limit), this.options.clock ? String(Math.floor(this.options.clock())) : '', this.ttlSeconds];
+  consume(keyId: string, limit: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, 'consume');
+  }
+
+  peek(keyId: string, limit: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, 'peek');
+  }
+
+  private async run(keyId: string, limit: number, mode: 'consume' | 'peek'): Promise<RateLimitDecision> {
+    const args = [String(limit), this.options.clock ? String(Math.floor(this.options.clock())) : '', this.ttlSeconds, mode];
     const key = this.keyFor(keyId);
     let reply: unknown;
     try {

@@ -86,11 +86,19 @@ export class ResilientRateLimiter implements RateLimiter {
     }
   }
 
-  async consume(keyId: string, limit: number): Promise<RateLimitDecision> {
+  consume(keyId: string, limit: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, 'consume');
+  }
+
+  peek(keyId: string, limit: number): Promise<RateLimitDecision> {
+    return this.run(keyId, limit, 'peek');
+  }
+
+  private async run(keyId: string, limit: number, mode: 'consume' | 'peek'): Promise<RateLimitDecision> {
     const probing = !this.usingRedis && this.mayProbe();
     if (this.usingRedis || probing) {
       try {
-        const decision = await this.withTimeout(this.shared.consume(keyId, limit));
+        const decision = await this.withTimeout(this.shared[mode](keyId, limit));
         if (probing && !this.usingRedis) {
           this.usingRedis = true;
           this.options.logger.info('rate limiter: Redis is back; limits are shared across instances again');
@@ -101,7 +109,7 @@ export class ResilientRateLimiter implements RateLimiter {
         else this.options.logger.debug({ err: error }, 'rate limiter: Redis still unavailable');
       }
     }
-    return this.local.consume(keyId, limit);
+    return this.local[mode](keyId, limit);
   }
 
   async close(): Promise<void> {

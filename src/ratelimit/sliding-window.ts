@@ -39,6 +39,19 @@ export function decide(window: SecondCounters, second: number, limit: number): R
   return { allowed: false, limit, remaining: 0, resetAt: window.latestSecond() + WINDOW_SECONDS, retryAfter };
 }
 
+/**
+ * The same state without counting (D21's free 304): Remaining is what would be admitted now;
+ * Reset is when the full limit is back (now, when nothing is counted). `allowed` says whether a
+ * request would be admitted.
+ */
+export function inspect(window: SecondCounters, second: number, limit: number): RateLimitDecision {
+  const used = window.sumSince(second - WINDOW_SECONDS + 1);
+  const latest = window.latestSecond();
+  const resetAt = used === 0 ? second : latest + WINDOW_SECONDS;
+  if (used < limit) return { allowed: true, limit, remaining: limit - used, resetAt, retryAfter: 0 };
+  return { ...decide(window, second, limit), allowed: false };
+}
+
 /** Sixty per-second counters in a ring. */
 export class SecondCounters {
   private readonly seconds = new Float64Array(WINDOW_SECONDS).fill(-Infinity);
@@ -87,6 +100,11 @@ export class MemoryRateLimiter implements RateLimiter {
       this.windows.set(keyId, window);
     }
     return decide(window, second, limit);
+  }
+
+  peek(keyId: string, limit: number): RateLimitDecision {
+    const second = Math.floor(this.clock() / 1000);
+    return inspect(this.windows.get(keyId) ?? new SecondCounters(), second, limit);
   }
 
   /** Forgets keys idle for a whole window, once a window, so memory follows the active keys. */

@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
+import type { Write } from './write.js';
 import type { AccountKind, AccountsTable, Database } from './schema.js';
 
 export type Account = AccountsTable;
 
-export function createAccountsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
+export function createAccountsRepository(db: Kysely<Database>, write: Write) {
   return {
     async create(account: Account): Promise<void> {
-      await db.insertInto('accounts').values(account).execute();
-      await changed();
+      await write((tx) => tx.insertInto('accounts').values(account).execute());
     },
     async get(id: string): Promise<Account | undefined> {
       return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();

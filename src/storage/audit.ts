@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Write } from './write.js';
 import type { Database, DashboardAuditTable } from './schema.js';
 
 export type AuditEntry = DashboardAuditTable;
 
 /** The dashboard's audit log: who changed which key or origin, and when. Never a full key (D20). */
-export function createAuditRepository(db: Kysely<Database>) {
+export function createAuditRepository(db: Kysely<Database>, write: Write) {
   return {
     /** Records an entry under a time-ordered id, so that entries of the same millisecond keep their order. */
     async record(entry: Omit<AuditEntry, 'id'>): Promise<void> {
-      await db.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), ...entry }).execute();
+      await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), ...entry }).execute());
     },
     /** Newest first. */
     async listForAccount(accountId: string, limit: number): Promise<AuditEntry[]> {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -17,12 +17,8 @@ export interface DatabaseOptions {
 export interface OpenDatabase {
   db: Kysely<Database>;
   dialect: Dialect;
-  /**
-   * SQLite only: a number that changes whenever another connection (another process: the CLI,
-   * another server) has committed a write since the last call. Caches use it to stay exact
-   * without a round trip (D4). Undefined for PostgreSQL, which signals changes with NOTIFY.
-   */
-  dataVersion?: () => number;
+  /** SQLite only: the connection itself, for the change watcher's prepared statements (changes.ts). */
+  sqlite?: BetterSqlite3.Database;
 }
 
 /** Opens `file:PATH` as embedded SQLite (creating the file and its folder) or `postgres://` as PostgreSQL. */
@@ -35,18 +31,14 @@ function openSqlite(path: string): OpenDatabase {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new BetterSqlite3(file);
-  // WAL lets the CLI write while the server reads; busy_timeout makes a writer wait for the other
-  // writer instead of failing at once.
+  // WAL: readers never wait for the writer, nor the writer for readers. busy_timeout 0: a writer
+  // that finds the lock taken fails at once instead of waiting for it synchronously, which would
+  // freeze the event loop; writes wait their turn asynchronously instead (write.ts).
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('foreign_keys = ON');
-  const dataVersionStatement = sqlite.prepare('PRAGMA data_version').pluck();
-  return {
-    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }),
-    dialect: 'sqlite',
-    dataVersion: () => dataVersionStatement.get() as number,
-  };
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite', sqlite };
 }
 
 function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
@@ -68,4 +60,10 @@ function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
 /** A cheap query that fails when the database is unreachable (readiness). */
 export async function ping(db: Kysely<Database>): Promise<void> {
   await sql`select 1`.execute(db);
+}
+
+/** Which engine a Kysely instance (or a transaction of one) runs on, for the few statements that differ. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function isPostgres(db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

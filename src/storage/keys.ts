@@ -1,13 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { ApiKeysTable, Database } from './schema.js';
+import type { Write } from './write.js';
 
 export type ApiKeyRecord = ApiKeysTable;
 
-export function createKeysRepository(db: Kysely<Database>, changed: () => Promise<void>) {
+/** API keys. Every change of one records an auth change (D4: every instance drops its cached keys). */
+export function createKeysRepository(db: Kysely<Database>, write: Write) {
   return {
     async create(key: ApiKeyRecord): Promise<void> {
-      await db.insertInto('api_keys').values(key).execute();
-      await changed();
+      await write(async (tx, changes) => {
+        await tx.insertInto('api_keys').values(key).execute();
+        await changes.recordAuth();
+      });
     },
     async get(id: string): Promise<ApiKeyRecord | undefined> {
       return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
@@ -21,28 +25,39 @@ export function createKeysRepository(db: Kysely<Database>, changed: () => Promis
     },
     /** Revokes once; a second revoke keeps the first time. Returns false for an unknown id. */
     async revoke(id: string, at: string): Promise<boolean> {
-      await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-      await changed();
-      return (await this.get(id)) !== undefined;
+      return write(async (tx, changes) => {
+        const result = await tx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+        if (result.numUpdatedRows > 0n) await changes.recordAuth();
+        return (await tx.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+      });
     },
     /**
      * Changes a key's label (dashboard). Scoped to the owning account as well as the id, so a key
      * of another account is never touched; returns false when no such key of that account exists.
      */
     async relabel(id: string, accountId: string, label: string): Promise<boolean> {
-      const result = await db.updateTable('api_keys').set({ label }).where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
-      await changed();
-      return result.numUpdatedRows > 0n;
+      return write(async (tx, changes) => {
+        const result = await tx.updateTable('api_keys').set({ label }).where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return false;
+        await changes.recordAuth();
+        return true;
+      });
     },
     async setRateLimit(id: string, perMinute: number | null): Promise<boolean> {
-      const result = await db.updateTable('api_keys').set({ rate_limit_per_minute: perMinute }).where('id', '=', id).executeTakeFirst();
-      await changed();
-      return result.numUpdatedRows > 0n;
+      return write(async (tx, changes) => {
+        const result = await tx.updateTable('api_keys').set({ rate_limit_per_minute: perMinute }).where('id', '=', id).executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return false;
+        await changes.recordAuth();
+        return true;
+      });
     },
-    /** Writes buffered last-used times in one transaction (see auth/last-used.ts). */
+    /**
+     * Writes buffered last-used times in one transaction (see auth/last-used.ts). Not an auth
+     * change: the API never reads these times, so its caches stay.
+     */
     async recordLastUsed(times: ReadonlyMap<string, string>): Promise<void> {
       if (times.size === 0) return;
-      await db.transaction().execute(async (tx) => {
+      await write(async (tx) => {
         for (const [id, at] of times) {
           await tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
         }

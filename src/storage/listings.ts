@@ -1,83 +1,249 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely';
-import type { Database, ListingsTable } from './schema.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { ChangeRecorder } from './changes.js';
+import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
+import type { Write } from './write.js';
 
 export type ListingRow = ListingsTable;
+/** A listing as an import gives it (no change sequence yet; `created_at` null when not given). */
+export type StagedListing = ImportStagingTable;
 
-/** Which listings a key sees (D1) at a moment (D10). */
-export interface Visibility {
-  ownerAccountId: string;
-  country: string;
-  /** ISO 8601 UTC with milliseconds: listings whose expiry is at or before it are hidden (D10). */
-  now: string;
+/** The columns an import writes, besides `id` and the times (one list, so that a new column is one edit). */
+export const LISTING_DATA_COLUMNS = [
+  'owner_account_id', 'country', 'org_id', 'building_id', 'title', 'size_sqft', 'usage_types', 'price', 'currency',
+  'is_takeover', 'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count',
+  'inquiry_count', 'building_name', 'street_address', 'images', 'cover_image_index', 'url',
+] as const satisfies ReadonlyArray<keyof ListingsTable>;
+
+/** What the per-tenant index of the read path keeps of a listing (readmodel/tenant-index.ts). */
+export const INDEX_COLUMNS = ['id', 'change_seq', 'is_featured', 'created_at', 'expiry_date', 'price', 'size_sqft', 'usage_types', 'is_takeover'] as const;
+export type IndexRow = Pick<ListingsTable, (typeof INDEX_COLUMNS)[number]>;
+export type IndexRowWithPlace = IndexRow & Pick<ListingsTable, 'owner_account_id' | 'country' | 'status'>;
+
+/** A position in the D9 order: featured first, then newest first, then id. */
+export interface OrderPosition {
+  isFeatured: number;
+  createdAt: string;
+  id: string;
 }
 
-/** D10: active, and not expired at `now`. Applied to every read the API makes. */
-function visible<O>(query: SelectQueryBuilder<Database, 'listings', O>, v: Visibility) {
-  return query
-    .where('owner_account_id', '=', v.ownerAccountId)
-    .where('country', '=', v.country)
-    .where('status', '=', 'active')
-    .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', v.now)]));
+/** The outcome of an import once swapped in. */
+export interface ImportCounts {
+  inserted: number;
+  /** Lines whose id existed already (OPERATIONS): changed or not. */
+  updated: number;
+  /** Of those, the ones identical to what was stored: no change recorded, nothing for clients to fetch. */
+  unchanged: number;
 }
 
-export function createListingsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
-  /** The read queries, unexecuted, so that tests can check their plans use the indexes. */
-  const queries = {
-    /** One page in the D9 order: featured first, newest first, then id as the tie-break. */
-    page: (v: Visibility, limit: number, offset: number) =>
-      visible(db.selectFrom('listings').selectAll(), v)
-        .orderBy('is_featured', 'desc')
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'asc')
-        .limit(limit)
-        .offset(offset),
-    summary: (v: Visibility) =>
-      visible(db.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.min('expiry_date').as('next_expiry')]), v),
-    detail: (id: string, v: Visibility) => visible(db.selectFrom('listings').selectAll(), v).where('id', '=', id),
-  };
+/** A connection holding an import's temporary table, until the import is swapped in or abandoned. */
+export interface ImportSession {
+  /** Adds validated listings to the staging table. */
+  stage(rows: readonly StagedListing[]): Promise<void>;
+  /** For each of these ids already staged, the line that staged it. */
+  stagedLines(ids: readonly string[]): Promise<Map<string, number>>;
+  /** The kind of each of these accounts that exists. */
+  accountKinds(ids: readonly string[]): Promise<Map<string, 'organisation' | 'individual'>>;
+  /** Writes everything staged in one short transaction, with its changes recorded. */
+  swapIn(now: string): Promise<ImportCounts>;
+}
+
+const CHUNK = 500;
+
+export function createListingsRepository(db: Kysely<Database>, write: Write) {
+  /** A tenant's active listings (not expired at `now`, D10), as the index needs them. */
+  const tenantRows = (ownerAccountId: string, country: string, now: string) =>
+    db
+      .selectFrom('listings')
+      .select(INDEX_COLUMNS)
+      .where('owner_account_id', '=', ownerAccountId)
+      .where('country', '=', country)
+      .where('status', '=', 'active')
+      .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]));
+
   return {
-    queries,
-    async page(v: Visibility, limit: number, offset: number): Promise<ListingRow[]> {
-      return queries.page(v, limit, offset).execute();
-    },
     /**
-     * How many listings the key sees, and the soonest expiry among them: until then, what it sees
-     * cannot change by time alone (D10), which bounds how long a page may be cached.
+     * The next `limit` active listings of a tenant in the D9 order after `after` (keyset paging,
+     * so each chunk costs what it returns). A position after (f, c, i) is, in order: the same
+     * featured flag and creation time with a greater id; the same flag and an earlier time; a
+     * lower flag. Three queries that each seek in `listings_visible_order`, where one query with
+     * an OR of the three would make the planner walk the tenant from the start every time.
      */
-    async summary(v: Visibility): Promise<{ total: number; nextExpiry: string | null }> {
-      const row = await queries.summary(v).executeTakeFirstOrThrow();
-      return { total: Number(row.n), nextExpiry: row.next_expiry ?? null };
+    async orderedChunk(ownerAccountId: string, country: string, now: string, after: OrderPosition | undefined, limit: number): Promise<IndexRow[]> {
+      const ordered = (q: ReturnType<typeof tenantRows>) => q.orderBy('is_featured', 'desc').orderBy('created_at', 'desc').orderBy('id', 'asc');
+      if (after === undefined) return ordered(tenantRows(ownerAccountId, country, now)).limit(limit).execute();
+      const rows: IndexRow[] = [];
+      const steps = [
+        (q: ReturnType<typeof tenantRows>) => q.where('is_featured', '=', after.isFeatured).where('created_at', '=', after.createdAt).where('id', '>', after.id),
+        (q: ReturnType<typeof tenantRows>) => q.where('is_featured', '=', after.isFeatured).where('created_at', '<', after.createdAt),
+        (q: ReturnType<typeof tenantRows>) => q.where('is_featured', '<', after.isFeatured),
+      ];
+      for (const step of steps) {
+        if (rows.length >= limit) break;
+        rows.push(...(await ordered(step(tenantRows(ownerAccountId, country, now))).limit(limit - rows.length).execute()));
+      }
+      return rows;
     },
-    /** A listing the key can see, or undefined (D11: not found, not active, not owned all look alike). */
-    async findVisible(id: string, v: Visibility): Promise<ListingRow | undefined> {
-      return queries.detail(id, v).executeTakeFirst();
-    },
+
     /**
-     * Inserts or updates every row in one transaction: all or nothing. `keepCreatedAt` rows keep
-     * the stored `created_at` when they update (the import line did not give one).
+     * The listings a tenant's changes after `since` touched (each once, in order of their last
+     * change), up to `limit` changes, with the last sequence read; `pruned` when the tenant's
+     * history no longer reaches back to `since`.
      */
-    async upsertAll(rows: ReadonlyArray<{ row: ListingRow; keepCreatedAt: boolean }>): Promise<{ inserted: number; updated: number }> {
-      const result = await db.transaction().execute(async (tx) => {
-        const existing = new Set<string>();
-        const ids = rows.map((r) => r.row.id);
-        for (let i = 0; i < ids.length; i += 500) {
-          const found = await tx.selectFrom('listings').select('id').where('id', 'in', ids.slice(i, i + 500)).execute();
-          for (const f of found) existing.add(f.id);
+    async changedSince(ownerAccountId: string, country: string, since: number, limit: number): Promise<{ ids: string[]; lastSeq: number; complete: boolean } | 'pruned'> {
+      const version = await db
+        .selectFrom('tenant_versions')
+        .select('pruned_seq')
+        .where('owner_account_id', '=', ownerAccountId)
+        .where('country', '=', country)
+        .executeTakeFirst();
+      if (version !== undefined && Number(version.pruned_seq) > since) return 'pruned';
+      const rows = await db
+        .selectFrom('listing_changes')
+        .select(['listing_id', 'seq'])
+        .where('owner_account_id', '=', ownerAccountId)
+        .where('country', '=', country)
+        .where('seq', '>', since)
+        .orderBy('seq')
+        .limit(limit)
+        .execute();
+      return { ids: [...new Set(rows.map((r) => r.listing_id))], lastSeq: rows.length === 0 ? since : Number(rows.at(-1)!.seq), complete: rows.length < limit };
+    },
+
+    /** What the index keeps of these listings, with where each is now (owner, country, status). */
+    async indexRows(ids: readonly string[]): Promise<IndexRowWithPlace[]> {
+      const rows: IndexRowWithPlace[] = [];
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        rows.push(...(await db.selectFrom('listings').select([...INDEX_COLUMNS, 'owner_account_id', 'country', 'status']).where('id', 'in', ids.slice(i, i + CHUNK)).execute()));
+      }
+      return rows;
+    },
+
+    /** Whole rows by id, for the listings on a page or behind a detail (in no particular order). */
+    async rows(ids: readonly string[]): Promise<ListingRow[]> {
+      const rows: ListingRow[] = [];
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        rows.push(...(await db.selectFrom('listings').selectAll().where('id', 'in', ids.slice(i, i + CHUNK)).execute()));
+      }
+      return rows;
+    },
+
+    /**
+     * An import: `fn` stages validated listings in a temporary table of one connection (no lock
+     * on the listings, which readers and other writers keep using), then swaps them in with one
+     * short write transaction: all or nothing for readers. Returns what `fn` returns.
+     */
+    async importing<T>(fn: (session: ImportSession) => Promise<T>): Promise<T> {
+      return db.connection().execute(async (conn) => {
+        await conn.schema.dropTable('import_staging').ifExists().execute();
+        await conn.schema
+          .createTable('import_staging')
+          .temporary()
+          .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+          .addColumn('line', 'integer', (c) => c.notNull())
+          .addColumn('owner_account_id', 'varchar(36)', (c) => c.notNull())
+          .addColumn('country', 'varchar(2)', (c) => c.notNull())
+          .addColumn('org_id', 'varchar(36)')
+          .addColumn('building_id', 'varchar(36)', (c) => c.notNull())
+          .addColumn('title', 'text')
+          .addColumn('size_sqft', 'double precision')
+          .addColumn('usage_types', 'text', (c) => c.notNull())
+          .addColumn('price', 'double precision')
+          .addColumn('currency', 'varchar(3)', (c) => c.notNull())
+          .addColumn('is_takeover', 'integer', (c) => c.notNull())
+          .addColumn('is_featured', 'integer', (c) => c.notNull())
+          .addColumn('status', 'varchar(32)', (c) => c.notNull())
+          .addColumn('expiry_date', 'varchar(30)')
+          .addColumn('available_from', 'varchar(30)')
+          .addColumn('min_lease_tenure', 'text')
+          .addColumn('view_count', 'integer', (c) => c.notNull())
+          .addColumn('inquiry_count', 'integer', (c) => c.notNull())
+          .addColumn('building_name', 'text')
+          .addColumn('street_address', 'text')
+          .addColumn('images', 'text', (c) => c.notNull())
+          .addColumn('cover_image_index', 'integer', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'varchar(30)')
+          .execute();
+        try {
+          return await fn({
+            async stage(rows) {
+              // One transaction per batch: on SQLite a temporary table's writes lock only the
+              // connection's own temporary database, never the listings.
+              if (rows.length === 0) return;
+              await sql`begin`.execute(conn);
+              try {
+                for (let i = 0; i < rows.length; i += CHUNK) await conn.insertInto('import_staging').values(rows.slice(i, i + CHUNK)).execute();
+                await sql`commit`.execute(conn);
+              } catch (error) {
+                await sql`rollback`.execute(conn).catch(() => undefined);
+                throw error;
+              }
+            },
+            async stagedLines(ids) {
+              const lines = new Map<string, number>();
+              for (let i = 0; i < ids.length; i += CHUNK) {
+                const rows = await conn.selectFrom('import_staging').select(['id', 'line']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
+                for (const row of rows) lines.set(row.id, Number(row.line));
+              }
+              return lines;
+            },
+            async accountKinds(ids) {
+              const kinds = new Map<string, 'organisation' | 'individual'>();
+              for (let i = 0; i < ids.length; i += CHUNK) {
+                const rows = await conn.selectFrom('accounts').select(['id', 'kind']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
+                for (const row of rows) kinds.set(row.id, row.kind);
+              }
+              return kinds;
+            },
+            swapIn: (now) => write.on(conn, (tx, changes) => swapIn(tx, now, changes)),
+          });
+        } finally {
+          await conn.schema.dropTable('import_staging').ifExists().execute().catch(() => undefined);
         }
-        for (const { row, keepCreatedAt } of rows) {
-          const { id: _id, created_at, ...changes } = row;
-          await tx
-            .insertInto('listings')
-            .values(row)
-            .onConflict((oc) => oc.column('id').doUpdateSet(keepCreatedAt ? changes : { ...changes, created_at }))
-            .execute();
-        }
-        return { inserted: rows.length - existing.size, updated: existing.size };
       });
-      await changed();
-      return result;
     },
   };
+}
+
+/** `listings.<col> IS DISTINCT FROM s.<col>` for every data column: a staged line that changes something. */
+function differs(): RawBuilder<unknown> {
+  const data = LISTING_DATA_COLUMNS.map((c) => sql`l.${sql.ref(c)} is distinct from s.${sql.ref(c)}`);
+  return sql`(${sql.join([...data, sql`(s.created_at is not null and s.created_at is distinct from l.created_at)`], sql` or `)})`;
+}
+
+/** The swap of an import, inside its write transaction (see `importing`). */
+async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder): Promise<ImportCounts> {
+  const { before, at } = await changes.beginListingChanges(now);
+  const counts = await sql<{ total: number | string; existing: number | string; changed: number | string }>`
+    select count(*) as total, count(l.id) as existing,
+      coalesce(sum(case when l.id is not null and ${differs()} then 1 else 0 end), 0) as changed
+    from import_staging s left join listings l on l.id = s.id`.execute(tx);
+  const { total, existing, changed } = counts.rows[0]!;
+
+  // The change log first, while the old rows are still there to compare with: a listing that
+  // moves to another owner or country leaves its old tenant (D22: a removal there) ...
+  await sql`insert into listing_changes (owner_account_id, country, listing_id, at)
+    select l.owner_account_id, l.country, l.id, ${at} from import_staging s join listings l on l.id = s.id
+    where l.owner_account_id <> s.owner_account_id or l.country <> s.country
+    order by s.line`.execute(tx);
+  // ... and every new or changed listing is a change of the tenant it is in now. Identical lines are not.
+  await sql`insert into listing_changes (owner_account_id, country, listing_id, at)
+    select s.owner_account_id, s.country, s.id, ${at} from import_staging s left join listings l on l.id = s.id
+    where l.id is null or ${differs()}
+    order by s.line`.execute(tx);
+
+  const assignments = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`), sql`, `);
+  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${now}
+    from import_staging s where l.id = s.id and ${differs()}`.execute(tx);
+  const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
+  const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
+  await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq)
+    select s.id, ${values}, coalesce(s.created_at, ${now}), ${now}, 0 from import_staging s
+    where not exists (select 1 from listings l where l.id = s.id)`.execute(tx);
+
+  await changes.finishListingChanges(before);
+  const inserted = Number(total) - Number(existing);
+  return { inserted, updated: Number(existing), unchanged: Number(existing) - Number(changed) };
 }
 
 export type ListingsRepository = ReturnType<typeof createListingsRepository>;

@@ -2,6 +2,7 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import * as initial from './migrations/001_initial.js';
 import * as dashboard from './migrations/002_dashboard.js';
 import * as dashboardForms from './migrations/003_dashboard_forms.js';
+import * as changeTracking from './migrations/004_change_tracking.js';
 import type { Database } from './schema.js';
 
 /**
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_dashboard': dashboard,
   '003_dashboard_forms': dashboardForms,
+  '004_change_tracking': changeTracking,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,30 +1,38 @@
 import type { Kysely } from 'kysely';
 import type { AllowedOriginsTable, Database } from './schema.js';
+import type { Write } from './write.js';
 
 export type AllowedOrigin = AllowedOriginsTable;
 
-export function createOriginsRepository(db: Kysely<Database>, changed: () => Promise<void>) {
+/** Registered browser origins (D17). Every change records an auth change (D4). */
+export function createOriginsRepository(db: Kysely<Database>, write: Write) {
   return {
     /** Adds an origin (already normalised); returns false when it was registered already. */
     async add(origin: AllowedOrigin): Promise<boolean> {
-      const result = await db
-        .insertInto('allowed_origins')
-        .values(origin)
-        .onConflict((oc) => oc.columns(['account_id', 'country', 'origin']).doNothing())
-        .executeTakeFirst();
-      await changed();
-      return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+      return write(async (tx, changes) => {
+        const result = await tx
+          .insertInto('allowed_origins')
+          .values(origin)
+          .onConflict((oc) => oc.columns(['account_id', 'country', 'origin']).doNothing())
+          .executeTakeFirst();
+        if ((result.numInsertedOrUpdatedRows ?? 0n) === 0n) return false;
+        await changes.recordAuth();
+        return true;
+      });
     },
     /** Returns false when there was nothing to remove. */
     async remove(accountId: string, country: string, origin: string): Promise<boolean> {
-      const result = await db
-        .deleteFrom('allowed_origins')
-        .where('account_id', '=', accountId)
-        .where('country', '=', country)
-        .where('origin', '=', origin)
-        .executeTakeFirst();
-      await changed();
-      return result.numDeletedRows > 0n;
+      return write(async (tx, changes) => {
+        const result = await tx
+          .deleteFrom('allowed_origins')
+          .where('account_id', '=', accountId)
+          .where('country', '=', country)
+          .where('origin', '=', origin)
+          .executeTakeFirst();
+        if (result.numDeletedRows === 0n) return false;
+        await changes.recordAuth();
+        return true;
+      });
     },
     async listForAccount(accountId: string): Promise<AllowedOrigin[]> {
       return db.selectFrom('allowed_origins').selectAll().where('account_id', '=', accountId).orderBy('country').orderBy('origin').execute();

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * The tables, as Kysely sees them. One schema for SQLite and PostgreSQL, kept portable on
  * purpose: timestamps are ISO 8601 UTC text with milliseconds (`Date#toISOString`, so text order
@@ -13,6 +15,11 @@ export interface Database {
   dashboard_audit: DashboardAuditTable;
   dashboard_login_failures: DashboardLoginFailuresTable;
   dashboard_forms: DashboardFormsTable;
+  listing_changes: ListingChangesTable;
+  tenant_versions: TenantVersionsTable;
+  store_versions: StoreVersionsTable;
+  /** A temporary table of the connection that runs an import (see listings/import.ts). */
+  import_staging: ImportStagingTable;
 }
 
 export type AccountKind = 'organisation' | 'individual';
@@ -51,6 +58,39 @@ export interface ListingsTable {
   url: string;
   created_at: string;
   updated_at: string;
+  /** The sequence of the write that last changed this listing (migration 004). */
+  change_seq: number;
+}
+
+/** One listing write as it touched one tenant (migration 004; see changes.ts). */
+export interface ListingChangesTable {
+  seq: Generated<number>;
+  owner_account_id: string;
+  country: string;
+  listing_id: string;
+  at: string;
+}
+
+/** Per tenant: the sequence of its last change (its version) and the highest sequence pruned. */
+export interface TenantVersionsTable {
+  owner_account_id: string;
+  country: string;
+  version: number;
+  pruned_seq: number;
+}
+
+/** Counters of non-listing changes: `auth` (keys and origins, D4). */
+export interface StoreVersionsTable {
+  name: string;
+  version: number;
+}
+
+/** A listing as an import line gives it, before the import is swapped in (listings/import.ts). */
+export interface ImportStagingTable extends Omit<ListingsTable, 'created_at' | 'updated_at' | 'change_seq'> {
+  /** The line of the file it came from, for error messages. */
+  line: number;
+  /** Null when the line did not give one: an update keeps the stored value, an insert takes the import time. */
+  created_at: string | null;
 }
 
 export interface ApiKeysTable {

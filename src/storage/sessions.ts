@@ -1,4 +1,6 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { isPostgres } from './database.js';
+import type { Write } from './write.js';
 import type { Database, DashboardLoginFailuresTable, DashboardSessionsTable, DashboardUsersTable } from './schema.js';
 
 export type DashboardSession = DashboardSessionsTable;
@@ -9,10 +11,10 @@ export type SignInFailure = DashboardLoginFailuresTable;
  * member's cookie). Kept in the database so that a session works on every instance. Not read by
  * the API, so writes do not move the store's change version.
  */
-export function createSessionsRepository(db: Kysely<Database>) {
+export function createSessionsRepository(db: Kysely<Database>, write: Write) {
   return {
     async create(session: DashboardSession): Promise<void> {
-      await db.insertInto('dashboard_sessions').values(session).execute();
+      await write((tx) => tx.insertInto('dashboard_sessions').values(session).execute());
     },
     /** The session and its member, in one query. */
     async findWithUser(idHash: string): Promise<{ session: DashboardSession; user: DashboardUsersTable } | undefined> {
@@ -32,39 +34,68 @@ export function createSessionsRepository(db: Kysely<Database>) {
       };
     },
     async touch(idHash: string, lastSeenAt: string, expiresAt: string): Promise<void> {
-      await db.updateTable('dashboard_sessions').set({ last_seen_at: lastSeenAt, expires_at: expiresAt }).where('id_hash', '=', idHash).execute();
+      await write((tx) => tx.updateTable('dashboard_sessions').set({ last_seen_at: lastSeenAt, expires_at: expiresAt }).where('id_hash', '=', idHash).execute());
     },
     async delete(idHash: string): Promise<void> {
-      await db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).execute();
+      await write((tx) => tx.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).execute());
     },
     /** Signs a member out everywhere (e.g. after a password change). */
     async deleteForUser(userId: string): Promise<void> {
-      await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).execute();
+      await write((tx) => tx.deleteFrom('dashboard_sessions').where('user_id', '=', userId).execute());
     },
     async deleteExpired(now: string): Promise<void> {
-      await db.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).execute();
+      await write((tx) => tx.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).execute());
     },
   };
 }
 
 /** Failed sign-ins, per email and per client address, for throttling across instances. */
-export function createSignInFailuresRepository(db: Kysely<Database>) {
+export function createSignInFailuresRepository(db: Kysely<Database>, write: Write) {
+  const times = async (q: Kysely<Database>, by: { email: string } | { ip: string }, since: string): Promise<string[]> => {
+    let query = q.selectFrom('dashboard_login_failures').select('at').where('at', '>', since);
+    query = 'email' in by ? query.where('email', '=', by.email) : query.where('ip', '=', by.ip);
+    const rows = await query.orderBy('at').limit(1000).execute();
+    return rows.map((r) => r.at);
+  };
   return {
-    async record(failure: SignInFailure): Promise<void> {
-      await db.insertInto('dashboard_login_failures').values(failure).execute();
+    /**
+     * Reserves one sign-in attempt atomically, before the password is checked: within one write
+     * transaction (serialised per email and per address: SQLite's write lock, advisory locks on
+     * PostgreSQL) the failures of the window are read, `decide` says how long the attempt must wait
+     * (0: it may go ahead), and an attempt that may go ahead is recorded as a failure at once. So
+     * any number of parallel attempts, on any number of instances, reach the password check at
+     * most as often as the limit allows. The row is taken back when the password is right.
+     */
+    async reserve(
+      attempt: SignInFailure,
+      since: string,
+      decide: (byEmail: readonly string[], byAddress: readonly string[]) => number,
+    ): Promise<{ reserved: true } | { reserved: false; waitMs: number }> {
+      return write(async (tx) => {
+        if (isPostgres(tx)) {
+          // Email before address, always: two attempts never wait on each other's locks in a cycle.
+          await sql`select pg_advisory_xact_lock(hashtextextended(${`sign-in email ${attempt.email}`}, 0))`.execute(tx);
+          await sql`select pg_advisory_xact_lock(hashtextextended(${`sign-in address ${attempt.ip}`}, 0))`.execute(tx);
+        }
+        const waitMs = decide(await times(tx, { email: attempt.email }, since), await times(tx, { ip: attempt.ip }, since));
+        if (waitMs > 0) return { reserved: false as const, waitMs };
+        await tx.insertInto('dashboard_login_failures').values(attempt).execute();
+        return { reserved: true as const };
+      });
+    },
+    /** Takes back a reservation (the password was right). */
+    async release(id: string): Promise<void> {
+      await write((tx) => tx.deleteFrom('dashboard_login_failures').where('id', '=', id).execute());
     },
     /** Times (ascending) of the failures since `since` for this email, or for this address. */
     async since(by: { email: string } | { ip: string }, since: string): Promise<string[]> {
-      let query = db.selectFrom('dashboard_login_failures').select('at').where('at', '>', since);
-      query = 'email' in by ? query.where('email', '=', by.email) : query.where('ip', '=', by.ip);
-      const rows = await query.orderBy('at').limit(1000).execute();
-      return rows.map((r) => r.at);
+      return times(db, by, since);
     },
     async clearEmail(email: string): Promise<void> {
-      await db.deleteFrom('dashboard_login_failures').where('email', '=', email).execute();
+      await write((tx) => tx.deleteFrom('dashboard_login_failures').where('email', '=', email).execute());
     },
     async deleteBefore(at: string): Promise<void> {
-      await db.deleteFrom('dashboard_login_failures').where('at', '<', at).execute();
+      await write((tx) => tx.deleteFrom('dashboard_login_failures').where('at', '<', at).execute());
     },
   };
 }

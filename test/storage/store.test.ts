@@ -1,21 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openStore, type ListingRow, type Store } from '../../src/storage/index.js';
+import { importListings } from '../../src/listings/import.js';
+import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { listingLine } from '../support/server.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
-
-function row(owner: string, overrides: Partial<ListingRow> = {}): ListingRow {
-  return {
-    id: randomUUID(), owner_account_id: owner, country: 'sg', org_id: owner, building_id: randomUUID(), title: 't',
-    size_sqft: 100, usage_types: '["Office"]', price: 1.5, currency: 'SGD', is_takeover: 0, is_featured: 0, status: 'active',
-    expiry_date: null, available_from: null, min_lease_tenure: null, view_count: 0, inquiry_count: 0, building_name: null,
-    street_address: null, images: '[]', cover_image_index: 0, url: 'https://example.com/x', created_at: '2026-01-01T00:00:00.000Z',
-    updated_at: NOW, ...overrides,
-  };
-}
 
 async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
   const start = Date.now();
@@ -25,10 +18,13 @@ async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void>
   }
 }
 
+const ndjson = (lines: Array<Record<string, unknown>>) => Readable.from(lines.map((l) => JSON.stringify(l)).join('\n'));
+
 describe(`store on ${TEST_STORE}`, () => {
   let database: TestDatabase;
   let store: Store;
   let owner: string;
+  let other: string;
 
   before(async () => {
     database = await createTestDatabase();
@@ -36,12 +32,17 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal((await store.migrate())[0], '001_initial', 'a fresh database gets every migration, in order');
     await store.start();
     owner = randomUUID();
+    other = randomUUID();
     await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: NOW });
+    await store.accounts.create({ id: other, name: 'Other', kind: 'individual', created_at: NOW });
   });
   after(async () => {
     await store.close();
     await database.drop();
   });
+
+  const changeRows = async () => (await store.db.selectFrom('listing_changes').selectAll().orderBy('seq').execute()).map((r) => ({ ...r, seq: Number(r.seq) }));
+  const changeSeqOf = async (id: string) => Number((await store.db.selectFrom('listings').select('change_seq').where('id', '=', id).executeTakeFirstOrThrow()).change_seq);
 
   it('migrate is idempotent', async () => {
     assert.deepEqual(await store.migrate(), []);
@@ -73,70 +74,140 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(await store.origins.remove(owner, 'sg', 'https://a.example'), false);
   });
 
-  it('listings: upsert counts, visibility (D10), order (D9), summary', async () => {
-    const other = randomUUID();
-    await store.accounts.create({ id: other, name: 'Other', kind: 'individual', created_at: NOW });
-    const featured = row(owner, { is_featured: 1, created_at: '2025-01-01T00:00:00.000Z' });
-    const a = row(owner, { id: '00000000-0000-4000-8000-00000000000a', created_at: '2026-05-01T00:00:00.000Z' });
-    const b = row(owner, { id: '00000000-0000-4000-8000-00000000000b', created_at: '2026-05-01T00:00:00.000Z' });
-    const expiring = row(owner, { expiry_date: '2026-12-01T00:00:00.000Z', created_at: '2026-04-01T00:00:00.000Z' });
-    const expired = row(owner, { expiry_date: NOW });
-    const leased = row(owner, { status: 'leased' });
-    const othersListing = row(other, { org_id: null });
-    const myCountry = row(owner, { country: 'my' });
-    const rows = [featured, a, b, expiring, expired, leased, othersListing, myCountry];
-    assert.deepEqual(await store.listings.upsertAll(rows.map((r) => ({ row: r, keepCreatedAt: false }))), { inserted: 8, updated: 0 });
-    assert.deepEqual(await store.listings.upsertAll([{ row: { ...b, title: 'new' }, keepCreatedAt: true }]), { inserted: 0, updated: 1 });
+  it('import: counts, one change per new or changed listing in the tenant it is in, nothing for identical lines', async () => {
+    const before = (await changeRows()).length;
+    const a = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000a' });
+    const b = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000b' });
+    assert.deepEqual(await importListings(store, ndjson([a, b]), new Date(NOW)), { inserted: 2, updated: 0, unchanged: 0 });
+    const first = (await changeRows()).slice(before);
+    assert.deepEqual(first.map((c) => [c.listing_id, c.owner_account_id, c.country]), [[a.id, owner, 'sg'], [b.id, owner, 'sg']]);
+    assert.equal(await changeSeqOf(a.id as string), first[0]!.seq, 'each listing is stamped with its change');
+    assert.equal(store.changes.tenantVersion(owner, 'sg'), first[1]!.seq, "the tenant's version is its last change");
 
-    const v = { ownerAccountId: owner, country: 'sg', now: NOW };
-    const page = await store.listings.page(v, 10, 0);
-    assert.deepEqual(page.map((r) => r.id), [featured.id, a.id, b.id, expiring.id]);
-    assert.equal(page[2]!.title, 'new');
-    assert.deepEqual(await store.listings.summary(v), { total: 4, nextExpiry: '2026-12-01T00:00:00.000Z' });
-    assert.equal(await store.listings.findVisible(expired.id, v), undefined, 'expiry at now is hidden (D10)');
-    assert.equal(await store.listings.findVisible(leased.id, v), undefined);
-    assert.equal(await store.listings.findVisible(othersListing.id, v), undefined);
-    assert.equal(await store.listings.findVisible(myCountry.id, v), undefined);
-    assert.equal((await store.listings.findVisible(a.id, v))?.id, a.id);
-    assert.deepEqual(await store.listings.summary({ ...v, now: '2026-12-01T00:00:00.000Z' }), { total: 3, nextExpiry: null });
+    // b again, identical, and a changed: one change; b keeps its stamp.
+    assert.deepEqual(await importListings(store, ndjson([{ ...a, title: 'new title' }, b]), new Date(NOW)), { inserted: 0, updated: 2, unchanged: 1 });
+    const second = (await changeRows()).slice(before + 2);
+    assert.deepEqual(second.map((c) => c.listing_id), [a.id]);
+    assert.equal(await changeSeqOf(b.id as string), first[1]!.seq);
+
+    // a moves to another owner: a change in the tenant it left and one in the tenant it joined.
+    assert.deepEqual(await importListings(store, ndjson([{ ...a, owner_account_id: other }]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
+    const third = (await changeRows()).slice(before + 3);
+    assert.deepEqual(third.map((c) => [c.listing_id, c.owner_account_id]), [[a.id, owner], [a.id, other]]);
+    assert.equal(store.changes.tenantVersion(owner, 'sg'), third[0]!.seq);
+    assert.equal(store.changes.tenantVersion(other, 'sg'), third[1]!.seq);
   });
 
-  it('listings: an upsert that fails part-way writes nothing', async () => {
-    const before = await store.listings.summary({ ownerAccountId: owner, country: 'sg', now: NOW });
-    const good = row(owner);
-    const orphan = row(randomUUID()); // violates the owner foreign key
-    await assert.rejects(store.listings.upsertAll([good, orphan].map((r) => ({ row: r, keepCreatedAt: false }))));
-    assert.deepEqual(await store.listings.summary({ ownerAccountId: owner, country: 'sg', now: NOW }), before);
-    assert.equal(await store.listings.findVisible(good.id, { ownerAccountId: owner, country: 'sg', now: NOW }), undefined);
+  it('import: without created_at an update keeps the stored one and an insert takes the import time', async () => {
+    const line = listingLine(owner, { created_at: '2025-01-01T00:00:00.000Z' });
+    await importListings(store, ndjson([line]), new Date(NOW));
+    const { created_at: _, ...withoutCreatedAt } = line;
+    await importListings(store, ndjson([{ ...withoutCreatedAt, title: 'changed' }]), new Date('2026-12-01T00:00:00.000Z'));
+    const stored = await store.db.selectFrom('listings').select(['created_at', 'title']).where('id', '=', line.id as string).executeTakeFirstOrThrow();
+    assert.deepEqual(stored, { created_at: '2025-01-01T00:00:00.000Z', title: 'changed' });
+    const fresh = listingLine(owner);
+    delete fresh.created_at;
+    await importListings(store, ndjson([fresh]), new Date(NOW));
+    assert.equal((await store.db.selectFrom('listings').select('created_at').where('id', '=', fresh.id as string).executeTakeFirstOrThrow()).created_at, NOW);
   });
 
-  it("changeVersion moves on this store's writes and on another process's writes", async () => {
-    const v0 = store.changeVersion();
+  it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {
+    const auth = store.changes.authVersion();
+    const mine = store.changes.tenantVersion(owner, 'my');
+    await importListings(store, ndjson([listingLine(owner, { country: 'uk', currency: 'GBP' })]), new Date(NOW));
+    assert.equal(store.changes.tenantVersion(owner, 'my'), mine);
+    assert.ok(store.changes.tenantVersion(owner, 'uk') > mine);
+    assert.equal(store.changes.authVersion(), auth, 'listings are not keys or origins (D4 caches stay)');
     await store.origins.add({ account_id: owner, country: 'uk', origin: 'https://b.example', created_at: NOW });
-    assert.notEqual(store.changeVersion(), v0);
-    const other = openStore(database.url);
+    assert.notEqual(store.changes.authVersion(), auth, 'an origin change moves the auth version at once');
+  });
+
+  it("another process's writes are seen: tenant versions and the auth version", async () => {
+    const otherStore = openStore(database.url);
     try {
-      const v1 = store.changeVersion();
-      await other.origins.add({ account_id: owner, country: 'au', origin: 'https://c.example', created_at: NOW }); // another connection's write
-      await eventually(() => store.changeVersion() !== v1);
+      const auth = store.changes.authVersion();
+      await otherStore.origins.add({ account_id: owner, country: 'au', origin: 'https://c.example', created_at: NOW });
+      await eventually(() => store.changes.authVersion() !== auth);
+      const version = store.changes.tenantVersion(other, 'nz');
+      await importListings(otherStore, ndjson([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
+      await eventually(() => {
+        void store.changes.pending();
+        return store.changes.tenantVersion(other, 'nz') > version;
+      });
+      assert.equal(store.changes.tenantVersion(other, 'nz'), Number((await store.db.selectFrom('tenant_versions').select('version').where('owner_account_id', '=', other).where('country', '=', 'nz').executeTakeFirstOrThrow()).version), 'the same version as in the database: the same on every instance');
     } finally {
-      await other.close();
+      await otherStore.close();
     }
   });
 
-  it('the list, count and detail queries are served by indexes', async () => {
+  it('orderedChunk: D9 order across chunks, visible (D10) listings of the tenant only', async () => {
+    const tenant = randomUUID();
+    await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
+    const lines = [
+      listingLine(tenant, { is_featured: true, created_at: '2025-01-01T00:00:00.000Z' }),
+      ...['1', '2', '3'].map((n) => listingLine(tenant, { id: `00000000-0000-4000-8000-00000000000${n}`, created_at: '2026-05-01T00:00:00.000Z' })),
+      listingLine(tenant, { created_at: '2026-04-01T00:00:00.000Z', expiry_date: '2026-12-01T00:00:00.000Z' }),
+      listingLine(tenant, { created_at: '2026-03-01T00:00:00.000Z' }),
+      listingLine(tenant, { expiry_date: NOW }),
+      listingLine(tenant, { status: 'leased' }),
+      listingLine(tenant, { country: 'my', currency: 'MYR' }),
+    ];
+    await importListings(store, ndjson(lines), new Date(NOW));
+    const expected = [lines[0], lines[1], lines[2], lines[3], lines[4], lines[5]].map((l) => l!.id);
+    for (const size of [1, 2, 4, 100]) {
+      const ids: string[] = [];
+      let after: Parameters<Store['listings']['orderedChunk']>[3];
+      for (;;) {
+        const chunk = await store.listings.orderedChunk(tenant, 'sg', NOW, after, size);
+        ids.push(...chunk.map((r) => r.id));
+        if (chunk.length < size) break;
+        const last = chunk.at(-1)!;
+        after = { isFeatured: Number(last.is_featured), createdAt: last.created_at, id: last.id };
+      }
+      assert.deepEqual(ids, expected, `chunks of ${size}`);
+    }
+  });
+
+  it('changedSince: the listings changed after a version, once each; pruned history says so', async () => {
+    const tenant = randomUUID();
+    await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
+    const start = store.changes.tenantVersion(tenant, 'sg');
+    const [x, y] = [listingLine(tenant), listingLine(tenant)];
+    await importListings(store, ndjson([x!, y!]), new Date(NOW));
+    await importListings(store, ndjson([{ ...x!, title: 'again' }]), new Date(NOW));
+    const changes = await store.listings.changedSince(tenant, 'sg', start, 100);
+    assert.ok(changes !== 'pruned');
+    assert.deepEqual(new Set(changes.ids), new Set([x!.id, y!.id]));
+    assert.equal(changes.lastSeq, store.changes.tenantVersion(tenant, 'sg'));
+    assert.equal(changes.complete, true);
+    const partial = await store.listings.changedSince(tenant, 'sg', start, 2);
+    assert.ok(partial !== 'pruned' && !partial.complete);
+    await store.db.updateTable('tenant_versions').set({ pruned_seq: changes.lastSeq }).where('owner_account_id', '=', tenant).execute();
+    assert.equal(await store.listings.changedSince(tenant, 'sg', start, 100), 'pruned');
+  });
+
+  it('the read path\'s queries are served by indexes', async () => {
     if (TEST_STORE === 'postgres') {
       // With a handful of rows PostgreSQL rightly prefers a scan; forbid it to prove the index serves.
       await sql`set enable_seqscan = off`.execute(store.db);
     }
-    const v = { ownerAccountId: owner, country: 'sg', now: NOW };
-    for (const query of [store.listings.queries.page(v, 20, 0), store.listings.queries.summary(v), store.listings.queries.detail(randomUUID(), v)]) {
+    const queries = [
+      store.db.selectFrom('listings').select('id').where('owner_account_id', '=', owner).where('country', '=', 'sg').where('status', '=', 'active')
+        .where('is_featured', '=', 0).where('created_at', '<', NOW).orderBy('is_featured', 'desc').orderBy('created_at', 'desc').orderBy('id').limit(10),
+      store.db.selectFrom('listing_changes').select(['listing_id', 'seq']).where('owner_account_id', '=', owner).where('country', '=', 'sg').where('seq', '>', 0).orderBy('seq').limit(10),
+      store.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).where('version', '>', 0),
+    ];
+    for (const query of queries) {
       const compiled = query.compile();
       const explain = TEST_STORE === 'sqlite' ? 'EXPLAIN QUERY PLAN ' : 'EXPLAIN ';
       const result = await store.db.executeQuery({ ...compiled, sql: explain + compiled.sql });
       const plan = JSON.stringify(result.rows);
-      assert.match(plan, /listings_visible_order|sqlite_autoindex_listings_1|listings_pkey/, plan);
-      assert.doesNotMatch(plan, /TEMP B-TREE|Seq Scan|SCAN listings/, plan);
+      assert.match(plan, /listings_visible_order|listing_changes_tenant_seq|tenant_versions_version/, plan);
+      assert.doesNotMatch(plan, /TEMP B-TREE|Seq Scan|SCAN (listings|listing_changes|tenant_versions)\b(?! USING)/, plan);
     }
+  });
+
+  it('keys and origins stay apart from the tenants\' key of maps', () => {
+    assert.equal(tenantKey('a', 'sg'), 'a\nsg');
   });
 });

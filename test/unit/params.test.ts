@@ -4,12 +4,12 @@ import { ApiError } from '../../src/core/api-error.js';
 import {
   DEFAULT_PER_PAGE,
   MAX_PER_PAGE,
-  pageCount,
   parseIntegerParam,
   parsePageParams,
   parseQueryString,
   type QueryValue,
 } from '../../src/http/v1/params.js';
+import { pageCount } from '../../src/readmodel/index.js';
 
 const MAX_INT32 = 2 ** 31 - 1;
 

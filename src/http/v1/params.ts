@@ -61,8 +61,3 @@ export function parsePageParams(query: Readonly<Record<string, QueryValue>>): Pa
   if (perPage < 1) throw badRequest('Query parameter "per_page" must be 1 or more.');
   return { page, perPage: Math.min(perPage, MAX_PER_PAGE) };
 }
-
-/** D8: never 0, so "request page=1, 2, ... until page equals pages" ends for every total. */
-export function pageCount(total: number, perPage: number): number {
-  return Math.max(1, Math.ceil(total / perPage));
-}

@@ -1,37 +1,33 @@
 import pg from 'pg';
 
-/** The PostgreSQL channel on which every write through a store is announced. */
+/** The PostgreSQL channel on which every change-tracked write is announced (see changes.ts). */
 export const CHANGES_CHANNEL = 'listings_api_changes';
 
 /**
- * PostgreSQL's side of Store.changeVersion: other instances' writes arrive by LISTEN/NOTIFY (D4
- * across instances). A counter moves on every notification and on every (re)connection, since
- * anything may have changed while the listener was away; while it is down the version moves on
- * every read, which turns the caches off rather than let them serve something stale.
+ * A LISTEN connection to PostgreSQL for one process: other instances' writes arrive as
+ * notifications on CHANGES_CHANNEL. It reconnects by itself; `onState` says when it is
+ * listening and when it is not (anything may have changed while it was away).
  */
-export class PostgresChangeFeed {
-  private notifications = 0;
+export class PgNotifications {
   private client: pg.Client | undefined;
-  private connected = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly waiters = new Set<(payload: string) => void>();
+  listening = false;
 
-  constructor(private readonly url: string, private readonly onProblem: (error: unknown) => void = () => {}) {}
+  constructor(
+    private readonly url: string,
+    private readonly handlers: { onNotification(payload: string): void; onState(listening: boolean): void; onProblem(error: unknown): void },
+  ) {}
 
   async start(): Promise<void> {
     await this.connect().catch((error: unknown) => {
-      this.onProblem(error);
+      this.handlers.onProblem(error);
       this.scheduleReconnect();
     });
   }
 
-  version(): number {
-    if (!this.connected) this.notifications++;
-    return this.notifications;
-  }
-
-  /** Resolves when a notification with this payload has come back through LISTEN (or after timeoutMs). */
+  /** Resolves true when a notification with this payload has come back through LISTEN (false after timeoutMs). */
   waitFor(payload: string, timeoutMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -51,11 +47,12 @@ export class PostgresChangeFeed {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
     client.on('notification', (message) => {
-      this.notifications++;
-      for (const waiter of this.waiters) waiter(message.payload ?? '');
+      const payload = message.payload ?? '';
+      this.handlers.onNotification(payload);
+      for (const waiter of this.waiters) waiter(payload);
     });
     client.on('error', (error) => {
-      this.onProblem(error);
+      this.handlers.onProblem(error);
       this.lost(client);
     });
     client.on('end', () => this.lost(client));
@@ -66,15 +63,15 @@ export class PostgresChangeFeed {
       return;
     }
     this.client = client;
-    this.connected = true;
-    this.notifications++;
+    this.listening = true;
+    this.handlers.onState(true);
   }
 
   private lost(client: pg.Client): void {
     if (this.client !== client) return;
     this.client = undefined;
-    this.connected = false;
-    this.notifications++;
+    this.listening = false;
+    this.handlers.onState(false);
     this.scheduleReconnect();
   }
 
@@ -92,7 +89,7 @@ export class PostgresChangeFeed {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     const client = this.client;
     this.client = undefined;
-    this.connected = false;
+    this.listening = false;
     await client?.end().catch(() => {});
   }
 }

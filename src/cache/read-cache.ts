@@ -1,0 +1,90 @@
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../core/clock.js';
+
+export interface ReadCacheOptions<V> {
+  clock: Clock;
+  /** Safety expiry of every entry (ms): nothing is served longer, whatever else says it may be. */
+  ttlMs: number;
+  maxEntries: number;
+  /** Bound on the summed `sizeOf` of the entries (e.g. body bytes). */
+  maxSize?: number;
+  sizeOf?: (value: V) => number;
+}
+
+/** What a loader returns: the value, and (optionally) until when it is valid, in clock ms. */
+export interface Loaded<V> {
+  value: V;
+  validUntil?: number;
+}
+
+interface Entry<V> {
+  value: V;
+  expiresAt: number;
+}
+
+/**
+ * The one cache pattern of the read path (as Unkey's `withCache`): `getOrLoad(key, load)` answers
+ * from memory, or loads once however many requests ask for the same key at the same time. Keys
+ * carry the version their data was read at (a tenant's version, the auth version: see
+ * storage/changes.ts), so a write makes older entries unreachable rather than having to find
+ * them, and a write to one tenant leaves every other tenant's entries alone. Entries may expire
+ * earlier than the safety TTL (`validUntil`: a page changes when the first listing on it expires,
+ * D10). Least recently used entries go first when a bound is reached.
+ */
+export class ReadCache<V> {
+  private readonly lru: LRUCache<string, Entry<V>>;
+  private readonly inflight = new Map<string, Promise<V>>();
+
+  constructor(private readonly options: ReadCacheOptions<V>) {
+    const sizeOf = options.sizeOf;
+    this.lru = new LRUCache<string, Entry<V>>({
+      max: options.maxEntries,
+      ...(options.maxSize !== undefined && sizeOf !== undefined
+        ? { maxSize: options.maxSize, sizeCalculation: (entry: Entry<V>) => Math.max(1, sizeOf(entry.value)) }
+        : {}),
+    });
+  }
+
+  /** The cached value, if present and not expired: the synchronous fast path. */
+  peek(key: string): V | undefined {
+    const entry = this.lru.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt <= this.options.clock()) {
+      this.lru.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  /** The cached value, or the one `load` gives (loaded once for all concurrent callers). */
+  getOrLoad(key: string, load: () => Promise<Loaded<V>>): V | Promise<V> {
+    const hit = this.peek(key);
+    if (hit !== undefined) return hit;
+    const pending = this.inflight.get(key);
+    if (pending !== undefined) return pending;
+    const loading = load().then(
+      ({ value, validUntil }) => {
+        this.inflight.delete(key);
+        this.remember(key, value, validUntil);
+        return value;
+      },
+      (error: unknown) => {
+        this.inflight.delete(key);
+        throw error;
+      },
+    );
+    this.inflight.set(key, loading);
+    return loading;
+  }
+
+  /** Stores a value obtained elsewhere. */
+  remember(key: string, value: V, validUntil = Infinity): void {
+    const now = this.options.clock();
+    const expiresAt = Math.min(validUntil, now + this.options.ttlMs);
+    if (expiresAt > now) this.lru.set(key, { value, expiresAt });
+  }
+
+  get size(): number {
+    return this.lru.size;
+  }
+}

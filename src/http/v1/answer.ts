@@ -1,0 +1,40 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RateLimiter } from '../../ratelimit/limiter.js';
+import type { Body } from '../../readmodel/index.js';
+import { settleRateLimit } from './guard.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** D21: a browser may keep an answer but must revalidate it every time. */
+const CACHE_CONTROL = 'private, no-cache';
+
+/**
+ * `If-None-Match` (D21): a comma-separated list of entity tags, weak (`W/"..."`) or strong, or `*`.
+ * Matches when the list holds this body's tag (compared weakly, as RFC 9110 says for this header)
+ * or is `*`.
+ */
+export function ifNoneMatchHolds(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const wanted = etag.startsWith('W/') ? etag.slice(2) : etag;
+  for (const raw of header.split(',')) {
+    const tag = raw.trim();
+    if (tag === '*') return true;
+    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === wanted) return true;
+  }
+  return false;
+}
+
+/**
+ * A 200 answer, or D21's 304: a conditional request whose tag matches gets no body, its tag,
+ * `Cache-Control` and the rate-limit headers of a look (it is free, even with no request left);
+ * any other answer is counted first (it may become a 429, as D5 says) and sent with its tag.
+ */
+export function answer(request: FastifyRequest, reply: FastifyReply, body: Body, limiter: RateLimiter): FastifyReply | Promise<FastifyReply> {
+  reply.header('etag', body.etag);
+  reply.header('cache-control', CACHE_CONTROL);
+  if (request.rateLimit?.deferred) {
+    if (ifNoneMatchHolds(request.headers['if-none-match'], body.etag)) return reply.code(304).send();
+    const settled = settleRateLimit(request, reply, limiter);
+    if (settled instanceof Promise) return settled.then(() => reply.type(JSON_TYPE).send(body.bytes));
+  }
+  return reply.type(JSON_TYPE).send(body.bytes);
+}

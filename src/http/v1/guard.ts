@@ -1,0 +1,163 @@
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
+import { redactKeys } from '../../auth/key-format.js';
+import { ApiError, notFound } from '../../core/api-error.js';
+import { countryHostTable, type Country } from '../../core/countries.js';
+import { normalizeOrigin } from '../../cors/origin.js';
+import { rateLimitHeaders, type RateLimitDecision, type RateLimiter } from '../../ratelimit/limiter.js';
+import type { ListingReads } from '../../readmodel/index.js';
+import { headerCount } from '../request-target.js';
+
+/**
+ * The guard every /v1 route passes, as named steps in the order of D5 (the route stage, 404 and
+ * 405, is decided before it by the router). Each step is synchronous when what it needs is in
+ * memory (a cached key, an in-process limiter, a cached origin), so a hot request costs no promise;
+ * a step that has to wait returns one and the next step runs after it.
+ *
+ * country (D3, 404) -> key (D5, 401) -> limit (D14, D15, 429) -> origin (D17, 403)
+ */
+export interface GuardOptions {
+  reads: ListingReads;
+  limiter: RateLimiter;
+  countries: readonly Country[];
+  apiDomain: string;
+  defaultRateLimit: number;
+  /** Called for every request that passes the 401 stage (buffered last-used time). */
+  onKeyUsed(key: AuthenticatedKey): void;
+}
+
+/**
+ * The rate-limit state of a request. A conditional request (If-None-Match) is not counted by the
+ * guard: it may end as a free 304 (D21). Its count is settled when its answer is known to be
+ * anything else (answer.ts, and the error handler), and that answer becomes a 429 if the key has
+ * no request left, exactly as D5 would have had it.
+ */
+export interface RateLimitState {
+  decision: RateLimitDecision;
+  /** True while the request has been looked at but not counted (a conditional request). */
+  deferred: boolean;
+  keyId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The host's country (D3), once the country step passed. */
+    country: Country | null;
+    /** Set once the key is trusted (D5 401 stage); logged by its display prefix only (D20). */
+    apiKey: AuthenticatedKey | null;
+    rateLimit: RateLimitState | null;
+  }
+}
+
+type Step = (request: FastifyRequest, reply: FastifyReply) => void | Promise<void>;
+
+/** Runs steps in order; synchronously as long as they are. */
+function pipeline(steps: readonly Step[]): onRequestHookHandler {
+  return function guard(request, reply, done) {
+    let i = 0;
+    const next = (): void => {
+      while (i < steps.length) {
+        let result: void | Promise<void>;
+        try {
+          result = steps[i++]!(request, reply);
+        } catch (error) {
+          done(error as Error);
+          return;
+        }
+        if (result instanceof Promise) {
+          result.then(next, done);
+          return;
+        }
+      }
+      done();
+    };
+    next();
+  };
+}
+
+export const rateLimited = (d: RateLimitDecision) =>
+  new ApiError(429, 'rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.retryAfter} s.`);
+
+/**
+ * Counts a request whose counting was deferred (see RateLimitState): its rate-limit headers become
+ * those of the count, and a refusal is thrown as the 429 it is.
+ */
+export function settleRateLimit(request: FastifyRequest, reply: FastifyReply, limiter: RateLimiter): void | Promise<void> {
+  const state = request.rateLimit;
+  if (state === null || !state.deferred) return;
+  state.deferred = false;
+  const apply = (decision: RateLimitDecision) => {
+    state.decision = decision;
+    reply.headers(rateLimitHeaders(decision));
+    if (!decision.allowed) throw rateLimited(decision);
+  };
+  const decision = limiter.consume(state.keyId, state.decision.limit);
+  return decision instanceof Promise ? decision.then(apply) : apply(decision);
+}
+
+/** D3: the host picks the country; a host that serves no country is not an API (404). */
+function countryStep(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>): Step {
+  const hosts = countryHostTable(opts.countries, opts.apiDomain);
+  return (request) => {
+    const found = hosts.get(request.hostname.toLowerCase());
+    if (found === undefined) {
+      throw notFound(`No API is served at host "${redactKeys(request.hostname).slice(0, 100)}"; use the API host of your key's country.`);
+    }
+    request.country = found;
+  };
+}
+
+export function createGuard(opts: GuardOptions): onRequestHookHandler {
+  const country = countryStep(opts);
+
+  /** D5 401 stage: present, well-formed, known, not revoked, this host's country (D3, D4). */
+  const key: Step = (request) => {
+    const sent = headerCount(request.raw, 'authorization') > 1 ? request.raw.headersDistinct.authorization : request.headers.authorization;
+    const trusted = authenticate(sent, request.country!, opts.reads.findKeyByHash);
+    const accept = (found: AuthenticatedKey) => {
+      request.apiKey = found;
+      opts.onKeyUsed(found);
+    };
+    return trusted instanceof Promise ? trusted.then(accept) : accept(trusted);
+  };
+
+  /** D14, D15 (429; the headers on every answer from here on), and D21's free 304 for conditional requests. */
+  const limit: Step = (request, reply) => {
+    const apiKey = request.apiKey!;
+    const perMinute = apiKey.rateLimitPerMinute ?? opts.defaultRateLimit;
+    const conditional = request.headers['if-none-match'] !== undefined;
+    const decided = conditional ? opts.limiter.peek(apiKey.id, perMinute) : opts.limiter.consume(apiKey.id, perMinute);
+    const apply = (decision: RateLimitDecision) => {
+      request.rateLimit = { decision, deferred: conditional, keyId: apiKey.id };
+      reply.headers(rateLimitHeaders(decision, conditional));
+      if (!conditional && !decision.allowed) throw rateLimited(decision);
+    };
+    return decided instanceof Promise ? decided.then(apply) : apply(decided);
+  };
+
+  /** D17 (403): only browser calls (with an Origin) are checked; the literal "null" never passes. */
+  const origin: Step = (request) => {
+    const sent = request.headers.origin;
+    if (sent === undefined) return;
+    const apiKey = request.apiKey!;
+    const refuse = () => {
+      throw new ApiError(
+        403,
+        'origin_not_allowed',
+        `The origin ${JSON.stringify(redactKeys(sent).slice(0, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer), or call the API from your server.`,
+      );
+    };
+    const normalized = sent === 'null' ? undefined : normalizeOrigin(sent);
+    if (normalized === undefined) return refuse();
+    const allowed = opts.reads.isOriginAllowed(apiKey.accountId, apiKey.country, normalized);
+    if (allowed instanceof Promise) return allowed.then((ok) => (ok ? undefined : refuse()));
+    if (!allowed) refuse();
+  };
+
+  return pipeline([country, key, limit, origin]);
+}
+
+/** The country step alone: preflights are answered per host (D3) but carry no key (D16). */
+export function countryOnly(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>): onRequestHookHandler {
+  return pipeline([countryStep(opts)]);
+}

@@ -1,0 +1,194 @@
+import { createHash } from 'node:crypto';
+import fastJson from 'fast-json-stringify';
+import { LRUCache } from 'lru-cache';
+import { ReadCache } from '../cache/read-cache.js';
+import type { Clock } from '../core/clock.js';
+import type { Country } from '../core/countries.js';
+import { listingSchema, toListing } from '../listings/listing.js';
+import { tenantKey, type ApiKeyRecord, type ListingRow, type Store } from '../storage/index.js';
+import { TenantIndex, type IndexEntry } from './tenant-index.js';
+
+/**
+ * The read path's data (spec 4.2, 4.3): keys, origins, pages and details, each answered from
+ * memory when it can be and from the database when it must, always exact:
+ *
+ * - keys and origins are cached under the auth version, so a revocation or an origin removal is
+ *   refused on the next request anywhere (D4);
+ * - listings are read through a per-tenant index (tenant-index.ts) at the tenant's version, so a
+ *   read costs its page, and a write to one tenant leaves every other tenant's caches alone;
+ * - a serialised listing is cached by (id, change sequence), a page body by (tenant, version,
+ *   page, size) until the soonest expiry it depends on (D10), each with its strong ETag (D21).
+ *
+ * With READ_CACHE_TTL_MS=0 nothing is reused from one request to the next but the indexes, which
+ * are not caches but the read path's structure, kept exact by the change log.
+ */
+export interface Body {
+  /** The UTF-8 bytes of the JSON answer. */
+  bytes: Buffer;
+  /** Strong, from the bytes alone: the same body has the same ETag on every instance, after restarts (D21). */
+  etag: string;
+}
+
+export interface Tenant {
+  ownerAccountId: string;
+  country: Country;
+}
+
+export interface ListingReads {
+  /** By the SHA-256 of a presented key; synchronous when cached. */
+  findKeyByHash(keyHash: string): ApiKeyRecord | undefined | Promise<ApiKeyRecord | undefined>;
+  /** D17; synchronous when cached. */
+  isOriginAllowed(accountId: string, country: Country, origin: string): boolean | Promise<boolean>;
+  /** The page envelope (spec 2.3) of a tenant's listings. */
+  listPage(tenant: Tenant, page: number, perPage: number): Body | Promise<Body>;
+  /** One listing, or undefined when the tenant cannot see it (D11). */
+  detail(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined>;
+}
+
+export interface ReadModelOptions {
+  /** READ_CACHE_TTL_MS: safety expiry of cached keys, origins and bodies; 0 turns those caches off. */
+  cacheTtlMs: number;
+  /** Bound on the listings held by all tenant indexes together; least recently read tenants go first. */
+  maxIndexedListings?: number;
+  /** Bound on cached body bytes (listings and pages, each). */
+  maxBodyBytes?: number;
+}
+
+const serializeListing = fastJson(listingSchema);
+
+export function etagOf(bytes: Buffer): string {
+  return `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
+}
+
+function toBody(text: string): Body {
+  const bytes = Buffer.from(text);
+  return { bytes, etag: etagOf(bytes) };
+}
+
+/** D8: never 0, so "request page=1, 2, ... until page equals pages" ends for every total. */
+export function pageCount(total: number, perPage: number): number {
+  return Math.max(1, Math.ceil(total / perPage));
+}
+
+export function createReadModel(store: Store, clock: Clock, options: ReadModelOptions): ListingReads {
+  const ttlMs = options.cacheTtlMs;
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
+  const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: 100_000 });
+  const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: 100_000 });
+  // Serialised listings: the JSON text of each, by id and change; pages are joined from these.
+  const fragments = new ReadCache<string>({ clock, ttlMs, maxEntries: 1_000_000, maxSize: maxBodyBytes, sizeOf: (s) => s.length });
+  const pages = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
+  const details = new ReadCache<Body>({ clock, ttlMs, maxEntries: 200_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
+  const indexes = new LRUCache<string, TenantIndex>({
+    maxSize: options.maxIndexedListings ?? 2_000_000,
+    sizeCalculation: (index) => Math.max(1, index.size),
+  });
+
+  /** The tenant's index, current as of now: synchronous unless it has to catch up (or be built). */
+  function currentIndex(tenant: Tenant): TenantIndex | Promise<TenantIndex> {
+    const pending = store.changes.pending();
+    if (pending !== undefined) return pending.then(() => currentIndex(tenant));
+    const key = tenantKey(tenant.ownerAccountId, tenant.country);
+    let index = indexes.get(key);
+    if (index === undefined) {
+      index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock);
+      indexes.set(key, index);
+    }
+    const refreshing = index.refresh(store.changes.tenantVersion(tenant.ownerAccountId, tenant.country));
+    if (refreshing === undefined) return index;
+    const ready = index;
+    return refreshing.then(() => {
+      // Sizes are known once built: let the bound see it.
+      indexes.set(key, ready);
+      return ready;
+    });
+  }
+
+  /**
+   * The JSON of each entry, from the fragment cache or read from the database. A row whose
+   * change is newer than the entry's means the tenant changed meanwhile: undefined, and the
+   * caller reads again at the new version.
+   */
+  async function listingTexts(entries: readonly IndexEntry[]): Promise<string[] | undefined> {
+    const texts: Array<string | undefined> = entries.map((e) => fragments.peek(`${e.id}\n${e.changeSeq}`));
+    const missing = entries.filter((_, i) => texts[i] === undefined);
+    if (missing.length === 0) return texts as string[];
+    const rows = new Map<string, ListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
+    for (const [i, entry] of entries.entries()) {
+      if (texts[i] !== undefined) continue;
+      const row = rows.get(entry.id);
+      if (row === undefined || Number(row.change_seq) !== entry.changeSeq) return undefined;
+      const text = serializeListing(toListing(row));
+      texts[i] = text;
+      fragments.remember(`${entry.id}\n${entry.changeSeq}`, text);
+    }
+    return texts as string[];
+  }
+
+  /** Runs `read` on a current index; again at the new version when the tenant changed under it. */
+  async function withIndex<T>(tenant: Tenant, read: (index: TenantIndex) => Promise<T | typeof STALE>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const index = await currentIndex(tenant);
+      const result = await read(index);
+      if (result !== STALE) return result;
+      if (attempt >= 5) throw new Error('the listings kept changing under a read; giving up after 5 attempts');
+      // Catch up with what changed before reading again (the change is committed, so it is in the log).
+      await index.refresh(index.version + 1);
+    }
+  }
+
+  return {
+    findKeyByHash(keyHash) {
+      const found = keys.getOrLoad(`${store.changes.authVersion()}\n${keyHash}`, async () => ({ value: (await store.keys.findByHash(keyHash)) ?? null }));
+      return found instanceof Promise ? found.then((r) => r ?? undefined) : (found ?? undefined);
+    },
+
+    isOriginAllowed(accountId, country, origin) {
+      return origins.getOrLoad(`${store.changes.authVersion()}\n${accountId}\n${country}\n${origin}`, async () => ({
+        value: await store.origins.isAllowed(accountId, country, origin),
+      }));
+    },
+
+    listPage(tenant, page, perPage) {
+      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.ownerAccountId, tenant.country) : undefined;
+      const key = `${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${page}\n${perPage}`;
+      const load = async () =>
+        withIndex(tenant, async (index) => {
+          const entries = index.entries;
+          const slice = entries.slice((page - 1) * perPage, page * perPage);
+          const texts = await listingTexts(slice);
+          if (texts === undefined) return STALE;
+          // The envelope of spec 2.3, in the order of its schema; items are the cached listings' JSON.
+          const body = toBody(`{"items":[${texts.join(',')}],"page":${page},"per_page":${perPage},"total":${entries.length},"pages":${pageCount(entries.length, perPage)}}`);
+          return { value: body, validUntil: index.validUntil };
+        });
+      if (version === undefined) return load().then((r) => r.value);
+      return pages.getOrLoad(key, load);
+    },
+
+    detail(tenant, id) {
+      const found = withIndexSync(tenant, id);
+      return found;
+    },
+  };
+
+  function withIndexSync(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
+    const index = currentIndex(tenant);
+    if (index instanceof Promise) return index.then(() => withIndexSync(tenant, id));
+    const entry = index.get(id);
+    if (entry === undefined) return undefined;
+    const cached = details.peek(`${entry.id}\n${entry.changeSeq}`);
+    if (cached !== undefined) return cached;
+    return withIndex(tenant, async (current) => {
+      const e = current.get(id);
+      if (e === undefined) return undefined;
+      const texts = await listingTexts([e]);
+      if (texts === undefined) return STALE;
+      const body = toBody(texts[0]!);
+      details.remember(`${e.id}\n${e.changeSeq}`, body);
+      return body;
+    });
+  }
+}
+
+const STALE = Symbol('stale');

@@ -1,0 +1,190 @@
+import type { Clock } from '../core/clock.js';
+import { usageMask } from '../listings/taxonomy.js';
+import type { IndexRow, OrderPosition, Store } from '../storage/index.js';
+
+/**
+ * What one key sees (D1): the active listings of one (account, country), in memory, in the D9
+ * order (featured first, newest first, id as the tie-break), with what filters and sorts need. A
+ * page is a slice of it, a total its length, a detail a map look-up: a read costs the page, not
+ * the tenant. It is built once per process, in chunks that each hold the event loop a few
+ * milliseconds, then kept exact by replaying the tenant's change log (storage/changes.ts): a write
+ * costs the listings it changed. Expiry (D10) needs no write: entries whose expiry has passed are
+ * dropped as the clock passes the soonest of them.
+ */
+export interface IndexEntry {
+  id: string;
+  /** The write that last changed the listing: with the id, the key of its serialised form. */
+  changeSeq: number;
+  featured: number;
+  createdAt: string;
+  /** Clock ms at which it stops being visible; Infinity when it has no expiry. */
+  expiresAt: number;
+  price: number | null;
+  size: number | null;
+  usage: number;
+  takeover: number;
+}
+
+/** Rows read per query while building: each query holds SQLite's synchronous driver a few ms. */
+export const BUILD_CHUNK = 2000;
+/** Past this many changes since the index's version, building it again is cheaper than replaying. */
+export const REPLAY_LIMIT = 5000;
+
+/** D9 order as a comparison. */
+export function compareD9(a: IndexEntry, b: IndexEntry): number {
+  if (a.featured !== b.featured) return b.featured - a.featured;
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+export function toEntry(row: IndexRow): IndexEntry {
+  return {
+    id: row.id,
+    changeSeq: Number(row.change_seq),
+    featured: Number(row.is_featured),
+    createdAt: row.created_at,
+    expiresAt: row.expiry_date === null ? Infinity : Date.parse(row.expiry_date),
+    price: row.price,
+    size: row.size_sqft,
+    usage: usageMask(JSON.parse(row.usage_types) as string[]),
+    takeover: Number(row.is_takeover),
+  };
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class TenantIndex {
+  /** The tenant version this reflects (at least); -1 before it was built. */
+  version = -1;
+  /** Visible listings in D9 order. Replaced, never mutated, so a reader holding it keeps a consistent view. */
+  entries: readonly IndexEntry[] = [];
+  private byId = new Map<string, IndexEntry>();
+  /** The soonest expiry among the entries. */
+  private nextExpiry = Infinity;
+  private updating: Promise<void> | undefined;
+
+  constructor(
+    readonly ownerAccountId: string,
+    readonly country: string,
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** The soonest moment what this index shows changes by time alone (D10). */
+  get validUntil(): number {
+    return this.nextExpiry;
+  }
+
+  /** The visible entry of an id, or undefined. */
+  get(id: string): IndexEntry | undefined {
+    const entry = this.byId.get(id);
+    return entry !== undefined && entry.expiresAt > this.clock() ? entry : undefined;
+  }
+
+  /**
+   * Brings the index up to `target` (the tenant's current version) and to the present moment.
+   * Synchronous when nothing changed (the common case): undefined; otherwise a promise shared by
+   * every reader of this tenant meanwhile.
+   */
+  refresh(target: number): Promise<void> | undefined {
+    if (this.updating !== undefined) return this.updating;
+    if (this.version >= target) {
+      if (this.clock() >= this.nextExpiry) this.dropExpired();
+      return undefined;
+    }
+    this.updating = (this.version < 0 ? this.build(target) : this.replay(target)).finally(() => {
+      this.updating = undefined;
+    });
+    return this.updating;
+  }
+
+  /** Reads the tenant's visible listings, in order, chunk by chunk, yielding between chunks. */
+  private async build(target: number): Promise<void> {
+    const now = new Date(this.clock()).toISOString();
+    const entries: IndexEntry[] = [];
+    const byId = new Map<string, IndexEntry>();
+    let after: OrderPosition | undefined;
+    for (;;) {
+      const rows = await this.store.listings.orderedChunk(this.ownerAccountId, this.country, now, after, BUILD_CHUNK);
+      for (const row of rows) {
+        // A listing that moved while the build ran may come twice; the change log puts it right.
+        if (byId.has(row.id)) continue;
+        const entry = toEntry(row);
+        entries.push(entry);
+        byId.set(entry.id, entry);
+      }
+      if (rows.length < BUILD_CHUNK) break;
+      const last = rows.at(-1)!;
+      after = { isFeatured: Number(last.is_featured), createdAt: last.created_at, id: last.id };
+      await yieldToEventLoop();
+    }
+    this.install(entries, byId, target);
+  }
+
+  /**
+   * Applies the changes after this index's version: the listings they touched are read again and
+   * put where they now belong (or dropped). Many changes, or a history pruned past this version:
+   * built again instead.
+   */
+  private async replay(target: number): Promise<void> {
+    const changes = await this.store.listings.changedSince(this.ownerAccountId, this.country, this.version, REPLAY_LIMIT);
+    if (changes === 'pruned' || !changes.complete) return this.build(target);
+    const rows = await this.store.listings.indexRows(changes.ids);
+    const now = this.clock();
+    const touched = new Set(changes.ids);
+    const fresh: IndexEntry[] = [];
+    for (const row of rows) {
+      const visible = row.owner_account_id === this.ownerAccountId && row.country === this.country && row.status === 'active';
+      if (!visible) continue;
+      const entry = toEntry(row);
+      if (entry.expiresAt > now) fresh.push(entry);
+    }
+    fresh.sort(compareD9);
+    // Merge: the untouched entries keep their order; the fresh ones go where D9 puts them.
+    const merged: IndexEntry[] = [];
+    const byId = new Map<string, IndexEntry>();
+    let i = 0;
+    for (const entry of this.entries) {
+      if (touched.has(entry.id)) continue;
+      while (i < fresh.length && compareD9(fresh[i]!, entry) < 0) {
+        merged.push(fresh[i]!);
+        byId.set(fresh[i]!.id, fresh[i]!);
+        i++;
+      }
+      merged.push(entry);
+      byId.set(entry.id, entry);
+    }
+    for (; i < fresh.length; i++) {
+      merged.push(fresh[i]!);
+      byId.set(fresh[i]!.id, fresh[i]!);
+    }
+    this.install(merged, byId, Math.max(target, changes.lastSeq));
+  }
+
+  private install(entries: IndexEntry[], byId: Map<string, IndexEntry>, version: number): void {
+    this.entries = entries;
+    this.byId = byId;
+    this.version = version;
+    this.nextExpiry = soonestExpiry(entries);
+    if (this.clock() >= this.nextExpiry) this.dropExpired();
+  }
+
+  /** D10, exact to the millisecond: what has expired by now leaves the index. */
+  private dropExpired(): void {
+    const now = this.clock();
+    const kept = this.entries.filter((e) => e.expiresAt > now);
+    for (const entry of this.entries) if (entry.expiresAt <= now) this.byId.delete(entry.id);
+    this.entries = kept;
+    this.nextExpiry = soonestExpiry(kept);
+  }
+}
+
+function soonestExpiry(entries: readonly IndexEntry[]): number {
+  let soonest = Infinity;
+  for (const entry of entries) if (entry.expiresAt < soonest) soonest = entry.expiresAt;
+  return soonest;
+}

@@ -1,0 +1,293 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { sql, type Kysely } from 'kysely';
+import type { Dialect } from './database.js';
+import { CHANGES_CHANNEL, PgNotifications } from './pg-notifications.js';
+import type { Database } from './schema.js';
+
+/**
+ * Change tracking (migration 004): what a process needs to know to keep its caches and its
+ * in-memory listing indexes exact, at the cost of a write's own transaction and, per reader, a
+ * look at small tables only when something was committed.
+ *
+ * - Listings are versioned per tenant: the (owning account, country) set one key sees (D1). A
+ *   write appends one `listing_changes` row per listing per tenant it touched, and sets the
+ *   tenant's version to the sequence of its last change. A write to one tenant moves no other
+ *   tenant's version, so no other tenant's caches are dropped.
+ * - Keys and origins move the `auth` counter (D4: their caches are dropped by those writes only).
+ *
+ * Writers: a ChangeRecorder inside the write's transaction. Readers: a ChangeWatcher per process,
+ * which learns of other processes' commits from SQLite's `data_version` or PostgreSQL's
+ * LISTEN/NOTIFY, and of its own at once.
+ */
+
+/** The key of a tenant in maps: account id and country. */
+export type TenantKey = string;
+export const tenantKey = (ownerAccountId: string, country: string): TenantKey => `${ownerAccountId}\n${country}`;
+
+/** What a committed write changed, applied to the writing process's own watcher at once. */
+export interface CommittedChanges {
+  auth: boolean;
+  /** Tenants whose version moved, with their new version. */
+  tenants: Map<TenantKey, number>;
+}
+
+/** An arbitrary, fixed key of the advisory lock that serialises change-log writers on PostgreSQL. */
+const CHANGE_LOG_LOCK = 7_310_450_221;
+/** NOTIFY payloads are limited to 8000 bytes: past this, receivers are told to re-read every version. */
+const MAX_PAYLOAD = 7000;
+
+/** Records a write transaction's changes in that same transaction. */
+export class ChangeRecorder {
+  readonly committed: CommittedChanges = { auth: false, tenants: new Map() };
+
+  constructor(
+    private readonly tx: Kysely<Database>,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** A key or an origin changed (D4). */
+  async recordAuth(): Promise<void> {
+    await this.tx.updateTable('store_versions').set((eb) => ({ version: eb('version', '+', 1) })).where('name', '=', 'auth').execute();
+    if (this.dialect === 'postgres') await sql`select pg_notify(${CHANGES_CHANNEL}, 'auth')`.execute(this.tx);
+    this.committed.auth = true;
+  }
+
+  /**
+   * Before appending listing changes: takes the change log's lock (SQLite's write lock, which
+   * BEGIN IMMEDIATE holds already, serialises writers there) and returns the last sequence and the
+   * time of the last change, so that sequence order is commit order and times never go backwards.
+   */
+  async beginListingChanges(now: string): Promise<{ before: number; at: string }> {
+    if (this.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`.execute(this.tx);
+    const last = await this.tx.selectFrom('listing_changes').select(['seq', 'at']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    const lastAt = last?.at ?? '';
+    return { before: Number(last?.seq ?? 0), at: lastAt > now ? lastAt : now };
+  }
+
+  /**
+   * After rows with sequence > `before` were appended to `listing_changes` and the listings
+   * written: stamps each written listing with its change, moves the versions of the tenants
+   * touched, and (PostgreSQL) tells the other instances which ones.
+   */
+  async finishListingChanges(before: number): Promise<void> {
+    const tx = this.tx;
+    // Each listing is written once per write, so its change row for the tenant it is now in is unique.
+    await sql`update listings set change_seq = c.seq from listing_changes c
+      where c.seq > ${before} and c.listing_id = listings.id
+        and c.owner_account_id = listings.owner_account_id and c.country = listings.country`.execute(tx);
+    const moved = await tx
+      .selectFrom('listing_changes')
+      .select(['owner_account_id', 'country', (eb) => eb.fn.max('seq').as('version')])
+      .where('seq', '>', before)
+      .groupBy(['owner_account_id', 'country'])
+      .execute();
+    if (moved.length === 0) return;
+    for (let i = 0; i < moved.length; i += 500) {
+      await tx
+        .insertInto('tenant_versions')
+        .values(moved.slice(i, i + 500).map((m) => ({ owner_account_id: m.owner_account_id, country: m.country, version: Number(m.version), pruned_seq: 0 })))
+        .onConflict((oc) => oc.columns(['owner_account_id', 'country']).doUpdateSet((eb) => ({ version: eb.ref('excluded.version') })))
+        .execute();
+    }
+    for (const m of moved) this.committed.tenants.set(tenantKey(m.owner_account_id, m.country), Number(m.version));
+    if (this.dialect === 'postgres') {
+      const list = JSON.stringify({ tenants: moved.map((m) => [m.owner_account_id, m.country, Number(m.version)]) });
+      await sql`select pg_notify(${CHANGES_CHANNEL}, ${list.length <= MAX_PAYLOAD ? list : '{"tenants":"*"}'})`.execute(tx);
+    }
+  }
+}
+
+/** A process's view of the versions, kept current. */
+export interface ChangeWatcher {
+  /** Moves whenever keys or origins may have changed (D4); caches of them are scoped by it. */
+  authVersion(): number;
+  /** The tenant's version: the sequence of its last change, 0 if it never had a listing. The same on every instance. */
+  tenantVersion(ownerAccountId: string, country: string): number;
+  /**
+   * Undefined when the versions above reflect every commit made before now; otherwise a promise
+   * that resolves once they do (PostgreSQL, while a notification is being followed up or the
+   * listener is away). Readers of listings await it.
+   */
+  pending(): Promise<void> | undefined;
+  /** This process's own commit: seen at once, not when a notification comes back. */
+  applyLocal(changes: CommittedChanges): void;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * SQLite: `PRAGMA data_version` changes when another connection (the CLI, another server) has
+ * committed. It is read at most once per turn of the event loop (a request sent after a commit
+ * cannot share a turn with one read before it, so D4 stays exact), and when it moved the two small
+ * version tables are read: synchronously, with prepared statements, and only for what is newer.
+ */
+export class SqliteChangeWatcher implements ChangeWatcher {
+  private statements: { dataVersion: BetterSqlite3.Statement; auth: BetterSqlite3.Statement; tenantsSince: BetterSqlite3.Statement } | undefined;
+  private lastDataVersion = -1;
+  private checkedThisTurn = false;
+  private dirty = true;
+  private authValue = 0;
+  private maxSeen = 0;
+  private readonly versions = new Map<TenantKey, number>();
+
+  constructor(private readonly sqlite: BetterSqlite3.Database) {}
+
+  /** Prepared on first use: the tables exist once the store is migrated. */
+  private prepared() {
+    return (this.statements ??= {
+      dataVersion: this.sqlite.prepare('PRAGMA data_version').pluck(),
+      auth: this.sqlite.prepare("select version from store_versions where name = 'auth'").pluck(),
+      tenantsSince: this.sqlite.prepare('select owner_account_id, country, version from tenant_versions where version > ?').raw(),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.sync();
+  }
+
+  authVersion(): number {
+    this.sync();
+    return this.authValue;
+  }
+
+  tenantVersion(ownerAccountId: string, country: string): number {
+    this.sync();
+    return this.versions.get(tenantKey(ownerAccountId, country)) ?? 0;
+  }
+
+  pending(): undefined {
+    this.sync();
+    return undefined;
+  }
+
+  applyLocal(changes: CommittedChanges): void {
+    for (const [key, version] of changes.tenants) this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
+    // Our own commit does not move data_version for our connection: read the tables again now.
+    this.dirty = true;
+    this.checkedThisTurn = false;
+  }
+
+  async close(): Promise<void> {}
+
+  private sync(): void {
+    if (this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(() => {
+      this.checkedThisTurn = false;
+    });
+    const statements = this.prepared();
+    const dataVersion = statements.dataVersion.get() as number;
+    if (dataVersion === this.lastDataVersion && !this.dirty) return;
+    this.lastDataVersion = dataVersion;
+    this.dirty = false;
+    this.authValue = Number(statements.auth.get() ?? 0);
+    for (const [owner, country, version] of statements.tenantsSince.all(this.maxSeen) as Array<[string, string, number]>) {
+      this.versions.set(tenantKey(owner, country), Number(version));
+      if (Number(version) > this.maxSeen) this.maxSeen = Number(version);
+    }
+  }
+}
+
+/**
+ * PostgreSQL: writes NOTIFY which tenants moved (or `auth`); this process LISTENs. A notification
+ * is applied synchronously as it arrives, so a revocation is refused by the next request (D4, as
+ * the CLI and the dashboard wait for their notification to come back before they return). While
+ * the listener is away, and while an over-long notification is followed up, versions are read
+ * from the database before each read (exact, slower); the auth version then moves on every call,
+ * which turns the key and origin caches off.
+ */
+export class PgChangeWatcher implements ChangeWatcher {
+  private readonly notifications: PgNotifications;
+  private authEpoch = 0;
+  private readonly versions = new Map<TenantKey, number>();
+  private loaded = false;
+  private resync: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    url: string,
+    private readonly onProblem: (error: unknown) => void,
+  ) {
+    this.notifications = new PgNotifications(url, {
+      onNotification: (payload) => this.onNotification(payload),
+      onState: (listening) => {
+        // Anything may have changed while the listener was away.
+        this.authEpoch++;
+        this.loaded = false;
+        if (listening) void this.reload().catch(onProblem);
+      },
+      onProblem,
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.notifications.start();
+    await this.reload().catch(this.onProblem);
+  }
+
+  /** Resolves true once a marker notification sent now has come back through this process's LISTEN. */
+  waitFor(payload: string, timeoutMs: number): Promise<boolean> {
+    return this.notifications.waitFor(payload, timeoutMs);
+  }
+
+  authVersion(): number {
+    return this.notifications.listening ? this.authEpoch : ++this.authEpoch;
+  }
+
+  tenantVersion(ownerAccountId: string, country: string): number {
+    return this.versions.get(tenantKey(ownerAccountId, country)) ?? 0;
+  }
+
+  pending(): Promise<void> | undefined {
+    if (this.loaded && this.notifications.listening && this.resync === undefined) return undefined;
+    return this.reload();
+  }
+
+  applyLocal(changes: CommittedChanges): void {
+    if (changes.auth) this.authEpoch++;
+    for (const [key, version] of changes.tenants) this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
+  }
+
+  async close(): Promise<void> {
+    await this.notifications.close();
+  }
+
+  private onNotification(payload: string): void {
+    if (payload === 'auth') {
+      this.authEpoch++;
+      return;
+    }
+    if (!payload.startsWith('{')) return; // a marker of broadcastSettled
+    try {
+      const { tenants } = JSON.parse(payload) as { tenants: Array<[string, string, number]> | '*' };
+      if (tenants === '*') {
+        this.loaded = false;
+        void this.reload().catch(this.onProblem);
+        return;
+      }
+      for (const [owner, country, version] of tenants) {
+        const key = tenantKey(owner, country);
+        this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
+      }
+    } catch (error) {
+      this.onProblem(error);
+    }
+  }
+
+  /** Reads every tenant's version (single-flight). Exact as of the moment the query runs. */
+  private reload(): Promise<void> {
+    this.resync ??= (async () => {
+      try {
+        const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).execute();
+        for (const row of rows) {
+          const key = tenantKey(row.owner_account_id, row.country);
+          this.versions.set(key, Math.max(Number(row.version), this.versions.get(key) ?? 0));
+        }
+        this.loaded = this.notifications.listening;
+      } finally {
+        this.resync = undefined;
+      }
+    })();
+    return this.resync;
+  }
+}
