@@ -1,4 +1,8 @@
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
+
+/** `pg` is loaded when the feed first connects, not when this module is (see database.ts). */
+const require = createRequire(import.meta.url);
 
 /** The PostgreSQL channel on which every write through a store is announced. */
 export const CHANGES_CHANNEL = 'listings_api_changes';
@@ -49,7 +53,8 @@ export class PostgresChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
+    const { Client } = require('pg') as typeof pg;
+    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
     client.on('notification', (message) => {
       this.notifications++;
       for (const waiter of this.waiters) waiter(message.payload ?? '');

@@ -1,9 +1,17 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from './schema.js';
+
+/**
+ * The drivers are loaded by the branch that uses them: a SQLite command never loads `pg` (~40 ms)
+ * and a PostgreSQL server never loads the native SQLite addon. Both are CommonJS, so a synchronous
+ * require keeps openDatabase synchronous.
+ */
+const require = createRequire(import.meta.url);
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -34,7 +42,8 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): OpenDa
 function openSqlite(path: string): OpenDatabase {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new BetterSqlite3(file);
+  const Sqlite = require('better-sqlite3') as typeof BetterSqlite3;
+  const sqlite = new Sqlite(file);
   // WAL lets the CLI write while the server reads; busy_timeout makes a writer wait for the other
   // writer instead of failing at once.
   sqlite.pragma('journal_mode = WAL');
@@ -50,7 +59,8 @@ function openSqlite(path: string): OpenDatabase {
 }
 
 function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
-  const pool = new pg.Pool({
+  const { Pool } = require('pg') as typeof pg;
+  const pool = new Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     // Bounded failure when the database is away: connecting, the server-side statement, and the
