@@ -1,6 +1,7 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as initial from './migrations/001_initial.js';
 import * as dashboard from './migrations/002_dashboard.js';
+import * as auditRateLimit from './migrations/003_audit_rate_limit.js';
 import type { Database } from './schema.js';
 
 /**
@@ -10,6 +11,7 @@ import type { Database } from './schema.js';
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_dashboard': dashboard,
+  '003_audit_rate_limit': auditRateLimit,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
