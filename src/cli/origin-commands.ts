@@ -1,8 +1,13 @@
 import { validateOriginToRegister } from '../cors/origin.js';
+import { recordCliChange } from './audit.js';
 import { CliError, emit, table } from './output.js';
 import { countryArg, existingAccount, withStore } from './store.js';
 
-/** `origin add` / `origin remove` / `origin list` (OPERATIONS "Commands"). */
+/**
+ * `origin add` / `origin remove` / `origin list` (OPERATIONS "Commands"). Additions and removals
+ * are recorded in the audit log as the CLI operator; re-adding a registered origin changes nothing
+ * and is not.
+ */
 
 function originArg(value: string): string {
   const checked = validateOriginToRegister(value);
@@ -15,7 +20,9 @@ export async function originAdd(origin: string, opts: { account: string; country
   const normalized = originArg(origin);
   const { accountId, added } = await withStore(async (store) => {
     const accountId = await existingAccount(store, opts.account);
-    const added = await store.origins.add({ account_id: accountId, country, origin: normalized, created_at: new Date().toISOString() });
+    const at = new Date().toISOString();
+    const added = await store.origins.add({ account_id: accountId, country, origin: normalized, created_at: at });
+    if (added) await recordCliChange(store, { account_id: accountId, at, action: 'origin.added', country, origin: normalized });
     return { accountId, added };
   });
   emit(opts.json, { account_id: accountId, country, origin: normalized, added }, () =>
@@ -30,6 +37,7 @@ export async function originRemove(origin: string, opts: { account: string; coun
     if (!(await store.origins.remove(accountId, country, normalized))) {
       throw new CliError(`origin ${normalized} is not registered for account ${accountId} in ${country}`);
     }
+    await recordCliChange(store, { account_id: accountId, at: new Date().toISOString(), action: 'origin.removed', country, origin: normalized });
     return accountId;
   });
   emit(opts.json, { account_id: accountId, country, origin: normalized, removed: true }, () => `Removed ${normalized} for ${country}.`);
