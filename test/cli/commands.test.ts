@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { parseKey } from '../../src/auth/key-format.js';
+import { EXAMPLE_ACCOUNT } from '../../src/cli/program.js';
+import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
 import type { CliResult } from '../support/cli.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dump, fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
@@ -134,6 +136,40 @@ describe('account create', () => {
     fails(await db.call(['account', 'create', '--name', 'X', '--colour', 'red']), 2, [/--colour/]);
     fails(await db.call(['account', 'create', '--name', 'X', 'extra']), 2, [/too many arguments/]);
     assert.equal(dump(db.file), before);
+  });
+});
+
+describe('account list', () => {
+  let db: CliDatabase;
+  before(() => (db = tempDatabase()));
+  after(() => db.remove());
+
+  it('lists every account oldest first: --json {"accounts": [{id, name, kind, created_at}]}, or a table', async () => {
+    assert.deepEqual(okJson(await db.call(['account', 'list', '--json'])), { accounts: [] });
+    assert.match(okText(await db.call(['account', 'list'])), /^No accounts yet; create one with: listings-api account create --name NAME\n$/);
+    const acme = okJson(await db.call(['account', 'create', '--name', 'Acme Realty', '--json'])).id;
+    const jane = okJson(await db.call(['account', 'create', '--name', 'Jane Tan', '--kind', 'individual', '--json'])).id;
+
+    const list = okJson(db.run(['account', 'list', '--json']));
+    assert.deepEqual(Object.keys(list), ['accounts']);
+    for (const a of list.accounts) {
+      assert.deepEqual(Object.keys(a), ['id', 'name', 'kind', 'created_at']);
+      assert.match(a.created_at, ISO);
+    }
+    assert.deepEqual(list.accounts.map((a: { id: string; name: string; kind: string }) => [a.id, a.name, a.kind]), [
+      [acme, 'Acme Realty', 'organisation'], [jane, 'Jane Tan', 'individual'],
+    ]);
+
+    const lines = okText(await db.call(['account', 'list'])).trimEnd().split('\n');
+    assert.equal(lines.length, 3, lines.join('\n'));
+    assert.match(lines[0]!, /^ID\s+NAME\s+KIND\s+CREATED$/);
+    assert.match(lines[1]!, new RegExp(`^${acme}\\s+Acme Realty\\s+organisation\\s+${list.accounts[0].created_at}$`));
+    assert.match(lines[2]!, new RegExp(`^${jane}\\s+Jane Tan\\s+individual\\s+`));
+  });
+
+  it('takes no argument and no other option (exit 2)', async () => {
+    fails(await db.call(['account', 'list', 'extra']), 2, [/too many arguments/, /\(see listings-api account list --help\)$/]);
+    fails(await db.call(['account', 'list', '--kind', 'individual']), 2, [/unknown option '--kind'/]);
   });
 });
 
@@ -447,5 +483,64 @@ describe('usage and configuration errors', () => {
     fails(await db.call(['key', 'list', '--account', '0f0f0f0f-0000-4000-8000-000000000000'], undefined, { RATE_LIMIT_PER_MINUTE: '0' }), 1, [/RATE_LIMIT_PER_MINUTE/]);
     fails(await db.call(['migrate'], undefined, { COUNTRIES: 'sg,xx' }), 1, [/COUNTRIES/, /"xx"/]);
     assert.ok(!existsSync(db.file), 'nothing was written: not even the database file');
+  });
+});
+
+describe('help: required options marked, an example for every command; usage errors point at the command\'s own help', () => {
+  let db: CliDatabase;
+  before(() => (db = tempDatabase()));
+  after(() => db.remove());
+
+  /** Every command, with the options OPERATIONS makes required. */
+  const COMMANDS: Array<[string, string[]]> = [
+    ['serve', []], ['migrate', []], ['demo', []],
+    ['account create', ['--name']], ['account list', []],
+    ['key create', ['--account', '--country', '--label']], ['key list', ['--account']], ['key revoke', []], ['key set-limit', []],
+    ['origin add', ['--account', '--country']], ['origin remove', ['--account', '--country']], ['origin list', ['--account']],
+    ['user create', ['--account', '--email']], ['user list', ['--account']], ['user set-password', ['--email']],
+    ['import', []],
+  ];
+
+  it('every command\'s --help (exit 0, stdout) says which options are required and shows an example', async () => {
+    for (const [command, required] of COMMANDS) {
+      const help = okText(await db.call([...command.split(' '), '--help']), command);
+      assert.ok(help.startsWith(`Usage: listings-api ${command} `), `${command}: ${help}`);
+      const options = help.split('\n').filter((line) => /^ {2}-/.test(line));
+      for (const line of options) {
+        const flag = /--[a-z-]+/.exec(line)![0];
+        assert.equal(line.endsWith('(required)'), required.includes(flag), `${command}: ${line}`);
+      }
+      for (const flag of required) assert.ok(options.some((line) => line.includes(flag)), `${command}: ${flag} listed`);
+      // Arguments (KEY_ID, ORIGIN, FILE) are required too, and say so.
+      for (const line of help.split('\n').filter((l) => /^ {2}[A-Z_]+ /.test(l))) assert.ok(line.endsWith('(required)'), `${command}: ${line}`);
+      assert.match(help, new RegExp(`\nExamples?:\n  \\$ (\\S+=\\S+ )?listings-api ${command}\\b`), command);
+    }
+    // Spawned once: the help reaches the terminal's stdout.
+    assert.match(okText(db.run(['key', 'create', '--help'])), /--label <text>\s+label \(required\)\n[\s\S]*Example:\n  \$ listings-api key create --account \S+ --country sg --label website\n/);
+  });
+
+  it('the examples name the demo organisation, so they work after `listings-api demo`', () => {
+    assert.equal(EXAMPLE_ACCOUNT, DEMO_ORG_ID);
+  });
+
+  it('a usage error is one line naming the problem and the command\'s own --help (exit 2)', async () => {
+    // As the shell sees it, exactly.
+    assert.equal(
+      fails(db.run(['key', 'list']), 2, []),
+      "listings-api: error: required option '--account <id>' not specified (see listings-api key list --help)",
+    );
+    for (const [command, required] of COMMANDS) {
+      for (const flag of required) {
+        const args = [...command.split(' '), ...required.filter((f) => f !== flag).flatMap((f) => [f, 'x'])];
+        fails(await db.call(args), 2, [new RegExp(`^listings-api: error: required option '${flag} <[a-z]+>' not specified \\(see listings-api ${command} --help\\)$`)], args.join(' '));
+      }
+    }
+    fails(await db.call(['key', 'revoke', '--colour', 'red']), 2, [/^listings-api: error: unknown option '--colour' \(see listings-api key revoke --help\)$/]);
+    fails(await db.call(['key', 'set-limit', '0f0f0f0f-0000-4000-8000-000000000000']), 2, [/^listings-api: error: missing required argument 'PER_MINUTE' \(see listings-api key set-limit --help\)$/]);
+    fails(await db.call(['origin', 'list', '--account', 'x', 'extra']), 2, [/^listings-api: error: too many arguments for 'list'\. .* \(see listings-api origin list --help\)$/]);
+    fails(await db.call(['key', 'frob']), 2, [/^listings-api: error: unknown command 'frob' \(see listings-api key --help\)$/]);
+    fails(await db.call(['frobnicate']), 2, [/^listings-api: error: unknown command 'frobnicate' \(see listings-api --help\)$/]);
+    fails(await db.call(['user']), 2, [/^listings-api: error: missing command \(see listings-api user --help\)$/]);
+    assert.ok(!existsSync(db.file), 'usage errors open no database');
   });
 });
