@@ -11,7 +11,7 @@ import { withStore } from './store.js';
 /**
  * `import` and `demo`, and the curl line `serve --demo` prints too. The other commands live in
  * modules of their own (account-, key-, origin-, user-commands.ts, migrate-command.ts), so that
- * each loads only what it uses (main.ts imports the one a command line names).
+ * each loads only what it uses (program.ts imports the one a command line names).
  */
 // Their former home: kept for code that imports them from here.
 export { existingAccount, uuidArg, withStore } from './store.js';
