@@ -15,7 +15,10 @@ import { CliError } from './output.js';
  * holds them to that.
  */
 
-/** The demo organisation's id (DEMO_ORG_ID of demo/demo-data.ts, not imported: see above), so that the examples work after `listings-api demo`. */
+/**
+ * The demo organisation's id (DEMO_ORG_ID of demo/demo-data.ts, not imported: see above), so that
+ * the examples work after `listings-api demo`; test/cli/commands.test.ts checks they agree.
+ */
 export const EXAMPLE_ACCOUNT = '0de30000-0000-4000-8000-000000000001';
 const EXAMPLE_KEY_ID = '49b8b528-5b04-4f7c-b366-0bd9ed50cabf';
 
