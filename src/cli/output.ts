@@ -1,3 +1,5 @@
+import { cliContext } from './context.js';
+
 /** CLI results and failures (OPERATIONS: `--json`, one-line errors, exit 0 / 1 / 2). */
 export class CliError extends Error {
   constructor(message: string, readonly exitCode: 1 | 2 = 1) {
@@ -6,9 +8,9 @@ export class CliError extends Error {
   }
 }
 
-/** Prints a result: the JSON object alone with `--json`, else the human text. */
+/** Prints a result on the command's stdout: the JSON object alone with `--json`, else the human text. */
 export function emit(json: boolean, result: object, human: () => string): void {
-  process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${human()}\n`);
+  cliContext().stdout(json ? `${JSON.stringify(result)}\n` : `${human()}\n`);
 }
 
 /** A plain table for people; columns padded to the widest cell. */

@@ -3,11 +3,10 @@ import { availableParallelism } from 'node:os';
 import { redactKeys } from '../auth/key-format.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
+import { apiBaseUrl, curlLine, dashboardUrl } from '../core/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
-import { curlLine } from './commands.js';
 import { CliError } from './output.js';
 
 /**
@@ -161,7 +160,7 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   const logger = await createLogger(config.logLevel);
 
   // Once, before any worker exists: workers then find nothing to migrate.
-  const store = openStore(config.databaseUrl, { poolSize: 1, statementTimeoutMs: config.databaseStatementTimeoutMs });
+  const store = openStore(config.databaseUrl, { poolSize: 1, statementTimeoutMs: config.databaseStatementTimeoutMs, busyTimeoutMs: config.databaseBusyTimeoutMs });
   try {
     await store.migrate();
     if (demo) await printDemo(store, config);

@@ -1,29 +1,17 @@
-import type { Command, Option } from 'commander';
 import { dashboardUrl } from '../core/urls.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword, isEmail, normalizeEmail, passwordProblem } from '../dashboard/passwords.js';
-import { existingAccount, withStore } from './commands.js';
+import { cliContext } from './context.js';
 import { CliError, emit, table } from './output.js';
+import { existingAccount, withStore } from './store.js';
 
 /**
  * `user create` / `user list` / `user set-password`: the dashboard's members (Settings > Developer),
  * in the style of the other commands (--json, exit 0/1/2, one-line errors). A password comes from
  * stdin (its first line) when stdin is not a terminal and not empty; otherwise, or with
  * --generate-password, a random one is generated and printed once. Only its scrypt hash is stored.
+ * The commands are declared with the others in program.ts.
  */
-export function registerUserCommands(program: Command, json: () => Option): void {
-  const user = program.command('user').description('manage dashboard members (who can sign in to Settings > Developer)');
-  user.command('create').description('add a member to an account; password from stdin, or a generated one printed once')
-    .requiredOption('--account <id>', 'account id').requiredOption('--email <email>', 'sign-in email')
-    .option('--generate-password', 'do not read stdin; generate a password and print it once').addOption(json())
-    .action((opts) => userCreate(opts));
-  user.command('list').description("list an account's members").requiredOption('--account <id>', 'account id').addOption(json())
-    .action((opts) => userList(opts));
-  user.command('set-password').description("replace a member's password (stdin, or generated and printed once); signs them out everywhere")
-    .requiredOption('--email <email>', 'sign-in email')
-    .option('--generate-password', 'do not read stdin; generate a password and print it once').addOption(json())
-    .action((opts) => userSetPassword(opts));
-}
 
 function emailArg(value: string): string {
   const email = normalizeEmail(value);
@@ -33,9 +21,10 @@ function emailArg(value: string): string {
 
 /** The first line of stdin, or '' when stdin is a terminal or empty. */
 async function readStdinLine(): Promise<string> {
-  if (process.stdin.isTTY) return '';
+  const { stdin } = cliContext();
+  if (stdin.isTTY) return '';
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  for await (const chunk of stdin) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8').split(/\r?\n/, 1)[0] ?? '';
 }
 

@@ -41,3 +41,8 @@ export function dashboardUrl(
   const host = ['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   return `http://${host}:${port}`;
 }
+
+/** A curl line that lists a key's listings, e.g. for the demo key. */
+export function curlLine(config: Pick<Config, 'apiDomain' | 'port'>, key: string, country: Country = 'sg'): string {
+  return `curl -H "Authorization: Bearer ${key}" ${apiBaseUrl(country, config)}/v1/listings`;
+}

@@ -429,6 +429,8 @@ function describe(entry: AuditEntry): SafeHtml {
       return html`renamed key ${key} from <strong>${entry.previous_label}</strong> to <strong>${entry.key_label}</strong>`;
     case 'key.revoked':
       return html`revoked key <strong>${entry.key_label}</strong> ${key}`;
+    case 'key.limit_changed':
+      return html`set the limit of key <strong>${entry.key_label}</strong> ${key} to ${entry.rate_limit_per_minute ?? 'the default'} requests per minute`;
     case 'origin.added':
       return html`allowed origin <code>${entry.origin}</code> for ${countryName(entry.country ?? '')}`;
     case 'origin.removed':

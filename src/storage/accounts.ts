@@ -12,6 +12,10 @@ export function createAccountsRepository(db: Kysely<Database>, write: Write) {
     async get(id: string): Promise<Account | undefined> {
       return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
     },
+    /** Every account, oldest first (`listings-api account list`). */
+    async list(): Promise<Account[]> {
+      return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
+    },
     /** The kinds of the given accounts, for deriving `org_id` (D1) on import. */
     async kinds(ids: readonly string[]): Promise<Map<string, AccountKind>> {
       const kinds = new Map<string, AccountKind>();

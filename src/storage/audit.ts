@@ -5,12 +5,23 @@ import type { Database, DashboardAuditTable } from './schema.js';
 
 export type AuditEntry = DashboardAuditTable;
 
+/** The actor of changes made with the command line (`listings-api key ...`, `origin ...`): no member. */
+export const CLI_ACTOR = 'operator (CLI)';
+
+/** How an audit entry names a key (D20): display prefix and last four, as the dashboard shows keys. */
+export function auditKeyDisplay(key: { prefix: string; last4: string }): string {
+  return `${key.prefix}…${key.last4}`;
+}
+
 /** The dashboard's audit log: who changed which key or origin, and when. Never a full key (D20). */
 export function createAuditRepository(db: Kysely<Database>, write: Write) {
   return {
-    /** Records an entry under a time-ordered id, so that entries of the same millisecond keep their order. */
-    async record(entry: Omit<AuditEntry, 'id'>): Promise<void> {
-      await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), ...entry }).execute());
+    /**
+     * Records an entry under a time-ordered id, so that entries of the same millisecond keep their
+     * order. `rate_limit_per_minute` only concerns `key.limit_changed` and may be left out.
+     */
+    async record(entry: Omit<AuditEntry, 'id' | 'rate_limit_per_minute'> & { rate_limit_per_minute?: number | null }): Promise<void> {
+      await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), rate_limit_per_minute: null, ...entry }).execute());
     },
     /** Newest first. */
     async listForAccount(accountId: string, limit: number): Promise<AuditEntry[]> {

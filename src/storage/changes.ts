@@ -141,9 +141,8 @@ export class SqliteChangeWatcher implements ChangeWatcher {
     });
   }
 
-  async start(): Promise<void> {
-    this.sync();
-  }
+  /** Nothing to start: versions are read on first use (the store may not be migrated yet). */
+  async start(): Promise<void> {}
 
   authVersion(): number {
     this.sync();

@@ -1,9 +1,17 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from './schema.js';
+
+/**
+ * The drivers are loaded by the branch that uses them: a SQLite command never loads `pg` (~40 ms)
+ * and a PostgreSQL server never loads the native SQLite addon. Both are CommonJS, so a synchronous
+ * require keeps openDatabase synchronous.
+ */
+const require = createRequire(import.meta.url);
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -30,7 +38,8 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): OpenDa
 function openSqlite(path: string): OpenDatabase {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new BetterSqlite3(file);
+  const Sqlite = require('better-sqlite3') as typeof BetterSqlite3;
+  const sqlite = new Sqlite(file);
   // WAL: readers never wait for the writer, nor the writer for readers. busy_timeout 0: a writer
   // that finds the lock taken fails at once instead of waiting for it synchronously, which would
   // freeze the event loop; writes wait their turn asynchronously instead (write.ts).
@@ -42,7 +51,8 @@ function openSqlite(path: string): OpenDatabase {
 }
 
 function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
-  const pool = new pg.Pool({
+  const { Pool } = require('pg') as typeof pg;
+  const pool = new Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     // Bounded failure when the database is away: connecting, the server-side statement, and the

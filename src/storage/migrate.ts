@@ -3,6 +3,7 @@ import * as initial from './migrations/001_initial.js';
 import * as dashboard from './migrations/002_dashboard.js';
 import * as dashboardForms from './migrations/003_dashboard_forms.js';
 import * as changeTracking from './migrations/004_change_tracking.js';
+import * as auditRateLimit from './migrations/005_audit_rate_limit.js';
 import type { Database } from './schema.js';
 
 /**
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002_dashboard': dashboard,
   '003_dashboard_forms': dashboardForms,
   '004_change_tracking': changeTracking,
+  '005_audit_rate_limit': auditRateLimit,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,4 +1,8 @@
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
+
+/** `pg` is loaded when the feed first connects, not when this module is (see database.ts). */
+const require = createRequire(import.meta.url);
 
 /** The PostgreSQL channel on which every change-tracked write is announced (see changes.ts). */
 export const CHANGES_CHANNEL = 'listings_api_changes';
@@ -45,7 +49,8 @@ export class PgNotifications {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
+    const { Client } = require('pg') as typeof pg;
+    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
       this.handlers.onNotification(payload);

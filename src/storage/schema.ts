@@ -141,7 +141,7 @@ export interface DashboardSessionsTable {
   expires_at: string;
 }
 
-export type AuditAction = 'key.created' | 'key.relabelled' | 'key.revoked' | 'origin.added' | 'origin.removed';
+export type AuditAction = 'key.created' | 'key.relabelled' | 'key.revoked' | 'key.limit_changed' | 'origin.added' | 'origin.removed';
 
 /** Who did what to which key or origin, and when. Never a full key (D20). */
 export interface DashboardAuditTable {
@@ -159,6 +159,8 @@ export interface DashboardAuditTable {
   previous_label: string | null;
   country: string | null;
   origin: string | null;
+  /** `key.limit_changed`: the new per-minute limit (migration 003); null for other actions. */
+  rate_limit_per_minute: number | null;
 }
 
 /** Failed sign-ins, for throttling across instances. */

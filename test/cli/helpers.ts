@@ -3,18 +3,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { runCli, type CliResult } from '../support/cli.js';
+import { callCli, runCli, type CliResult } from '../support/cli.js';
 
-/** A CLI test's own SQLite file, and the real bin run against it. */
+/**
+ * A CLI test's own SQLite file, and the CLI run against it: `run` spawns the real bin, `call` runs
+ * the same command line in-process (test/support/cli.ts). Tests spawn for what only a process
+ * shows (the exit status the shell gets, each command's `--json` output as it reaches stdout, D20
+ * leak checks, stdin) and call in-process for the rest.
+ */
 export interface CliDatabase {
   dir: string;
   /** The SQLite file path. */
   file: string;
   /** DATABASE_URL for it. */
   url: string;
-  /** Every stdout and stderr the bin wrote, with the command line, for leak checks (D20). */
+  /** Every stdout and stderr the CLI wrote (spawned or in-process), with the command line, for leak checks (D20). */
   transcript: Array<{ args: string[]; stdout: string; stderr: string }>;
   run(args: string[], input?: string, env?: Record<string, string>): CliResult;
+  call(args: string[], input?: string, env?: Record<string, string>): Promise<CliResult>;
   remove(): void;
 }
 
@@ -30,6 +36,11 @@ export function tempDatabase(): CliDatabase {
     transcript,
     run(args, input, env = {}) {
       const result = runCli(args, { DATABASE_URL: url, ...env }, input);
+      transcript.push({ args, stdout: result.stdout, stderr: result.stderr });
+      return result;
+    },
+    async call(args, input, env = {}) {
+      const result = await callCli(args, { DATABASE_URL: url, ...env }, input);
       transcript.push({ args, stdout: result.stdout, stderr: result.stderr });
       return result;
     },
@@ -72,11 +83,11 @@ export function fails(result: CliResult, status: 1 | 2, patterns: RegExp[], labe
 }
 
 /** Every row of every table, in a stable order: compare before and after to prove nothing was written. */
-export function dump(file: string, tables = ['accounts', 'listings', 'api_keys', 'allowed_origins']): string {
+export function dump(file: string, tables = ['accounts', 'listings', 'api_keys', 'allowed_origins', 'listing_changes', 'tenant_versions', 'store_versions']): string {
   const db = new BetterSqlite3(file, { fileMustExist: true });
   try {
     const out: Record<string, unknown[]> = {};
-    for (const table of tables) out[table] = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all();
+    for (const table of tables) out[table] = db.prepare(`SELECT * FROM ${table}`).all().map((r) => JSON.stringify(r)).sort();
     return JSON.stringify(out, null, 1);
   } finally {
     db.close();

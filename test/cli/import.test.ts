@@ -7,8 +7,10 @@ import { startTestServer, TestClock, type TestServer } from '../support/server.j
 import { dump, fails, okJson, okText, rows, tempDatabase, type CliDatabase } from './helpers.js';
 
 /**
- * `listings-api import` (OPERATIONS "Import format") through the real bin: upserts from a file or
- * stdin, and all or nothing: any bad line exits 1 naming the line and the field, writing nothing.
+ * `listings-api import` (OPERATIONS "Import format"): upserts from a file or stdin, and all or
+ * nothing: any bad line exits 1 naming the line and the field, writing nothing. The real bin is
+ * spawned for the `--json` output, each exit status and stdin (`import -`); the rest runs the same
+ * command line in-process (`db.call`), from files.
  */
 
 const ORG = '0a000000-0000-4000-8000-00000000000a';
@@ -39,9 +41,16 @@ function listing(owner: string, overrides: Record<string, unknown> = {}): Record
 
 const ndjson = (lines: Array<Record<string, unknown> | string>) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
 
-function setUp(db: CliDatabase): void {
-  okJson(db.run(['account', 'create', '--name', 'Import Org', '--id', ORG, '--json']));
-  okJson(db.run(['account', 'create', '--name', 'Import Landlord', '--kind', 'individual', '--id', LANDLORD, '--json']));
+async function setUp(db: CliDatabase): Promise<void> {
+  okJson(await db.call(['account', 'create', '--name', 'Import Org', '--id', ORG, '--json']));
+  okJson(await db.call(['account', 'create', '--name', 'Import Landlord', '--kind', 'individual', '--id', LANDLORD, '--json']));
+}
+
+/** `import FILE --json` in-process, of `text` written to a file of the suite's folder. */
+function importText(db: CliDatabase, text: string, name = 'input.ndjson') {
+  const file = join(db.dir, name);
+  writeFileSync(file, text);
+  return db.call(['import', file, '--json']);
 }
 
 describe('import: upserts', () => {
@@ -54,7 +63,7 @@ describe('import: upserts', () => {
 
   before(async () => {
     db = tempDatabase();
-    setUp(db);
+    await setUp(db);
     server = await startTestServer({ DATABASE_URL: db.url }, new TestClock(Date.now()));
     key = (await server.createKey(ORG, 'sg')).key;
   });
@@ -63,11 +72,11 @@ describe('import: upserts', () => {
     db.remove();
   });
 
-  it('imports a file: inserted count, org_id derived from the owner (D1), defaults filled', () => {
+  it('imports a file: inserted count, org_id derived from the owner (D1), defaults filled', async () => {
     const file = join(db.dir, 'first.ndjson');
     const minimal = { id: randomUUID(), owner_account_id: ORG, country: 'uk', building_id: randomUUID(), usage_types: ['Clinic'], currency: 'GBP', status: 'active', url: 'https://www.example.com/m' };
     writeFileSync(file, ndjson([a, b, c, minimal]));
-    assert.deepEqual(okJson(db.run(['import', file, '--json'])), { inserted: 4, updated: 0 });
+    assert.deepEqual(okJson(db.run(['import', file, '--json'])), { inserted: 4, updated: 0, unchanged: 0 });
     const stored = rows<Record<string, unknown>>(db.file, 'SELECT * FROM listings ORDER BY title');
     assert.equal(stored.length, 4);
     const byId = new Map(stored.map((r) => [r.id, r]));
@@ -82,23 +91,23 @@ describe('import: upserts', () => {
     assert.ok(Math.abs(Date.parse(String(m.created_at)) - Date.now()) < 60_000, 'created_at defaults to the import time');
   });
 
-  it('re-importing updates; the human output counts both', () => {
+  it('re-importing updates; the human output counts both', async () => {
     const file = join(db.dir, 'second.ndjson');
     const d = listing(ORG);
     writeFileSync(file, ndjson([{ ...a, title: 'Renamed', price: 7 }, d]));
-    assert.equal(okText(db.run(['import', file])), 'Imported: 1 inserted, 1 updated.\n');
+    assert.equal(okText(await db.call(['import', file])), 'Imported: 1 inserted, 1 updated (0 of them unchanged).\n');
     assert.deepEqual(rows(db.file, 'SELECT title, price FROM listings WHERE id = ?', a.id), [{ title: 'Renamed', price: 7 }]);
   });
 
-  it("reads stdin with '-'; blank lines and CRLF line ends are fine; an empty input imports nothing", () => {
+  it("reads stdin with '-'; blank lines and CRLF line ends are fine; an empty input imports nothing", async () => {
     const e = listing(ORG);
-    assert.deepEqual(okJson(db.run(['import', '-', '--json'], `\r\n${JSON.stringify(e)}\r\n\r\n   \n${JSON.stringify({ ...b, title: 'B2' })}`)), { inserted: 1, updated: 1 });
+    assert.deepEqual(okJson(db.run(['import', '-', '--json'], `\r\n${JSON.stringify(e)}\r\n\r\n   \n${JSON.stringify({ ...b, title: 'B2' })}`)), { inserted: 1, updated: 1, unchanged: 0 });
     assert.deepEqual(rows(db.file, 'SELECT title FROM listings WHERE id = ?', b.id), [{ title: 'B2' }]);
     const before = dump(db.file);
-    assert.deepEqual(okJson(db.run(['import', '-', '--json'], '')), { inserted: 0, updated: 0 });
+    assert.deepEqual(okJson(db.run(['import', '-', '--json'], '')), { inserted: 0, updated: 0, unchanged: 0 });
     const empty = join(db.dir, 'empty.ndjson');
     writeFileSync(empty, '\n\n');
-    assert.deepEqual(okJson(db.run(['import', empty, '--json'])), { inserted: 0, updated: 0 });
+    assert.deepEqual(okJson(await db.call(['import', empty, '--json'])), { inserted: 0, updated: 0, unchanged: 0 });
     assert.equal(dump(db.file), before);
   });
 
@@ -111,13 +120,13 @@ describe('import: upserts', () => {
     assert.ok((await visible()).includes(a.id));
     assert.equal((await server.get(`/v1/listings/${a.id}`, { key })).status, 200);
 
-    assert.deepEqual(okJson(db.run(['import', '-', '--json'], ndjson([{ ...a, status: 'leased' }]))), { inserted: 0, updated: 1 });
+    assert.deepEqual(okJson(await importText(db, ndjson([{ ...a, status: 'leased' }]))), { inserted: 0, updated: 1, unchanged: 0 });
     assert.ok(!(await visible()).includes(a.id), 'leased: not listed');
     const gone = await server.get(`/v1/listings/${a.id}`, { key });
     assert.equal(gone.status, 404);
     assert.equal(gone.json.error, 'not_found');
 
-    okJson(db.run(['import', '-', '--json'], ndjson([{ ...a, status: 'active' }])));
+    okJson(await importText(db, ndjson([{ ...a, status: 'active' }])));
     assert.ok((await visible()).includes(a.id));
   });
 
@@ -133,16 +142,19 @@ describe('import: all or nothing', () => {
   /** Already stored: the good lines of every bad file update it, so a partial write would show. */
   const existing = listing(ORG, { title: 'Original title' });
 
-  before(() => {
+  before(async () => {
     db = tempDatabase();
-    setUp(db);
-    assert.deepEqual(okJson(db.run(['import', '-', '--json'], ndjson([existing, listing(LANDLORD)]))), { inserted: 2, updated: 0 });
+    await setUp(db);
+    assert.deepEqual(okJson(await importText(db, ndjson([existing, listing(LANDLORD)]))), { inserted: 2, updated: 0, unchanged: 0 });
     baseline = dump(db.file);
   });
   after(() => db.remove());
 
-  /** Two good lines (an update and an insert), then `bad`, as a file; expects exit 1 and no write. */
-  function refused(label: string, bad: Record<string, unknown> | string, field: string | undefined, words?: RegExp, options: { line?: number; lines?: Array<Record<string, unknown> | string>; stdin?: boolean; trailingNewline?: boolean } = {}): void {
+  /**
+   * Two good lines (an update and an insert), then `bad`, as a file (in-process) or on stdin
+   * (spawned); expects exit 1 and no write.
+   */
+  async function refused(label: string, bad: Record<string, unknown> | string, field: string | undefined, words?: RegExp, options: { line?: number; lines?: Array<Record<string, unknown> | string>; stdin?: boolean; trailingNewline?: boolean } = {}): Promise<void> {
     const lines = options.lines ?? [{ ...existing, title: 'Must not be written' }, listing(ORG), bad];
     const line = options.line ?? lines.indexOf(bad) + 1;
     let text = ndjson(lines);
@@ -153,7 +165,7 @@ describe('import: all or nothing', () => {
     } else {
       const file = join(db.dir, 'bad.ndjson');
       writeFileSync(file, text);
-      result = db.run(['import', file, '--json']);
+      result = await db.call(['import', file, '--json']);
     }
     const patterns = [/import failed, nothing was written/, new RegExp(`\\bline ${line}\\b`)];
     if (field !== undefined) patterns.push(new RegExp(`field "${field}"`));
@@ -162,18 +174,18 @@ describe('import: all or nothing', () => {
     assert.equal(dump(db.file), baseline, `${label}: the database changed`);
   }
 
-  it('bad JSON and non-objects', () => {
-    refused('bad JSON', '{"id": "x", ', undefined, /not valid JSON/);
-    refused('not JSON at all', 'hello', undefined, /not valid JSON/);
-    refused('an array', '[1, 2, 3]', undefined, /expected a JSON object/);
-    refused('a string', '"listing"', undefined, /expected a JSON object/);
+  it('bad JSON and non-objects', async () => {
+    await refused('bad JSON', '{"id": "x", ', undefined, /not valid JSON/);
+    await refused('not JSON at all', 'hello', undefined, /not valid JSON/);
+    await refused('an array', '[1, 2, 3]', undefined, /expected a JSON object/);
+    await refused('a string', '"listing"', undefined, /expected a JSON object/);
   });
 
-  it('an unknown field', () => {
-    refused('unknown field', listing(ORG, { colour: 'red' }), 'colour', /not a field/);
+  it('an unknown field', async () => {
+    await refused('unknown field', listing(ORG, { colour: 'red' }), 'colour', /not a field/);
   });
 
-  it('a wrong type in each typed field', () => {
+  it('a wrong type in each typed field', async () => {
     const wrong: Array<[string, unknown]> = [
       ['id', 12345], ['building_id', 'building-7'], ['org_id', 42], ['owner_account_id', true], ['country', 7],
       ['title', 5], ['size_sqft', '1000'], ['usage_types', 'Retail'], ['price', '6.50'], ['currency', 'sgd'],
@@ -181,72 +193,72 @@ describe('import: all or nothing', () => {
       ['min_lease_tenure', 12], ['view_count', 1.5], ['inquiry_count', -1], ['building_name', ['x']], ['street_address', {}],
       ['images', 'https://img.example.com/a.jpg'], ['cover_image_index', '1'], ['url', 'not a url'], ['created_at', 'yesterday'],
     ];
-    for (const [field, value] of wrong) refused(`${field}: ${JSON.stringify(value)}`, listing(ORG, { [field]: value }), field);
+    for (const [field, value] of wrong) await refused(`${field}: ${JSON.stringify(value)}`, listing(ORG, { [field]: value }), field);
   });
 
-  it('usage_types outside the taxonomy, or a sub-type of the wrong main type', () => {
-    refused('unknown main type', listing(ORG, { usage_types: ['Hotel'] }), 'usage_types', /"Hotel" is not a main usage type/);
-    refused('wrong main type', listing(ORG, { usage_types: ['Retail', 'Cafe'] }), 'usage_types', /"Cafe" is not a sub-type of "Retail"/);
+  it('usage_types outside the taxonomy, or a sub-type of the wrong main type', async () => {
+    await refused('unknown main type', listing(ORG, { usage_types: ['Hotel'] }), 'usage_types', /"Hotel" is not a main usage type/);
+    await refused('wrong main type', listing(ORG, { usage_types: ['Retail', 'Cafe'] }), 'usage_types', /"Cafe" is not a sub-type of "Retail"/);
   });
 
-  it('cover_image_index outside images', () => {
-    refused('cover out of range', listing(ORG, { cover_image_index: 2 }), 'cover_image_index', /0 to 1/);
-    refused('cover without images', listing(ORG, { images: [], cover_image_index: 1 }), 'cover_image_index');
+  it('cover_image_index outside images', async () => {
+    await refused('cover out of range', listing(ORG, { cover_image_index: 2 }), 'cover_image_index', /0 to 1/);
+    await refused('cover without images', listing(ORG, { images: [], cover_image_index: 1 }), 'cover_image_index');
   });
 
-  it('an unknown owner, and an org_id that contradicts the owner (D1)', () => {
+  it('an unknown owner, and an org_id that contradicts the owner (D1)', async () => {
     const stranger = randomUUID();
-    refused('unknown owner', listing(stranger), 'owner_account_id', new RegExp(`no account ${stranger}`));
-    refused('org_id for an individual', listing(LANDLORD, { org_id: LANDLORD }), 'org_id', /null/);
-    refused('org_id of another account', listing(ORG, { org_id: LANDLORD }), 'org_id', new RegExp(ORG));
+    await refused('unknown owner', listing(stranger), 'owner_account_id', new RegExp(`no account ${stranger}`));
+    await refused('org_id for an individual', listing(LANDLORD, { org_id: LANDLORD }), 'org_id', /null/);
+    await refused('org_id of another account', listing(ORG, { org_id: LANDLORD }), 'org_id', new RegExp(ORG));
   });
 
-  it('a bad country, a bad date, an impossible date', () => {
-    refused('bad country', listing(ORG, { country: 'xx' }), 'country', /"xx"/);
-    refused('upper-case country', listing(ORG, { country: 'SG' }), 'country');
-    refused('bad date', listing(ORG, { expiry_date: 'next tuesday' }), 'expiry_date', /next tuesday/);
-    refused('impossible date', listing(ORG, { available_from: '2026-02-30' }), 'available_from', /2026-02-30/);
-    refused('impossible time', listing(ORG, { created_at: '2026-01-01T24:00:00Z' }), 'created_at');
+  it('a bad country, a bad date, an impossible date', async () => {
+    await refused('bad country', listing(ORG, { country: 'xx' }), 'country', /"xx"/);
+    await refused('upper-case country', listing(ORG, { country: 'SG' }), 'country');
+    await refused('bad date', listing(ORG, { expiry_date: 'next tuesday' }), 'expiry_date', /next tuesday/);
+    await refused('impossible date', listing(ORG, { available_from: '2026-02-30' }), 'available_from', /2026-02-30/);
+    await refused('impossible time', listing(ORG, { created_at: '2026-01-01T24:00:00Z' }), 'created_at');
   });
 
-  it('a missing required field', () => {
+  it('a missing required field', async () => {
     // Every required field is covered by the unit tests (import-parse); here one of each kind of reader.
     for (const field of ['id', 'usage_types', 'url']) {
       const line = listing(ORG);
       delete line[field];
-      refused(`missing ${field}`, line, field, /is required/);
+      await refused(`missing ${field}`, line, field, /is required/);
     }
   });
 
-  it('a non-https image', () => {
-    refused('http image', listing(ORG, { images: ['https://img.example.com/a.jpg', 'http://img.example.com/b.jpg'] }), 'images', /entry 1 is not an absolute https URL/);
+  it('a non-https image', async () => {
+    await refused('http image', listing(ORG, { images: ['https://img.example.com/a.jpg', 'http://img.example.com/b.jpg'] }), 'images', /entry 1 is not an absolute https URL/);
   });
 
-  it('the same id twice in one file', () => {
+  it('the same id twice in one file', async () => {
     const twice = listing(ORG);
-    refused('duplicate id', { ...twice, title: 'again' }, 'id', /already on line 2/, { lines: [listing(ORG), twice, listing(ORG), { ...twice, title: 'again' }], line: 4 });
+    await refused('duplicate id', { ...twice, title: 'again' }, 'id', /already on line 2/, { lines: [listing(ORG), twice, listing(ORG), { ...twice, title: 'again' }], line: 4 });
   });
 
-  it('a bad line first, after many good lines, as the last line (with or without a final newline), and from stdin', () => {
+  it('a bad line first, after many good lines, as the last line (with or without a final newline), and from stdin', async () => {
     const bad = listing(ORG, { country: 'zz' });
-    refused('first line', bad, 'country', undefined, { lines: [bad, listing(ORG), { ...existing, title: 'Must not be written' }] });
+    await refused('first line', bad, 'country', undefined, { lines: [bad, listing(ORG), { ...existing, title: 'Must not be written' }] });
     const many = Array.from({ length: 300 }, () => listing(ORG));
-    refused('after 300 good lines', bad, 'country', undefined, { lines: [{ ...existing, title: 'Must not be written' }, ...many, bad, listing(ORG)], line: 302 });
-    refused('last line, no final newline', bad, 'country', undefined, { trailingNewline: false });
-    refused('last line, final newline', bad, 'country');
-    refused('stdin', bad, 'country', undefined, { stdin: true });
+    await refused('after 300 good lines', bad, 'country', undefined, { lines: [{ ...existing, title: 'Must not be written' }, ...many, bad, listing(ORG)], line: 302 });
+    await refused('last line, no final newline', bad, 'country', undefined, { trailingNewline: false });
+    await refused('last line, final newline', bad, 'country');
+    await refused('stdin', bad, 'country', undefined, { stdin: true });
     // Blank lines still count as lines, so the number is the one an editor shows.
-    refused('after blank lines', bad, 'country', undefined, { lines: [{ ...existing, title: 'Must not be written' }, '', '', bad], line: 4 });
+    await refused('after blank lines', bad, 'country', undefined, { lines: [{ ...existing, title: 'Must not be written' }, '', '', bad], line: 4 });
   });
 
-  it('names the first bad line when there are several', () => {
+  it('names the first bad line when there are several', async () => {
     const unknownOwner = listing(randomUUID());
-    refused('unknown owner before a syntax error', unknownOwner, 'owner_account_id', undefined, {
+    await refused('unknown owner before a syntax error', unknownOwner, 'owner_account_id', undefined, {
       lines: [listing(ORG), unknownOwner, listing(ORG), '{broken', listing(ORG, { country: 'xx' })], line: 2,
     });
-    refused('syntax error before an unknown owner', '{broken', undefined, /not valid JSON/, {
+    await refused('syntax error before an unknown owner', '{broken', undefined, /not valid JSON/, {
       lines: [listing(ORG), '{broken', listing(randomUUID())], line: 2,
     });
-    refused('two field errors on one line: one named', listing(ORG, { country: 'xx', url: 'nope' }), undefined, /field "(country|url)"/);
+    await refused('two field errors on one line: one named', listing(ORG, { country: 'xx', url: 'nope' }), undefined, /field "(country|url)"/);
   });
 });

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { BIN, runCli } from '../support/cli.js';
+import { BIN, callCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
@@ -112,10 +112,11 @@ describe('serve --workers 2 with REDIS_URL', { skip: SKIP_NO_REDIS }, () => {
   before(async () => {
     database = await createTestDatabase('sqlite');
     const env = { DATABASE_URL: database.url };
-    const accountId = runCli(['account', 'create', '--name', 'Org', '--json'], env).json.id;
-    const created = runCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'workers', '--json'], env).json;
+    // Set-up, in-process (the serve processes below are what this suite is about).
+    const accountId = (await callCli(['account', 'create', '--name', 'Org', '--json'], env)).json.id;
+    const created = (await callCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'workers', '--json'], env)).json;
     key = created.key;
-    assert.equal(runCli(['key', 'set-limit', created.id, '6'], env).status, 0);
+    assert.equal((await callCli(['key', 'set-limit', created.id, '6'], env)).status, 0);
     server = await startServerProcess({ ...env, REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, ['--workers', '2']);
   });
   after(async () => {
