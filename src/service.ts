@@ -82,6 +82,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     dashboard,
     /** The API's port once listening (PORT=0 picks one). */
     apiPort,
+    /** Buffered last-used times of keys (flushed every 10 s and at shutdown). */
+    lastUsed,
     async listen(): Promise<string> {
       const address = await app.listen({ port: config.port, host: config.host });
       if (typeof config.dashboardPort === 'number') await dashboard?.listen();

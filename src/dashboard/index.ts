@@ -9,7 +9,7 @@ import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
-import type { Store } from '../storage/index.js';
+import { StoreBusyError, type Store } from '../storage/index.js';
 import { dashboardRoutes } from './routes.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
@@ -100,8 +100,15 @@ export async function createDashboard(options: DashboardOptions) {
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode ?? 500;
     reply.type('text/html; charset=utf-8');
+    if (error instanceof StoreBusyError) {
+      // Another writer (an import being applied) held the database longer than this write waits:
+      // say so plainly; the write was rolled back whole.
+      request.log.warn({ err: error }, 'dashboard write waited too long for the database');
+      reply.header('retry-after', '5');
+      return reply.code(503).send(errorPage(503, 'The database is busy', 'Another change (an import of listings, probably) is being saved right now. Nothing was changed; try again in a few seconds.'));
+    }
+    const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const message = status === 413 ? 'That form was too large.' : status === 415 ? 'Send the form from the dashboard page.' : 'That request could not be read.';
       return reply.code(status).send(errorPage(status, 'Request not accepted', `${message} Nothing was changed.`));

@@ -130,6 +130,12 @@ describe('import: upserts', () => {
     assert.ok((await visible()).includes(a.id));
   });
 
+  it('a file that starts with a UTF-8 byte-order mark is read like any other (issue 8, item 11)', async () => {
+    const first = listing(ORG);
+    assert.deepEqual(okJson(await importText(db, `\uFEFF${ndjson([first, listing(ORG)])}`, 'bom.ndjson')), { inserted: 2, updated: 0, unchanged: 0 });
+    assert.equal(rows(db.file, 'SELECT title FROM listings WHERE id = ?', first.id).length, 1);
+  });
+
   it('refuses a missing file (exit 1) and a missing FILE argument (exit 2)', () => {
     fails(db.run(['import', join(db.dir, 'nope.ndjson'), '--json']), 1, [/cannot read/, /nope\.ndjson/]);
     fails(db.run(['import']), 2, [/FILE/]);
@@ -249,6 +255,22 @@ describe('import: all or nothing', () => {
     await refused('stdin', bad, 'country', undefined, { stdin: true });
     // Blank lines still count as lines, so the number is the one an editor shows.
     await refused('after blank lines', bad, 'country', undefined, { lines: [{ ...existing, title: 'Must not be written' }, '', '', bad], line: 4 });
+  });
+
+  it("a file's control characters never reach the operator's terminal: they are shown escaped (issue 8, item 11)", async () => {
+    for (const [bad, shown] of [
+      [JSON.stringify({ ...listing(ORG), '\u001b[2J\u001b[31mevil': 1 }), /line 2, field "\\u001b\[2J\\u001b\[31mevil": is not a field of a listing/],
+      ['\u001b]0;owned\u0007{', /line 2: not valid JSON .*\\u001b\]0;owned\\u0007/],
+      [JSON.stringify({ ...listing(ORG), country: '\u009b31m\u202eus' }), /line 2, field "country": .*\\u009b31m\\u202eus/],
+    ] as const) {
+      const file = join(db.dir, 'escapes.ndjson');
+      writeFileSync(file, ndjson([listing(ORG), bad]));
+      const result = db.run(['import', file]); // spawned: these are the bytes a terminal would get
+      assert.equal(result.status, 1);
+      assert.doesNotMatch(result.stderr, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/, JSON.stringify(result.stderr));
+      assert.match(result.stderr, shown);
+      assert.equal(dump(db.file), baseline);
+    }
   });
 
   it('names the first bad line when there are several', async () => {

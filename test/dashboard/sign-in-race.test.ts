@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PER_EMAIL } from '../../src/dashboard/throttle.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { addMember, DashboardClient } from './helpers.js';
+
+/**
+ * The sign-in throttle under a real parallel burst (issue 8, item 7): the attempt is reserved
+ * atomically before the password is checked, so however many attempts arrive at once, on however
+ * many instances, at most PER_EMAIL of them reach the check within the window.
+ */
+describe('sign-in throttle under parallel bursts', () => {
+  let first: TestServer;
+  let second: TestServer;
+  let accountId: string;
+
+  before(async () => {
+    first = await startTestServer();
+    // A second instance on the same database, as a scaled-out deployment runs it.
+    second = await startTestServer({ DATABASE_URL: first.databaseUrl }, first.clock);
+    accountId = await first.createAccount();
+  });
+  after(async () => {
+    await second.close();
+    await first.close();
+  });
+
+  /** Clients that each hold a sign-in form (cookie and token), spread over the instances. */
+  async function readyClients(count: number, servers: TestServer[]): Promise<DashboardClient[]> {
+    const clients = Array.from({ length: count }, (_, i) => new DashboardClient(servers[i % servers.length]!.dashboardPort!));
+    for (const client of clients) assert.equal((await client.get('/sign-in')).status, 200);
+    return clients;
+  }
+
+  it(`40 at once for one email, the right password last: exactly ${PER_EMAIL} reach the password check`, async () => {
+    const member = await addMember(first, accountId, 'burst@example.com', 'the right password!');
+    const clients = await readyClients(40, [first]);
+    const statuses = await Promise.all(clients.map((client, i) =>
+      client.post('/sign-in', { email: member.email, password: i === 39 ? member.password : `wrong password ${i}` }).then((r) => r.status)));
+    const checked = statuses.filter((s) => s === 401 || s === 303).length;
+    assert.equal(checked, PER_EMAIL, `statuses: ${statuses.join(' ')}`);
+    assert.equal(statuses.filter((s) => s === 429).length, 40 - PER_EMAIL);
+  });
+
+  it(`150 wrong ones at once over two instances: exactly ${PER_EMAIL} checks, the rest 429`, async () => {
+    const member = await addMember(first, accountId, 'spread@example.com', 'the right password!');
+    const clients = await readyClients(150, [first, second]);
+    const statuses = await Promise.all(clients.map((client, i) =>
+      client.post('/sign-in', { email: member.email, password: `wrong ${i}` }).then((r) => r.status)));
+    assert.equal(statuses.filter((s) => s === 401).length, PER_EMAIL, `statuses: ${statuses.join(' ')}`);
+    assert.equal(statuses.filter((s) => s === 429).length, 150 - PER_EMAIL);
+    // The failures that were checked are what the throttle counts: no more, no fewer.
+    const recorded = await first.service.store.signInFailures.since({ email: member.email }, new Date(first.clock.now() - 60_000).toISOString());
+    assert.equal(recorded.length, PER_EMAIL);
+  });
+
+  it('a right password takes its reservation back: it does not count as a failure', async () => {
+    const member = await addMember(first, accountId, 'fine@example.com', 'the right password!');
+    const client = (await readyClients(1, [first]))[0]!;
+    assert.equal((await client.post('/sign-in', { email: member.email, password: member.password })).status, 303);
+    assert.deepEqual(await first.service.store.signInFailures.since({ email: member.email }, new Date(first.clock.now() - 60_000).toISOString()), []);
+  });
+});
