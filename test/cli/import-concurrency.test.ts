@@ -39,7 +39,7 @@ describe(`import of ${LINES.toLocaleString('en')} listings while keys are revoke
     const out = createWriteStream(file);
     for (let i = 0; i < LINES; i++) {
       const line = listingLine(accountId, { id: randomUUID(), title: `Unit ${i} ${'x'.repeat(200)}`, images: [`https://img.example.com/${i}/1.jpg`] });
-      if (!out.write(`${JSON.stringify(line)}\n`)) await new Promise((r) => out.once('drain', r));
+      if (!out.write(`${JSON.stringify(line)}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
     }
     await new Promise<void>((r) => out.end(() => r()));
   });
