@@ -73,6 +73,11 @@ export function redactKeys(text: string): string {
   return text.replace(KEY_IN_TEXT, '$1[redacted]');
 }
 
+/** How a key is shown anywhere after its one-time reveal (D2, D20): display prefix, an ellipsis, the last four. */
+export function keyDisplay(key: { prefix: string; last4: string }): string {
+  return `${key.prefix}…${key.last4}`;
+}
+
 export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH);
 }

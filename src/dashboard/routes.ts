@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { issueKey } from '../auth/keys.js';
+import { keyDisplay } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import type { Clock } from '../core/clock.js';
 import { canonicalUuid } from '../core/formats.js';
@@ -97,7 +98,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       actor_user_id: member.user.id,
       actor_email: member.user.email,
       key_id: key?.id ?? null,
-      key_display: key === undefined ? null : views.keyDisplay(key),
+      key_display: key === undefined ? null : keyDisplay(key),
       key_label: key?.label ?? null,
       previous_label: null,
       country: key?.country ?? null,
@@ -241,8 +242,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
         const key = await store.keys.get(id);
         if (key?.account_id === member.ctx.accountId) {
           notice = name === 'revoked'
-            ? `${verb} key "${key.label}" (${views.keyDisplay(key)}). Requests with it now get 401 unauthorized.`
-            : `${verb} key ${views.keyDisplay(key)} to "${key.label}".`;
+            ? `${verb} key "${key.label}" (${keyDisplay(key)}). Requests with it now get 401 unauthorized.`
+            : `${verb} key ${keyDisplay(key)} to "${key.label}".`;
         }
       }
       return send(reply, 200, await keysPage(member, { notice }));

@@ -1,5 +1,6 @@
 import type { Country } from '../core/countries.js';
 import type { AllowedOrigin, ApiKeyRecord, AuditEntry } from '../storage/index.js';
+import { keyDisplay } from '../auth/key-format.js';
 import { CSRF_FIELD } from './csrf.js';
 import { FORM_FIELD } from './forms.js';
 import { html, type SafeHtml } from './html.js';
@@ -31,10 +32,6 @@ export function developerPath(accountId: string, page: string = ''): string {
 }
 
 const csrfField = (token: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
-
-export function keyDisplay(key: Pick<ApiKeyRecord, 'prefix' | 'last4'>): string {
-  return `${key.prefix}…${key.last4}`;
-}
 
 function countryName(country: string): string {
   return COUNTRY_NAMES[country as Country] ?? country;

@@ -4,7 +4,7 @@ import { issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword } from '../dashboard/passwords.js';
-import { keyDisplay } from '../dashboard/views.js';
+import { keyDisplay } from '../auth/key-format.js';
 import { importListings } from '../listings/import.js';
 import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 

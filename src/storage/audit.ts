@@ -8,11 +8,6 @@ export type AuditEntry = DashboardAuditTable;
 /** The actor of changes made with the command line (`listings-api key ...`, `origin ...`): no member. */
 export const CLI_ACTOR = 'operator (CLI)';
 
-/** How an audit entry names a key (D20): display prefix and last four, as the dashboard shows keys. */
-export function auditKeyDisplay(key: { prefix: string; last4: string }): string {
-  return `${key.prefix}…${key.last4}`;
-}
-
 /** The dashboard's audit log: who changed which key or origin, and when. Never a full key (D20). */
 export function createAuditRepository(db: Kysely<Database>, write: Write) {
   return {

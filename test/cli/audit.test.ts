@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { keyDisplay } from '../../src/dashboard/views.js';
+import { keyDisplay } from '../../src/auth/key-format.js';
 import { CLI_ACTOR } from '../../src/storage/audit.js';
 import { dev, signedIn, text } from '../dashboard/helpers.js';
 import { startTestServer, type TestServer } from '../support/server.js';
