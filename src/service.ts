@@ -57,10 +57,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
 
   let draining = false;
+  const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs });
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,
-    reads: createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs }),
+    reads,
     limiter,
     countries: config.countries,
     apiDomain: config.apiDomain,
@@ -80,6 +81,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     store,
     logger,
     dashboard,
+    /** The read path's data (keys, origins, listings) and its counters. */
+    reads,
     /** The API's port once listening (PORT=0 picks one). */
     apiPort,
     /** Buffered last-used times of keys (flushed every 10 s and at shutdown). */

@@ -34,6 +34,9 @@ interface Entry<V> {
 export class ReadCache<V> {
   private readonly lru: LRUCache<string, Entry<V>>;
   private readonly inflight = new Map<string, Promise<V>>();
+  /** Answers from memory, and loads (or joins to a load under way); for metrics and tests. */
+  hits = 0;
+  misses = 0;
 
   constructor(private readonly options: ReadCacheOptions<V>) {
     const sizeOf = options.sizeOf;
@@ -59,7 +62,11 @@ export class ReadCache<V> {
   /** The cached value, or the one `load` gives (loaded once for all concurrent callers). */
   getOrLoad(key: string, load: () => Promise<Loaded<V>>): V | Promise<V> {
     const hit = this.peek(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      this.hits++;
+      return hit;
+    }
+    this.misses++;
     const pending = this.inflight.get(key);
     if (pending !== undefined) return pending;
     const loading = load().then(

@@ -34,6 +34,20 @@ export interface Tenant {
   country: Country;
 }
 
+/** Counters of the read path, for metrics and for tests that prove what was (not) read again. */
+export interface ReadStats {
+  pages: { hits: number; misses: number };
+  details: { hits: number; misses: number };
+  keys: { hits: number; misses: number };
+  origins: { hits: number; misses: number };
+  /** Tenant indexes built from scratch, and brought up to date from the change log. */
+  indexBuilds: number;
+  indexReplays: number;
+  /** Tenants and listings held in memory now. */
+  tenants: number;
+  listings: number;
+}
+
 export interface ListingReads {
   /** By the SHA-256 of a presented key; synchronous when cached. */
   findKeyByHash(keyHash: string): ApiKeyRecord | undefined | Promise<ApiKeyRecord | undefined>;
@@ -43,6 +57,7 @@ export interface ListingReads {
   listPage(tenant: Tenant, page: number, perPage: number): Body | Promise<Body>;
   /** One listing, or undefined when the tenant cannot see it (D11). */
   detail(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined>;
+  stats(): ReadStats;
 }
 
 export interface ReadModelOptions {
@@ -79,6 +94,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const fragments = new ReadCache<string>({ clock, ttlMs, maxEntries: 1_000_000, maxSize: maxBodyBytes, sizeOf: (s) => s.length });
   const pages = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
   const details = new ReadCache<Body>({ clock, ttlMs, maxEntries: 200_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
+  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0 };
   const indexes = new LRUCache<string, TenantIndex>({
     maxSize: options.maxIndexedListings ?? 2_000_000,
     sizeCalculation: (index) => Math.max(1, index.size),
@@ -91,7 +107,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     const key = tenantKey(tenant.ownerAccountId, tenant.country);
     let index = indexes.get(key);
     if (index === undefined) {
-      index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock);
+      index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, (kind) => (kind === 'build' ? counters.indexBuilds++ : counters.indexReplays++));
       indexes.set(key, index);
     }
     const refreshing = index.refresh(store.changes.tenantVersion(tenant.ownerAccountId, tenant.country));
@@ -166,19 +182,37 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       return pages.getOrLoad(key, load);
     },
 
-    detail(tenant, id) {
-      const found = withIndexSync(tenant, id);
-      return found;
+    detail: (tenant, id) => detailOf(tenant, id),
+
+    stats() {
+      let listings = 0;
+      for (const index of indexes.values()) listings += index.size;
+      const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
+      return {
+        pages: count(pages),
+        details: { hits: counters.detailHits, misses: counters.detailMisses },
+        keys: count(keys),
+        origins: count(origins),
+        indexBuilds: counters.indexBuilds,
+        indexReplays: counters.indexReplays,
+        tenants: indexes.size,
+        listings,
+      };
     },
   };
 
-  function withIndexSync(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
+  /** A visible listing's body: synchronous when its index is current and its body cached. */
+  function detailOf(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
     const index = currentIndex(tenant);
-    if (index instanceof Promise) return index.then(() => withIndexSync(tenant, id));
+    if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
     const entry = index.get(id);
     if (entry === undefined) return undefined;
     const cached = details.peek(`${entry.id}\n${entry.changeSeq}`);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      counters.detailHits++;
+      return cached;
+    }
+    counters.detailMisses++;
     return withIndex(tenant, async (current) => {
       const e = current.get(id);
       if (e === undefined) return undefined;

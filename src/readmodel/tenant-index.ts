@@ -68,6 +68,8 @@ export class TenantIndex {
     readonly country: string,
     private readonly store: Store,
     private readonly clock: Clock,
+    /** Told of each build and each replay (the read path's counters). */
+    private readonly onUpdate: (kind: 'build' | 'replay') => void = () => {},
   ) {}
 
   get size(): number {
@@ -104,6 +106,7 @@ export class TenantIndex {
 
   /** Reads the tenant's visible listings, in order, chunk by chunk, yielding between chunks. */
   private async build(target: number): Promise<void> {
+    this.onUpdate('build');
     const now = new Date(this.clock()).toISOString();
     const entries: IndexEntry[] = [];
     const byId = new Map<string, IndexEntry>();
@@ -133,6 +136,7 @@ export class TenantIndex {
   private async replay(target: number): Promise<void> {
     const changes = await this.store.listings.changedSince(this.ownerAccountId, this.country, this.version, REPLAY_LIMIT);
     if (changes === 'pruned' || !changes.complete) return this.build(target);
+    this.onUpdate('replay');
     const rows = await this.store.listings.indexRows(changes.ids);
     const now = this.clock();
     const touched = new Set(changes.ids);

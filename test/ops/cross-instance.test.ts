@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -46,6 +50,39 @@ for (const store of stores) {
         const res = await call(s, 'https://shop.example');
         assert.equal(res.status, 403);
         assert.equal(res.json.error, 'origin_not_allowed');
+      }
+    });
+
+    it('listings imported by the CLI are seen by every instance on its next request, each tenant apart', async () => {
+      // A second tenant, read by both instances, whose caches must survive the other tenant's import.
+      const other = runCli(['account', 'create', '--name', 'Other', '--json'], env).json.id;
+      const otherKey = runCli(['key', 'create', '--account', other, '--country', 'sg', '--label', 'o', '--json'], env).json.key;
+      const dir = mkdtempSync(join(tmpdir(), 'cross-import-'));
+      const line = (owner: string, title: string, id = randomUUID()) => JSON.stringify({
+        id, owner_account_id: owner, country: 'sg', building_id: randomUUID(), usage_types: ['Office'], currency: 'SGD', status: 'active', url: 'https://www.example.com/l', title,
+      });
+      try {
+        writeFileSync(join(dir, 'other.ndjson'), line(other, 'Other 1'));
+        assert.equal(runCli(['import', join(dir, 'other.ndjson')], env).status, 0);
+        const before = await Promise.all(servers.map((s) => httpCall(s.port, '/v1/listings', { key: otherKey })));
+        for (const res of before) assert.equal(res.json.total, 1);
+        for (const s of servers) assert.equal((await httpCall(s.port, '/v1/listings', { key })).json.total, 0);
+
+        const id = randomUUID();
+        writeFileSync(join(dir, 'mine.ndjson'), line(accountId, 'Mine 1', id));
+        const imported = runCli(['import', join(dir, 'mine.ndjson'), '--json'], env);
+        assert.equal(imported.status, 0, imported.stderr);
+        for (const s of servers) {
+          const list = await httpCall(s.port, '/v1/listings', { key });
+          assert.equal(list.json.total, 1, 'the import is seen at once');
+          assert.equal((await httpCall(s.port, `/v1/listings/${id}`, { key })).json.title, 'Mine 1');
+          assert.equal((await httpCall(s.port, '/v1/listings', { key: otherKey })).body, before[0]!.body, 'the other tenant is unchanged');
+        }
+        writeFileSync(join(dir, 'leased.ndjson'), JSON.stringify({ ...JSON.parse(line(accountId, 'Mine 1', id)), status: 'leased' }));
+        assert.equal(runCli(['import', join(dir, 'leased.ndjson')], env).status, 0);
+        for (const s of servers) assert.equal((await httpCall(s.port, `/v1/listings/${id}`, { key })).status, 404, 'leased: gone at once');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
     });
 
