@@ -68,9 +68,11 @@ export function hashKey(key: string): string {
  * word boundary, so `x` + key is redacted too.
  */
 const KEY_IN_TEXT = /([a-z]{2}(?:_|%5f)live(?:_|%5f))[A-Za-z0-9]+/gi;
+/** A cheap look first: nearly every text redacted (every logged path) holds no key at all. */
+const MAY_HOLD_KEY = /live/i;
 
 export function redactKeys(text: string): string {
-  return text.replace(KEY_IN_TEXT, '$1[redacted]');
+  return MAY_HOLD_KEY.test(text) ? text.replace(KEY_IN_TEXT, '$1[redacted]') : text;
 }
 
 /** How a key is shown anywhere after its one-time reveal (D2, D20): display prefix, an ellipsis, the last four. */

@@ -27,6 +27,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     logController: new RequestLog(),
     trustProxy: opts.trustProxy,
     genReqId: (req: IncomingMessage) => requestIdFor(req, opts.trustProxy),
+    // No child logger per request (pino's child() was a measurable share of a cached answer's
+    // cost): the request id is written as a field of each line instead (request-log.ts).
+    childLoggerFactory: (logger) => logger,
     serverFactory: (handler) => createFrontServer(handler, { trustProxy: opts.trustProxy, logger: opts.logger, virtualHost: opts.virtualHost }),
     // Shutdown drains connections itself, with a time limit (front.ts drainServer).
     forceCloseConnections: false,
@@ -64,7 +67,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
       return reply.code(status).send({ error: 'bad_request', message: redactKeys(error.message) });
     }
-    request.log.error({ err: error }, 'request failed');
+    request.log.error({ reqId: request.id, err: error }, 'request failed');
     return reply.code(500).send({
       error: 'internal_error',
       message: `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`,

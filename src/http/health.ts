@@ -14,7 +14,7 @@ export async function healthRoutes(app: FastifyInstance, opts: { checkReady(): P
       await opts.checkReady();
       return { status: 'ready' };
     } catch (error) {
-      request.log.warn({ err: error }, 'not ready');
+      request.log.warn({ reqId: request.id, err: error }, 'not ready');
       const reason = error instanceof NotReady ? error.message : 'the database is unreachable';
       return reply.code(503).send({ error: 'internal_error', message: `Not ready: ${reason}.` });
     }

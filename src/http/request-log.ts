@@ -3,7 +3,8 @@ import { redactKeys } from '../auth/key-format.js';
 
 /** The path of a request as it may be logged: no query string, no key (D20), at most 300 characters. */
 export function loggablePath(url: string): string {
-  return redactKeys(url.split('?', 1)[0]!.slice(0, 300));
+  const query = url.indexOf('?');
+  return redactKeys(query === -1 ? url.slice(0, 300) : url.slice(0, Math.min(query, 300)));
 }
 
 /** The path as it may be echoed in an error message: redacted, and short (issue 8, item 9). */
@@ -18,6 +19,8 @@ export function pathExcerpt(url: string, max = 80): string {
  */
 export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null) {
   return {
+    // The app's loggers are not per-request children (see app.ts): the id is a field of the line.
+    reqId: request.id,
     method: request.method,
     route,
     path: loggablePath(request.url),

@@ -17,11 +17,15 @@ export type QueryValue = string | string[] | undefined;
  */
 export function parseQueryString(query: string): Record<string, string | string[]> {
   const result: Record<string, string | string[]> = Object.create(null);
+  // Without a `%` nothing needs decoding (the common case): skip the decoder for every part.
+  const encoded = query.includes('%');
   for (const pair of query.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    const name = decode(eq === -1 ? pair : pair.slice(0, eq));
-    const value = eq === -1 ? '' : decode(pair.slice(eq + 1));
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const rawValue = eq === -1 ? '' : pair.slice(eq + 1);
+    const name = encoded ? decode(rawName) : rawName;
+    const value = encoded ? decode(rawValue) : rawValue;
     const previous = result[name];
     result[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
   }
