@@ -46,6 +46,20 @@ export async function createService(config: Config, options: ServiceOptions = {}
   );
   lastUsed.start();
 
+  // The change feed keeps CHANGE_HISTORY_DAYS of history (D22: at least 30 days); every instance
+  // prunes older changes hourly, in small transactions (pruning twice is harmless).
+  const pruneHistory = async () => {
+    try {
+      const before = new Date(clock() - config.changeHistoryDays * 86_400_000).toISOString();
+      const pruned = await store.feed.prune(before);
+      if (pruned > 0) logger.info({ pruned, before }, 'pruned the change history');
+    } catch (error) {
+      logger.warn({ err: error }, 'could not prune the change history; will try again');
+    }
+  };
+  const pruneTimer = setInterval(() => void pruneHistory(), 60 * 60_000);
+  pruneTimer.unref();
+
   // The developer dashboard (src/dashboard), unless DASHBOARD_PORT is `off`: on the API's port for
   // its own host name (the default), or on a port of its own. Same store, so its key and origin
   // writes reach the API's caches at once (D4).
@@ -103,6 +117,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       if (cut > 0) logger.warn({ connections: cut, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: closed connections still open at the drain deadline');
       await dashboard?.close();
       await app.close();
+      clearInterval(pruneTimer);
       await lastUsed.stop();
       await limiter.close?.();
       await store.close();

@@ -32,6 +32,8 @@ export interface Config {
   dashboardHost: string;
   /** How long `serve` drains in-flight requests after SIGTERM/SIGINT before closing what remains. */
   shutdownTimeoutMs: number;
+  /** Days of change history kept for the change feed (D22: at least 30); older changes are pruned hourly. */
+  changeHistoryDays: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -67,6 +69,7 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardPort: dashboardPort(env),
     dashboardHost: dashboardHost(env, domain),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    changeHistoryDays: integer(env, 'CHANGE_HISTORY_DAYS', 35, 30, 3650),
   };
 }
 

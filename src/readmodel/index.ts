@@ -6,7 +6,9 @@ import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { listingSchema, toListing } from '../listings/listing.js';
 import { tenantKey, type ApiKeyRecord, type ListingRow, type Store } from '../storage/index.js';
+import { createFeed } from './feed.js';
 import { TenantIndex, type IndexEntry } from './tenant-index.js';
+import { filterInSlices, matches, sortInSlices, SORTS, type View } from './views.js';
 
 /**
  * The read path's data (spec 4.2, 4.3): keys, origins, pages and details, each answered from
@@ -43,6 +45,8 @@ export interface ReadStats {
   /** Tenant indexes built from scratch, and brought up to date from the change log. */
   indexBuilds: number;
   indexReplays: number;
+  /** Filtered or sorted views computed (once per view and index generation). */
+  viewsComputed: number;
   /** Tenants and listings held in memory now. */
   tenants: number;
   listings: number;
@@ -53,10 +57,12 @@ export interface ListingReads {
   findKeyByHash(keyHash: string): ApiKeyRecord | undefined | Promise<ApiKeyRecord | undefined>;
   /** D17; synchronous when cached. */
   isOriginAllowed(accountId: string, country: Country, origin: string): boolean | Promise<boolean>;
-  /** The page envelope (spec 2.3) of a tenant's listings. */
-  listPage(tenant: Tenant, page: number, perPage: number): Body | Promise<Body>;
+  /** The page envelope (spec 2.3) of a tenant's listings, filtered and sorted by `view` if given (D23). */
+  listPage(tenant: Tenant, page: number, perPage: number, view?: View): Body | Promise<Body>;
   /** One listing, or undefined when the tenant cannot see it (D11). */
   detail(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined>;
+  /** One answer of the change feed (D22) from a cursor (none: from the start). */
+  changes(tenant: Tenant, cursor: string | undefined, limit: number): Body | Promise<Body>;
   stats(): ReadStats;
 }
 
@@ -93,8 +99,33 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   // Serialised listings: the JSON text of each, by id and change; pages are joined from these.
   const fragments = new ReadCache<string>({ clock, ttlMs, maxEntries: 1_000_000, maxSize: maxBodyBytes, sizeOf: (s) => s.length });
   const pages = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
+  const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
   const details = new ReadCache<Body>({ clock, ttlMs, maxEntries: 200_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
-  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0 };
+  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0, viewsComputed: 0 };
+  // Filtered and sorted views of an index generation: exact for it (not a TTL cache), bounded by size.
+  const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: options.maxIndexedListings ?? 2_000_000, sizeCalculation: (v) => Math.max(1, v.length) });
+  const computingViews = new Map<string, Promise<readonly IndexEntry[]>>();
+
+  /** The entries of a view of the index (its own entries without a view). */
+  function viewOf(index: TenantIndex, view: View | undefined): readonly IndexEntry[] | Promise<readonly IndexEntry[]> {
+    if (view === undefined || view.key === '') return index.entries;
+    const key = `${index.ownerAccountId}\n${index.country}\n${index.generation}\n${view.key}`;
+    const ready = views.get(key);
+    if (ready !== undefined) return ready;
+    let computing = computingViews.get(key);
+    if (computing === undefined) {
+      computing = (async () => {
+        counters.viewsComputed++;
+        let entries = index.entries;
+        if (view.filter !== undefined) entries = await filterInSlices(entries, matches(view.filter));
+        if (view.sort !== undefined) entries = await sortInSlices(entries, SORTS[view.sort]);
+        views.set(key, entries);
+        return entries;
+      })().finally(() => computingViews.delete(key));
+      computingViews.set(key, computing);
+    }
+    return computing;
+  }
   const indexes = new LRUCache<string, TenantIndex>({
     maxSize: options.maxIndexedListings ?? 2_000_000,
     sizeCalculation: (index) => Math.max(1, index.size),
@@ -120,6 +151,17 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     });
   }
 
+  /** A listing's JSON, from the fragment cache or serialised now (and kept). */
+  function listingText(row: ListingRow): string {
+    const key = `${row.id}\n${Number(row.change_seq)}`;
+    const cached = fragments.peek(key);
+    if (cached !== undefined) return cached;
+    const text = serializeListing(toListing(row));
+    fragments.remember(key, text);
+    return text;
+  }
+  const feed = createFeed(store, clock, listingText);
+
   /**
    * The JSON of each entry, from the fragment cache or read from the database. A row whose
    * change is newer than the entry's means the tenant changed meanwhile: undefined, and the
@@ -134,9 +176,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       if (texts[i] !== undefined) continue;
       const row = rows.get(entry.id);
       if (row === undefined || Number(row.change_seq) !== entry.changeSeq) return undefined;
-      const text = serializeListing(toListing(row));
-      texts[i] = text;
-      fragments.remember(`${entry.id}\n${entry.changeSeq}`, text);
+      texts[i] = listingText(row);
     }
     return texts as string[];
   }
@@ -165,12 +205,12 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       }));
     },
 
-    listPage(tenant, page, perPage) {
+    listPage(tenant, page, perPage, view) {
       const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.ownerAccountId, tenant.country) : undefined;
-      const key = `${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${page}\n${perPage}`;
+      const key = `${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${page}\n${perPage}\n${view?.key ?? ''}`;
       const load = async () =>
         withIndex(tenant, async (index) => {
-          const entries = index.entries;
+          const entries = await viewOf(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
           const texts = await listingTexts(slice);
           if (texts === undefined) return STALE;
@@ -184,6 +224,19 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
     detail: (tenant, id) => detailOf(tenant, id),
 
+    changes(tenant, cursor, limit) {
+      const load = async () => {
+        // The index gives the version the answer is computed at, and the soonest expiry: until
+        // then, and until a write, the same cursor gets the same answer.
+        const index = await currentIndex(tenant);
+        const text = await feed.answer(tenant, cursor, limit, index.version);
+        return { value: toBody(text), validUntil: index.validUntil };
+      };
+      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.ownerAccountId, tenant.country) : undefined;
+      if (version === undefined) return load().then((r) => r.value);
+      return feedAnswers.getOrLoad(`${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${limit}\n${cursor ?? ''}`, load);
+    },
+
     stats() {
       let listings = 0;
       for (const index of indexes.values()) listings += index.size;
@@ -195,6 +248,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         origins: count(origins),
         indexBuilds: counters.indexBuilds,
         indexReplays: counters.indexReplays,
+        viewsComputed: counters.viewsComputed,
         tenants: indexes.size,
         listings,
       };

@@ -56,6 +56,8 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 export class TenantIndex {
   /** The tenant version this reflects (at least); -1 before it was built. */
   version = -1;
+  /** Moves whenever `entries` is replaced (a write replayed, an expiry passed): views are kept per generation. */
+  generation = 0;
   /** Visible listings in D9 order. Replaced, never mutated, so a reader holding it keeps a consistent view. */
   entries: readonly IndexEntry[] = [];
   private byId = new Map<string, IndexEntry>();
@@ -170,6 +172,7 @@ export class TenantIndex {
   }
 
   private install(entries: IndexEntry[], byId: Map<string, IndexEntry>, version: number): void {
+    this.generation++;
     this.entries = entries;
     this.byId = byId;
     this.version = version;
@@ -182,6 +185,7 @@ export class TenantIndex {
     const now = this.clock();
     const kept = this.entries.filter((e) => e.expiresAt > now);
     for (const entry of this.entries) if (entry.expiresAt <= now) this.byId.delete(entry.id);
+    this.generation++;
     this.entries = kept;
     this.nextExpiry = soonestExpiry(kept);
   }

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { PgChangeWatcher, SqliteChangeWatcher, type ChangeWatcher } from './changes.js';
 import { CHANGES_CHANNEL } from './pg-notifications.js';
 import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';
+import { createFeedRepository } from './feed.js';
 import { createFormsRepository } from './forms.js';
 import { createKeysRepository } from './keys.js';
 import { createListingsRepository } from './listings.js';
@@ -26,6 +27,7 @@ export type { DashboardUser } from './users.js';
 export type { AccountKind } from './schema.js';
 export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
+export type { Expiry, LastChange } from './feed.js';
 export { tenantKey, type ChangeWatcher, type TenantKey } from './changes.js';
 
 /**
@@ -57,6 +59,8 @@ export function openStore(url: string, options: StoreOptions = {}) {
     dialect: dialect as Dialect,
     accounts: createAccountsRepository(db, write),
     listings: createListingsRepository(db, write),
+    /** The change feed's queries (D22). */
+    feed: createFeedRepository(db, write),
     keys: createKeysRepository(db, write),
     origins: createOriginsRepository(db, write),
     // The dashboard's own tables (members, sessions, audit log, failed sign-ins, used forms). The

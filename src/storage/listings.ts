@@ -232,13 +232,14 @@ async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder
     where l.id is null or ${differs()}
     order by s.line`.execute(tx);
 
+  // updated_at is when the listing's current state took effect: the time of its change.
   const assignments = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`), sql`, `);
-  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${now}
+  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}
     from import_staging s where l.id = s.id and ${differs()}`.execute(tx);
   const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
   const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
   await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq)
-    select s.id, ${values}, coalesce(s.created_at, ${now}), ${now}, 0 from import_staging s
+    select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, 0 from import_staging s
     where not exists (select 1 from listings l where l.id = s.id)`.execute(tx);
 
   await changes.finishListingChanges(before);

@@ -4,6 +4,7 @@ import * as dashboard from './migrations/002_dashboard.js';
 import * as dashboardForms from './migrations/003_dashboard_forms.js';
 import * as changeTracking from './migrations/004_change_tracking.js';
 import * as auditRateLimit from './migrations/005_audit_rate_limit.js';
+import * as changeFeed from './migrations/006_change_feed.js';
 import type { Database } from './schema.js';
 
 /**
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_dashboard_forms': dashboardForms,
   '004_change_tracking': changeTracking,
   '005_audit_rate_limit': auditRateLimit,
+  '006_change_feed': changeFeed,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -18,6 +18,7 @@ export interface Database {
   listing_changes: ListingChangesTable;
   tenant_versions: TenantVersionsTable;
   store_versions: StoreVersionsTable;
+  store_secrets: StoreSecretsTable;
   /** A temporary table of the connection that runs an import (see listings/import.ts). */
   import_staging: ImportStagingTable;
 }
@@ -83,6 +84,12 @@ export interface TenantVersionsTable {
 export interface StoreVersionsTable {
   name: string;
   version: number;
+}
+
+/** Secrets of the deployment, made by migrations (006: `feed_cursor`, the change feed's cursor key). */
+export interface StoreSecretsTable {
+  name: string;
+  value: string;
 }
 
 /** A listing as an import line gives it, before the import is swapped in (listings/import.ts). */

@@ -1,6 +1,8 @@
 import { redactKeys } from '../../auth/key-format.js';
 import { badRequest } from '../../core/api-error.js';
 import { MAX_INT32 } from '../../core/formats.js';
+import { USAGE_NAMES, usageMask } from '../../listings/taxonomy.js';
+import { SORT_KEYS, type ListingFilter, type SortKey } from '../../readmodel/views.js';
 
 export const DEFAULT_PER_PAGE = 20;
 export const MAX_PER_PAGE = 100;
@@ -64,4 +66,93 @@ export function parsePageParams(query: Readonly<Record<string, QueryValue>>): Pa
   if (page < 1) throw badRequest('Query parameter "page" must be 1 or more.');
   if (perPage < 1) throw badRequest('Query parameter "per_page" must be 1 or more.');
   return { page, perPage: Math.min(perPage, MAX_PER_PAGE) };
+}
+
+// ---- D23: filters and sort of GET /v1/listings ----------------------------------------------
+
+export interface ListParams extends PageParams {
+  /** Undefined when no filter is given. */
+  filter: ListingFilter | undefined;
+  /** Undefined: D9's order. */
+  sort: SortKey | undefined;
+  /** The filter and sort in one canonical text (equal for equal meanings), for cache keys. */
+  view: string;
+}
+
+/** D23: one or more digits, optionally a dot and one or more digits, an optional leading `+`. */
+const DECIMAL = /^\+?[0-9]+(\.[0-9]+)?$/;
+
+function single(name: string, value: QueryValue): string | undefined {
+  if (Array.isArray(value)) throw badRequest(`Query parameter "${name}" was given ${value.length} times; give it once.`);
+  return value;
+}
+
+function decimalParam(name: string, value: QueryValue): number | undefined {
+  const text = single(name, value);
+  if (text === undefined) return undefined;
+  if (!DECIMAL.test(text)) {
+    throw badRequest(`Query parameter "${name}" must be a non-negative decimal number such as 1200 or 4.5, got ${JSON.stringify(redactKeys(text).slice(0, 40))}.`);
+  }
+  return Number(text);
+}
+
+function booleanParam(name: string, value: QueryValue): boolean | undefined {
+  const text = single(name, value);
+  if (text === undefined) return undefined;
+  if (text !== 'true' && text !== 'false') throw badRequest(`Query parameter "${name}" must be true or false, got ${JSON.stringify(redactKeys(text).slice(0, 40))}.`);
+  return text === 'true';
+}
+
+function usageParam(value: QueryValue): number {
+  const text = single('usage_type', value);
+  if (text === undefined) return 0;
+  let mask = 0;
+  for (const name of text.split(',')) {
+    const bit = usageMask([name]);
+    if (bit === 0) {
+      throw badRequest(`Query parameter "usage_type" holds ${JSON.stringify(redactKeys(name).slice(0, 40))}, which is not a usage type; use names of the taxonomy, exactly spelt and comma-separated: ${USAGE_NAMES.join(', ')}.`);
+    }
+    mask |= bit;
+  }
+  return mask;
+}
+
+function bounds(minName: string, min: number | undefined, maxName: string, max: number | undefined): void {
+  if (min !== undefined && max !== undefined && min > max) throw badRequest(`Query parameter "${minName}" (${min}) is above "${maxName}" (${max}).`);
+}
+
+/** Spec 4.2, D7 and D23: page and size, filters and sort; every malformed value is a 400 naming its parameter. */
+export function parseListParams(query: Readonly<Record<string, QueryValue>>): ListParams {
+  const { page, perPage } = parsePageParams(query);
+  const usage = usageParam(query.usage_type);
+  const minSize = decimalParam('min_size_sqft', query.min_size_sqft);
+  const maxSize = decimalParam('max_size_sqft', query.max_size_sqft);
+  const minPrice = decimalParam('min_price', query.min_price);
+  const maxPrice = decimalParam('max_price', query.max_price);
+  const featured = booleanParam('featured', query.featured);
+  const takeover = booleanParam('takeover', query.takeover);
+  const sortText = single('sort', query.sort);
+  if (sortText !== undefined && !(SORT_KEYS as readonly string[]).includes(sortText)) {
+    throw badRequest(`Query parameter "sort" must be one of ${SORT_KEYS.join(', ')}, got ${JSON.stringify(redactKeys(sortText).slice(0, 40))}.`);
+  }
+  bounds('min_size_sqft', minSize, 'max_size_sqft', maxSize);
+  bounds('min_price', minPrice, 'max_price', maxPrice);
+  const filtered = usage !== 0 || minSize !== undefined || maxSize !== undefined || minPrice !== undefined || maxPrice !== undefined || featured !== undefined || takeover !== undefined;
+  const filter = filtered ? { usage, minSize, maxSize, minPrice, maxPrice, featured, takeover } : undefined;
+  const sort = sortText as SortKey | undefined;
+  const view = filter === undefined && sort === undefined ? '' : JSON.stringify([usage, minSize, maxSize, minPrice, maxPrice, featured, takeover, sort ?? null]);
+  return { page, perPage, filter, sort, view };
+}
+
+// ---- D22: the change feed's parameters --------------------------------------------------------
+
+export const DEFAULT_FEED_LIMIT = 100;
+export const MAX_FEED_LIMIT = 1000;
+
+/** D22: `cursor` (opaque, once) and `limit` (1-1000, default 100; larger up to 2^31-1 clamped; else 400). */
+export function parseFeedParams(query: Readonly<Record<string, QueryValue>>): { cursor: string | undefined; limit: number } {
+  const cursor = single('cursor', query.cursor);
+  const limit = parseIntegerParam('limit', query.limit) ?? DEFAULT_FEED_LIMIT;
+  if (limit < 1) throw badRequest('Query parameter "limit" must be 1 or more.');
+  return { cursor, limit: Math.min(limit, MAX_FEED_LIMIT) };
 }

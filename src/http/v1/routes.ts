@@ -8,10 +8,10 @@ import type { RateLimiter } from '../../ratelimit/limiter.js';
 import type { Body, ListingReads, Tenant } from '../../readmodel/index.js';
 import { answer } from './answer.js';
 import { countryOnly, createGuard, settleRateLimit } from './guard.js';
-import { parsePageParams, type QueryValue } from './params.js';
+import { parseFeedParams, parseListParams, type QueryValue } from './params.js';
 
 /**
- * /v1 (spec 4): the route table, the one guard every route passes (guard.ts), and the answer
+ * /v1 (spec 4, D22, D23): the route table, the one guard every route passes (guard.ts), and the answer
  * (answer.ts). Read top to bottom, a request goes: route (404 unknown path, 405 other method,
  * decided by the router from this table) -> guard: country (D3, 404), key (401), limit (429),
  * origin (403) -> the route's parameters (400) -> its look-up (404) -> 200 with an ETag, or a free
@@ -39,8 +39,17 @@ export function routeTable(reads: ListingReads): Route[] {
     {
       url: '/v1/listings',
       read: (request, tenant) => {
-        const { page, perPage } = parsePageParams(request.query as Record<string, QueryValue>); // D7 -> 400
-        return reads.listPage(tenant, page, perPage);
+        // D7, D23 -> 400
+        const { page, perPage, filter, sort, view } = parseListParams(request.query as Record<string, QueryValue>);
+        return reads.listPage(tenant, page, perPage, view === '' ? undefined : { filter, sort, key: view });
+      },
+    },
+    {
+      // D22. A static segment: the router prefers it to `/v1/listings/:id` below.
+      url: '/v1/listings/changes',
+      read: (request, tenant) => {
+        const { cursor, limit } = parseFeedParams(request.query as Record<string, QueryValue>); // 400
+        return reads.changes(tenant, cursor, limit);
       },
     },
     {

@@ -1,0 +1,182 @@
+import { badRequest } from '../core/api-error.js';
+import type { Clock } from '../core/clock.js';
+import type { Expiry, LastChange, ListingRow, Store } from '../storage/index.js';
+import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './feed-cursor.js';
+
+/**
+ * The change feed (D22): what changed in a tenant's listings since a cursor, as events, so that a
+ * site can keep a copy without re-reading every page.
+ *
+ * Without a cursor it starts with a snapshot: every visible listing as `listing.upserted`, in the
+ * order its state took effect; then (and from any later cursor) it replays two streams merged in
+ * time order:
+ *  - the tenant's changes after the cursor's sequence (storage/changes.ts), each the last change
+ *    of its listing, told as the listing's state now: `listing.upserted` with the listing when it
+ *    is visible, `listing.removed` when it is not (another status, owner or country);
+ *  - the expiries that passed after the cursor's expiry position: `listing.removed` at the expiry
+ *    instant, with no write needed (D10). A listing whose last write was before its expiry is told
+ *    by its expiry; one whose write set an expiry already past, by its write.
+ * Replaying both from any cursor brings a copy that was exact then up to date again; the last event
+ * of an id is its current state. A listing never comes twice in one answer.
+ *
+ * Cursors (feed-cursor.ts) move only over what an answer consumed: an answer with no event is
+ * byte for byte the answer to the previous poll with the same cursor, so polling with
+ * If-None-Match costs nothing (D21).
+ */
+export const CURSOR_REFUSED =
+  'This cursor cannot be used: it was not issued by this API for this key\'s account and country, or it is older than the change history kept (at least 30 days). Start again without a cursor to get every listing, then follow next_cursor.';
+
+interface Tenant {
+  ownerAccountId: string;
+  country: string;
+}
+
+/** One item of a stream; `event` is undefined for an item that says nothing new. */
+interface Item {
+  event: string | undefined;
+  advance(position: FeedPosition): void;
+}
+
+/** Batches read per stream while merging. */
+const BATCH = 200;
+
+export function createFeed(store: Store, clock: Clock, listingText: (row: ListingRow) => string) {
+  let secret: Promise<string> | undefined;
+  const cursorSecret = () => (secret ??= store.feed.cursorSecret().catch((error: unknown) => {
+    secret = undefined;
+    throw error;
+  }));
+
+  const upserted = (id: string, at: string, row: ListingRow) => `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${listingText(row)}}`;
+  const removed = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
+
+  return {
+    /** The JSON of one answer; `version` is the tenant's current version (where a snapshot hands over to the log). */
+    async answer(tenant: Tenant, cursor: string | undefined, limit: number, version: number): Promise<string> {
+      const key = await cursorSecret();
+      const nowIso = new Date(clock()).toISOString();
+      let start: FeedPosition;
+      if (cursor === undefined) {
+        start = { phase: 'snapshot', seq: version, expiry: nowIso, expiryId: '', updatedAt: '', afterId: '' };
+      } else {
+        try {
+          start = decodeCursor(key, tenant, cursor);
+        } catch (error) {
+          if (error instanceof CursorError) throw badRequest(CURSOR_REFUSED);
+          throw error;
+        }
+        // The history after the cursor must still be whole.
+        if (start.seq < (await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country))) throw badRequest(CURSOR_REFUSED);
+      }
+      const position = { ...start };
+      const events: string[] = [];
+      let hasMore = false;
+
+      if (position.phase === 'snapshot') {
+        const after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
+        const rows = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, limit + 1);
+        for (const row of rows.slice(0, limit)) events.push(upserted(row.id, row.updated_at, row));
+        if (rows.length > limit) {
+          hasMore = true;
+          const last = rows[limit - 1]!;
+          position.updatedAt = last.updated_at;
+          position.afterId = last.id;
+        } else {
+          position.phase = 'log';
+          position.updatedAt = '';
+          position.afterId = '';
+        }
+      }
+      if (position.phase === 'log' && !hasMore) {
+        hasMore = await replay(tenant, position, nowIso, limit - events.length, events);
+      }
+      // Nothing new: the same answer as the previous poll with this cursor (D22, D21).
+      const next = cursor !== undefined && events.length === 0 ? cursor : encodeCursor(key, tenant, position);
+      return `{"items":[${events.join(',')}],"next_cursor":"${next}","has_more":${hasMore}}`;
+    },
+  };
+
+  /**
+   * Merges the two streams from `position` into `events`, up to `room` events, moving `position`
+   * over what it consumed. True when more events are pending.
+   */
+  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[]): Promise<boolean> {
+    const writes = stream<LastChange, number>((afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH), (c) => c.seq, position.seq);
+    const expiries = stream<Expiry, { expiry: string; id: string }>(
+      (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
+      (x) => ({ expiry: x.expiry_date, id: x.id }),
+      { expiry: position.expiry, id: position.expiryId },
+    );
+    const rows = new Map<string, ListingRow | undefined>();
+    const consumed: Item[] = [];
+    let emitted = 0;
+    let more = false;
+    for (;;) {
+      const [w, x] = [await writes.peek(), await expiries.peek()];
+      if (w === undefined && x === undefined) break;
+      // In the order the changes took effect; a write before an expiry of the same instant.
+      const item = w !== undefined && (x === undefined || w.at <= x.expiry_date) ? await writeItem(writes.take()!) : expiryItem(expiries.take()!);
+      if (item.event !== undefined && emitted === room) {
+        more = true;
+        break;
+      }
+      consumed.push(item);
+      if (item.event !== undefined) {
+        events.push(item.event);
+        emitted++;
+      }
+    }
+    // An answer with no event leaves the cursor where it was (its answer is then the previous one).
+    if (emitted > 0) for (const item of consumed) item.advance(position);
+    return more;
+
+    async function writeItem(change: LastChange): Promise<Item> {
+      if (!rows.has(change.listing_id)) {
+        // Read the rows of the batch around it in one query.
+        const ids = [change.listing_id, ...writes.buffered().map((c) => c.listing_id)].filter((id) => !rows.has(id));
+        const found = new Map((await store.listings.rows(ids)).map((r) => [r.id, r]));
+        for (const id of ids) rows.set(id, found.get(id));
+      }
+      const row = rows.get(change.listing_id);
+      const here = row !== undefined && row.owner_account_id === tenant.ownerAccountId && row.country === tenant.country && row.status === 'active';
+      let event: string | undefined;
+      if (here && (row.expiry_date === null || row.expiry_date > nowIso)) event = upserted(change.listing_id, change.at, row);
+      // Written before it expired: its expiry tells its removal, at the expiry instant.
+      else if (here && row.updated_at < row.expiry_date!) event = undefined;
+      else event = removed(change.listing_id, change.at);
+      return { event, advance: (p) => void (p.seq = change.seq) };
+    }
+
+    function expiryItem(x: Expiry): Item {
+      // A write that set an expiry already past told the removal itself (at the write).
+      const event = x.updated_at < x.expiry_date ? removed(x.id, x.expiry_date) : undefined;
+      return { event, advance: (p) => {
+        p.expiry = x.expiry_date;
+        p.expiryId = x.id;
+      } };
+    }
+  }
+}
+
+/** A stream read in batches after a position; `peek` refills when the batch is used up. */
+function stream<T, P>(read: (after: P) => Promise<T[]>, positionOf: (item: T) => P, start: P) {
+  let buffer: T[] = [];
+  let after = start;
+  let done = false;
+  return {
+    async peek(): Promise<T | undefined> {
+      if (buffer.length === 0 && !done) {
+        buffer = await read(after);
+        if (buffer.length < BATCH) done = true;
+        if (buffer.length > 0) after = positionOf(buffer.at(-1)!);
+      }
+      return buffer[0];
+    },
+    take(): T | undefined {
+      return buffer.shift();
+    },
+    buffered(): readonly T[] {
+      return buffer;
+    },
+  };
+}

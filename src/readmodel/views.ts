@@ -1,0 +1,120 @@
+import type { IndexEntry } from './tenant-index.js';
+
+/**
+ * Filtered and sorted views of a tenant's index (D23). A view is computed once per version of the
+ * index and kept, so every page of it is a slice; computing it walks the tenant once, in slices
+ * that each hold the event loop a few milliseconds (a sort of 100,000 listings in one go would
+ * hold it for tens), so other requests keep being answered meanwhile.
+ */
+
+/** What a key's list is filtered by (D23); absent bounds and flags do not filter. */
+export interface ListingFilter {
+  /** Bits of the taxonomy names asked for (listings/taxonomy.ts usageMask); 0: any usage. */
+  usage: number;
+  minSize: number | undefined;
+  maxSize: number | undefined;
+  minPrice: number | undefined;
+  maxPrice: number | undefined;
+  featured: boolean | undefined;
+  takeover: boolean | undefined;
+}
+
+export const SORT_KEYS = ['price', '-price', 'size_sqft', '-size_sqft', 'created_at', '-created_at'] as const;
+export type SortKey = (typeof SORT_KEYS)[number];
+
+/** A view of a tenant's listings: a filter, a sort, or both; `key` is their canonical text. */
+export interface View {
+  filter: ListingFilter | undefined;
+  sort: SortKey | undefined;
+  key: string;
+}
+
+/** D23: every given bound and flag holds; a listing whose field is null matches no bound on it. */
+export function matches(filter: ListingFilter): (entry: IndexEntry) => boolean {
+  const { usage, minSize, maxSize, minPrice, maxPrice, featured, takeover } = filter;
+  return (e) =>
+    (usage === 0 || (e.usage & usage) !== 0) &&
+    (minSize === undefined || (e.size !== null && e.size >= minSize)) &&
+    (maxSize === undefined || (e.size !== null && e.size <= maxSize)) &&
+    (minPrice === undefined || (e.price !== null && e.price >= minPrice)) &&
+    (maxPrice === undefined || (e.price !== null && e.price <= maxPrice)) &&
+    (featured === undefined || e.featured === (featured ? 1 : 0)) &&
+    (takeover === undefined || e.takeover === (takeover ? 1 : 0));
+}
+
+const byId = (a: IndexEntry, b: IndexEntry) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Nulls last in both directions, then id ascending (D23); featured listings are not put first. */
+function byNumber(field: 'price' | 'size', descending: boolean) {
+  return (a: IndexEntry, b: IndexEntry): number => {
+    const x = a[field];
+    const y = b[field];
+    if (x === null || y === null) return x === y ? byId(a, b) : x === null ? 1 : -1;
+    if (x !== y) return descending ? y - x : x - y;
+    return byId(a, b);
+  };
+}
+
+function byCreated(descending: boolean) {
+  return (a: IndexEntry, b: IndexEntry): number => {
+    if (a.createdAt !== b.createdAt) return (a.createdAt < b.createdAt ? -1 : 1) * (descending ? -1 : 1);
+    return byId(a, b);
+  };
+}
+
+export const SORTS: Readonly<Record<SortKey, (a: IndexEntry, b: IndexEntry) => number>> = {
+  price: byNumber('price', false),
+  '-price': byNumber('price', true),
+  size_sqft: byNumber('size', false),
+  '-size_sqft': byNumber('size', true),
+  created_at: byCreated(false),
+  '-created_at': byCreated(true),
+};
+
+/** Elements handled between two yields to the event loop. */
+const SLICE = 8192;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** `items.filter(keep)`, in slices. */
+export async function filterInSlices<T>(items: readonly T[], keep: (item: T) => boolean): Promise<T[]> {
+  const kept: T[] = [];
+  for (let i = 0; i < items.length; i += SLICE) {
+    if (i > 0) await yieldToEventLoop();
+    const end = Math.min(items.length, i + SLICE);
+    for (let j = i; j < end; j++) if (keep(items[j]!)) kept.push(items[j]!);
+  }
+  return kept;
+}
+
+/**
+ * A stable sort in slices: runs of SLICE elements sorted one at a time, then merged pairwise, each
+ * merge yielding every SLICE elements. The same result as `[...items].sort(compare)`, for a total
+ * order; O(n log n) work, a few milliseconds at a time.
+ */
+export async function sortInSlices<T>(items: readonly T[], compare: (a: T, b: T) => number): Promise<T[]> {
+  let runs: T[][] = [];
+  for (let i = 0; i < items.length; i += SLICE) {
+    if (i > 0) await yieldToEventLoop();
+    runs.push(items.slice(i, i + SLICE).sort(compare));
+  }
+  while (runs.length > 1) {
+    const merged: T[][] = [];
+    for (let r = 0; r < runs.length; r += 2) merged.push(r + 1 < runs.length ? await merge(runs[r]!, runs[r + 1]!, compare) : runs[r]!);
+    runs = merged;
+  }
+  return runs[0] ?? [];
+}
+
+async function merge<T>(a: T[], b: T[], compare: (x: T, y: T) => number): Promise<T[]> {
+  const out = new Array<T>(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) {
+    out[k++] = compare(b[j]!, a[i]!) < 0 ? b[j++]! : a[i++]!;
+    if (k % SLICE === 0) await yieldToEventLoop();
+  }
+  while (i < a.length) out[k++] = a[i++]!;
+  while (j < b.length) out[k++] = b[j++]!;
+  return out;
+}

@@ -1,0 +1,117 @@
+import type { Kysely } from 'kysely';
+import type { ListingRow } from './listings.js';
+import type { Database } from './schema.js';
+import type { Write } from './write.js';
+
+/**
+ * The queries of the change feed (D22; readmodel/feed.ts puts them together). Each reads one page
+ * of one tenant through an index made for it (migrations 004 and 006), so an answer costs its
+ * page, whatever the tenant's size or history.
+ */
+export interface LastChange {
+  seq: number;
+  listing_id: string;
+  at: string;
+}
+
+export interface Expiry {
+  id: string;
+  expiry_date: string;
+  updated_at: string;
+}
+
+export function createFeedRepository(db: Kysely<Database>, write: Write) {
+  /** Active listings of a tenant. */
+  const active = (ownerAccountId: string, country: string) =>
+    db.selectFrom('listings').where('owner_account_id', '=', ownerAccountId).where('country', '=', country).where('status', '=', 'active');
+
+  return {
+    /** The deployment's key for signing cursors (made by migration 006). */
+    async cursorSecret(): Promise<string> {
+      return (await db.selectFrom('store_secrets').select('value').where('name', '=', 'feed_cursor').executeTakeFirstOrThrow()).value;
+    },
+
+    /** The highest sequence pruned from a tenant's history (0: its history is whole). */
+    async prunedSeq(ownerAccountId: string, country: string): Promise<number> {
+      const row = await db.selectFrom('tenant_versions').select('pruned_seq').where('owner_account_id', '=', ownerAccountId).where('country', '=', country).executeTakeFirst();
+      return Number(row?.pruned_seq ?? 0);
+    },
+
+    /**
+     * A tenant's changes after `afterSeq` in order, each the last change of its listing in this
+     * tenant (an earlier one says nothing the later one does not), at most `limit`.
+     */
+    async lastChanges(ownerAccountId: string, country: string, afterSeq: number, limit: number): Promise<LastChange[]> {
+      const rows = await db
+        .selectFrom('listing_changes as c')
+        .select(['c.seq', 'c.listing_id', 'c.at'])
+        .where('c.owner_account_id', '=', ownerAccountId)
+        .where('c.country', '=', country)
+        .where('c.seq', '>', afterSeq)
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('listing_changes as later').select('later.seq')
+            .whereRef('later.owner_account_id', '=', 'c.owner_account_id')
+            .whereRef('later.country', '=', 'c.country')
+            .whereRef('later.listing_id', '=', 'c.listing_id')
+            .whereRef('later.seq', '>', 'c.seq'))))
+        .orderBy('c.seq')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ seq: Number(r.seq), listing_id: r.listing_id, at: r.at }));
+    },
+
+    /**
+     * Active listings of a tenant whose expiry is after the position (expiry, id) and at or
+     * before `until`, in that order, at most `limit` (D10: each stopped being visible then).
+     */
+    async expiries(ownerAccountId: string, country: string, after: { expiry: string; id: string }, until: string, limit: number): Promise<Expiry[]> {
+      const base = () => active(ownerAccountId, country).select(['id', 'expiry_date', 'updated_at']).where('expiry_date', '<=', until).orderBy('expiry_date').orderBy('id');
+      const rows = await base().where('expiry_date', '=', after.expiry).where('id', '>', after.id).limit(limit).execute();
+      if (rows.length < limit) rows.push(...(await base().where('expiry_date', '>', after.expiry).limit(limit - rows.length).execute()));
+      return rows as Expiry[];
+    },
+
+    /**
+     * The tenant's visible listings (D10 at `now`) in the order their state took effect (updated
+     * time, then id), after a position, at most `limit`: the first answer of a feed.
+     */
+    async snapshot(ownerAccountId: string, country: string, now: string, after: { updatedAt: string; id: string } | undefined, limit: number): Promise<ListingRow[]> {
+      const base = () =>
+        active(ownerAccountId, country)
+          .selectAll()
+          .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]))
+          .orderBy('updated_at')
+          .orderBy('id');
+      if (after === undefined) return base().limit(limit).execute();
+      const rows = await base().where('updated_at', '=', after.updatedAt).where('id', '>', after.id).limit(limit).execute();
+      if (rows.length < limit) rows.push(...(await base().where('updated_at', '>', after.updatedAt).limit(limit - rows.length).execute()));
+      return rows;
+    },
+
+    /**
+     * Forgets changes older than `before` (D22 keeps at least 30 days), a batch at a time so that
+     * no transaction holds the database long, noting per tenant the highest sequence forgotten (a
+     * cursor from before it can no longer be served). Returns how many were forgotten.
+     */
+    async prune(before: string, batch = 5000): Promise<number> {
+      let total = 0;
+      for (;;) {
+        const removed = await write(async (tx) => {
+          const rows = await tx.selectFrom('listing_changes').select(['seq', 'owner_account_id', 'country']).where('at', '<', before).orderBy('seq').limit(batch).execute();
+          if (rows.length === 0) return 0;
+          const highest = new Map<string, { owner: string; country: string; seq: number }>();
+          for (const row of rows) highest.set(`${row.owner_account_id}\n${row.country}`, { owner: row.owner_account_id, country: row.country, seq: Number(row.seq) });
+          for (const { owner, country, seq } of highest.values()) {
+            await tx.updateTable('tenant_versions').set({ pruned_seq: seq }).where('owner_account_id', '=', owner).where('country', '=', country).where('pruned_seq', '<', seq).execute();
+          }
+          await tx.deleteFrom('listing_changes').where('seq', '<=', Number(rows.at(-1)!.seq)).where('at', '<', before).execute();
+          return rows.length;
+        });
+        total += removed;
+        if (removed < batch) return total;
+      }
+    },
+  };
+}
+
+export type FeedRepository = ReturnType<typeof createFeedRepository>;
