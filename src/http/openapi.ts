@@ -552,8 +552,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         'Every answer carries `X-Request-Id`; quote it when reporting a problem.',
       ].join('\n'),
-      contact: { name: 'Your account contact at the listings provider (keys, origins and higher rate limits are arranged through the dashboard and the account contact)' },
-      license: { name: 'Proprietary: the API is offered to account holders under their agreement with the provider', identifier: 'LicenseRef-Proprietary' },
+      // No support address or licence text exists in this repository: these say who to ask and
+      // that the API is not open source; a deployment with published terms should put them here.
+      contact: { name: 'Your account contact (keys and browser origins: the dashboard, Settings > Developer)' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: servers(domain, countries),
     security: [{ bearerAuth: [] }],
