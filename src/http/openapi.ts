@@ -2,19 +2,30 @@ import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.j
 import type { ErrorCode } from '../core/api-error.js';
 import { MAX_INT32 } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
-import { errorSchema, listingSchema, pageSchema } from '../listings/listing.js';
+import { errorSchema, listingSchema, pageSchema, type Listing } from '../listings/listing.js';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from './v1/params.js';
 
 /**
- * The OpenAPI 3.1 document of the two endpoints (spec 4, D3-D19), built from the very JSON schemas
- * the server serialises with (listing.ts), so that the document cannot drift from the responses.
- * `npm run openapi` writes it to openapi.json; test/http/openapi.test.ts checks that the committed
- * file is current and that real responses of a listening server validate against it.
+ * The OpenAPI 3.1 document of /v1, built from the very JSON schemas the server serialises with
+ * (listing.ts), so that the document cannot drift from the responses. `npm run openapi` writes it
+ * to openapi.json; GET /openapi.json serves it with the deployment's domain and countries.
+ * test/http/openapi.test.ts checks that the committed file is current, that it describes exactly
+ * the routes of the /v1 route table, that Redocly CLI finds no problem in it, and that real
+ * responses of a listening server validate against it. docs/api.md is the prose reference.
+ *
+ * The document is written for the tools consumers feed it to (validators, SDK generators, docs
+ * renderers), so its text states each rule itself: it never cites D-numbers or the specification.
+ *
+ * Adding an endpoint (the change feed, D22) is one more entry in `endpoints()` plus its schemas in
+ * `SERVER_SCHEMAS`; adding query parameters (the filters and sort of D23) is more entries in
+ * `components.parameters` and in the list endpoint's `parameters`, and a sentence in its 400.
+ * Everything every /v1 endpoint shares (the key, rate limit, CORS, conditional requests, errors)
+ * is built once below and attached to every endpoint.
  */
 export interface OpenApiOptions {
   /** The deployment's API_DOMAIN, the default of the servers' `domain` variable (D3). */
   apiDomain?: string;
-  /** The countries the deployment serves (OPERATIONS `COUNTRIES`); all of them by default. */
+  /** The countries the deployment serves (COUNTRIES); all of them by default. */
   countries?: readonly Country[];
 }
 
@@ -24,23 +35,48 @@ export type OpenApiDocument = Record<string, unknown> & {
   components: Record<string, Record<string, unknown>>;
 };
 
+type Json = Record<string, unknown>;
+
 const JSON_MEDIA = 'application/json';
 const SERVER_SCHEMAS = [listingSchema, pageSchema, errorSchema] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));
 const ERROR_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
+/** D21: what answer.ts sends with every 200 and 304. */
+export const CACHE_CONTROL = 'private, no-cache';
 
 /**
- * A Fastify shared schema as an OpenAPI component: `$id` dropped, `$ref: 'Listing#'` rewritten to
- * `#/components/schemas/Listing`. Anything else that looks like a reference is an error, so that a
- * new kind of reference in listing.ts cannot silently produce a broken document.
+ * Ids as the service stores and sends them: a UUID's 8-4-4-4-12 text form, lowercase. The import
+ * and the CLI accept any such hexadecimal text (either case, stored lowercase), without checking
+ * the RFC 9562 version and variant digits, so the published document does not say
+ * `format: uuid`: strict validators (zod's `z.uuid()`, which generators emit for that format)
+ * would refuse ids the service legitimately sends. See docs/api.md, "Ids".
+ */
+export const ID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+/** The path parameter: the service accepts either case (and answers 404 for anything else, D11). */
+export const ID_PARAMETER_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const ID_TEXT = 'A UUID in its 8-4-4-4-12 hexadecimal text form, lowercase. The version and variant digits are not checked: do not validate ids as strict RFC 9562 UUIDs.';
+
+/**
+ * A serialisation schema (listing.ts, a Fastify shared schema) as the published component:
+ *
+ * - `$id` dropped, and `$ref: 'Listing#'` rewritten to `#/components/schemas/Listing`; any other
+ *   reference is an error, so that a new kind of reference cannot silently break the document;
+ * - `additionalProperties: false` dropped: the serialiser emits exactly the listed fields, but the
+ *   published contract lets v1 add fields, which a validating client must accept (an absent
+ *   `additionalProperties` allows them; `true` would add an index signature to every generated
+ *   TypeScript type and lose typo checks). The tests keep the strict check on real responses;
+ * - `format: 'uuid'` replaced by the pattern the service really guarantees (ID_PATTERN).
  */
 function toComponent(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(toComponent);
   if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
+  const out: Json = {};
   for (const [name, child] of Object.entries(value)) {
     if (name === '$id') continue;
-    if (name === '$ref') {
+    if (name === 'additionalProperties' && child === false) continue;
+    if (name === 'format' && child === 'uuid') {
+      out.pattern = ID_PATTERN;
+    } else if (name === '$ref') {
       const target = typeof child === 'string' ? /^([A-Za-z][A-Za-z0-9_]*)#$/.exec(child)?.[1] : undefined;
       if (target === undefined || !SCHEMA_NAMES.has(target)) throw new Error(`openapi: unsupported schema reference ${JSON.stringify(child)}`);
       out.$ref = `#/components/schemas/${target}`;
@@ -56,71 +92,191 @@ function toComponent(value: unknown): unknown {
 
 const ref = (kind: 'schemas' | 'parameters' | 'responses' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
-// ---- Response headers (D15, D16, D18, D19) ---------------------------------------------------
+// ---- Examples ----------------------------------------------------------------------------------
 
-type HeaderSet = Record<string, Record<string, unknown>>;
+const ORG_ID = 'c2e4a6b8-1d3f-4a5c-8e7b-9f0a1b2c3d4e';
+const FEATURED_ID = '3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71';
+const SPARSE_ID = '7d2b9e40-1c6a-4f38-a5d7-3e9b0c8f2a16';
+const REQUEST_ID = 'req_9f1c2e7a4b3d5c6000012k';
+const ETAG = '"FSvtPvGtRkwJiYRuFxQlrirDCtZ"';
+const RESET = 1795341660;
 
-const header = (description: string, schema: Record<string, unknown>, required: boolean) => ({ description, required, schema });
+/** A featured listing with every field set. */
+const featuredListing: Listing = {
+  id: FEATURED_ID,
+  building_id: '9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35',
+  org_id: ORG_ID,
+  title: 'Ground-floor cafe with outdoor seating',
+  size_sqft: 1250,
+  usage_types: ['F&B', 'Cafe'],
+  price: 9.5,
+  currency: 'SGD',
+  is_takeover: true,
+  is_featured: true,
+  status: 'active',
+  expiry_date: '2027-03-31T15:59:59.000Z',
+  available_from: '2026-12-01T00:00:00.000Z',
+  min_lease_tenure: '24 months',
+  view_count: 1874,
+  inquiry_count: 23,
+  building_name: 'Telok Ayer Point',
+  street_address: '18 Telok Ayer Street',
+  images: [
+    `https://cdn.example.com/listings/${FEATURED_ID}/1.jpg`,
+    `https://cdn.example.com/listings/${FEATURED_ID}/2.jpg`,
+    `https://cdn.example.com/listings/${FEATURED_ID}/3.jpg`,
+  ],
+  cover_image_index: 1,
+  url: `https://www.example.com/listings/${FEATURED_ID}`,
+  created_at: '2026-10-14T02:45:11.382Z',
+};
 
-/** The headers that are the same on every response: shared components, referenced by name. */
+/** A listing with nothing optional set: nulls and no photos. */
+const sparseListing: Listing = {
+  id: SPARSE_ID,
+  building_id: '5b8e2f14-9c3a-4d71-8e62-0f4a7b1c9d23',
+  org_id: ORG_ID,
+  title: null,
+  size_sqft: null,
+  usage_types: ['Office'],
+  price: null,
+  currency: 'SGD',
+  is_takeover: false,
+  is_featured: false,
+  status: 'active',
+  expiry_date: null,
+  available_from: null,
+  min_lease_tenure: null,
+  view_count: 0,
+  inquiry_count: 0,
+  building_name: null,
+  street_address: null,
+  images: [],
+  cover_image_index: 0,
+  url: `https://www.example.com/listings/${SPARSE_ID}`,
+  created_at: '2026-11-02T09:12:40.051Z',
+};
+
+type Examples = Record<string, { summary: string; value: unknown }>;
+
+const errorExample = (summary: string, error: ErrorCode, message: string) => ({ summary, value: { error, message } });
+
+/**
+ * Error examples whose messages are the server's own, word for word: the live tests compare them
+ * with what a listening server says in the same situation.
+ */
+export const ERROR_EXAMPLES = {
+  pageNotANumber: errorExample('A parameter that is not a whole number', 'bad_request', 'Query parameter "page" must be a whole number written in digits, got "abc".'),
+  perPageTwice: errorExample('A parameter given twice', 'bad_request', 'Query parameter "per_page" was given 2 times; give it once.'),
+  perPageZero: errorExample('A page size below 1', 'bad_request', 'Query parameter "per_page" must be 1 or more.'),
+  hostTwice: errorExample('The Host header sent twice', 'bad_request', 'The Host header was sent more than once; send it once.'),
+  missingKey: errorExample('No Authorization header', 'unauthorized', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".'),
+  malformedKey: errorExample('A key that is not one the service issued (e.g. truncated)', 'unauthorized', 'Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.'),
+  unknownKey: errorExample('A revoked or unknown key', 'unauthorized', 'Unknown or revoked API key.'),
+  otherCountry: errorExample('A key sent to another country\'s host', 'unauthorized', 'This API key is for country "sg" and cannot be used on the "my" host.'),
+  originNotAllowed: errorExample(
+    'A browser page on an origin that is not registered',
+    'origin_not_allowed',
+    'The origin "https://www.elsewhere.example" is not registered for this key\'s account in country "sg". Register it in the dashboard (Settings > Developer), or call the API from your server.',
+  ),
+  noListing: errorExample('No active listing with this id for this key', 'not_found', 'No active listing with this id is visible to this key.'),
+  unknownHost: errorExample('A host that serves no country', 'not_found', 'No API is served at host "api.xx.example.com"; use the API host of your key\'s country.'),
+  rateLimited: errorExample('The key\'s limit is used up', 'rate_limited', 'Rate limit of 60 requests per minute exceeded; retry after 12 s.'),
+  internalError: errorExample(
+    'A failure on the service\'s side',
+    'internal_error',
+    `Something went wrong on our side; retry with exponential backoff. Request id: ${REQUEST_ID}.`,
+  ),
+  methodNotAllowed: errorExample('POST on /v1/listings', 'method_not_allowed', 'Method POST is not allowed here; use GET, HEAD or OPTIONS.'),
+  headersTooLarge: errorExample('Request headers over the size limit (status 431)', 'bad_request', 'Request headers are too large.'),
+} as const;
+
+// ---- Headers -----------------------------------------------------------------------------------
+
+type HeaderSet = Record<string, Json>;
+
+const header = (description: string, schema: Json, required: boolean, example?: unknown): Json =>
+  example === undefined ? { description, required, schema } : { description, required, schema, example };
+
+/** Headers that mean the same wherever they appear: shared components, referenced by name. */
 function sharedHeaders(): HeaderSet {
   return {
-    'X-Request-Id': header('Id of this request, also in the server\'s log line for it (D19). Quote it when reporting a problem.', { type: 'string', minLength: 1 }, true),
-    Vary: header('Always includes `Origin`: responses differ by the request\'s Origin header (D18).', { type: 'string', pattern: '(^|,\\s*)Origin(\\s*,|$)' }, true),
+    'X-Request-Id': header(
+      'The id of this request, also in the service\'s log line for it. Quote it when reporting a problem.',
+      { type: 'string', minLength: 1 },
+      true,
+      REQUEST_ID,
+    ),
+    Vary: header('Always includes `Origin`: answers differ by the request\'s `Origin` header.', { type: 'string', pattern: '(^|,\\s*)Origin(\\s*,|$)' }, true, 'Origin'),
+    'X-Content-Type-Options': header('Always `nosniff`: browsers must not guess another type than the declared JSON.', { type: 'string', const: 'nosniff' }, true, 'nosniff'),
     'Access-Control-Allow-Origin': header(
-      'Browser calls only (D18): the request\'s Origin, echoed on every response, errors included, so that browser code can read the error code. Absent without an Origin header and for the literal origin `null`. `Access-Control-Allow-Credentials` is never sent.',
+      'Browser calls only: the request\'s `Origin`, echoed on every answer, errors included, so that browser code can read the error code. Absent without an `Origin` header and for the literal origin `null`. `Access-Control-Allow-Credentials` is never sent.',
       { type: 'string' },
       false,
+      'https://www.example.com',
     ),
-    'Access-Control-Expose-Headers': header(`Browser calls only, as \`Access-Control-Allow-Origin\` (D18): \`${EXPOSED_HEADERS}\`.`, { type: 'string', const: EXPOSED_HEADERS }, false),
-    'X-Content-Type-Options': header('Always `nosniff`: browsers must not guess another type than the declared JSON.', { type: 'string', const: 'nosniff' }, true),
-    Allow: header(`The methods of the path: \`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }, true),
+    'Access-Control-Expose-Headers': header(
+      `Browser calls only, like \`Access-Control-Allow-Origin\`: the headers browser code may read, \`${EXPOSED_HEADERS}\`.`,
+      { type: 'string', const: EXPOSED_HEADERS },
+      false,
+      EXPOSED_HEADERS,
+    ),
+    ETag: header(
+      'A strong entity tag of this exact body: the same body has the same tag on every server and after restarts, a different body a different tag. Send it back in `If-None-Match` to get `304 Not Modified` while the body is unchanged.',
+      { type: 'string', pattern: '^"[^"]*"$' },
+      true,
+      ETAG,
+    ),
+    'Cache-Control': header(
+      `Always \`${CACHE_CONTROL}\`: a browser may keep the answer but must revalidate it on every use (with \`If-None-Match\`, which costs nothing when unchanged).`,
+      { type: 'string', const: CACHE_CONTROL },
+      true,
+      CACHE_CONTROL,
+    ),
   };
 }
 
-/** D18, D19: on every response. */
+/** On every answer of the API. */
 function commonHeaders(): HeaderSet {
   const names = ['X-Request-Id', 'Vary', 'X-Content-Type-Options', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
   return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
 }
 
 /**
- * D15: on every response that passes the 401 stage, 429 included; `required` where the response
- * can only come after that stage.
+ * On every answer to a request whose key was accepted (so not on a 401, nor on anything refused
+ * before the key is looked at); `required` where the answer can only come after that.
  */
 function rateLimitHeaders(required: boolean, limited = false): HeaderSet {
-  const when = required ? '' : ' Present when the request got past the key check (D15).';
+  const when = required ? '' : ' Present when the request got past the key check.';
   const headers: HeaderSet = {
-    'X-RateLimit-Limit': header(`The key's ceiling of requests per rolling minute (D14).${when}`, { type: 'integer', minimum: 1 }, required),
+    'X-RateLimit-Limit': header(`The key's ceiling of requests per rolling minute (60 unless arranged otherwise).${when}`, { type: 'integer', minimum: 1 }, required, 60),
     'X-RateLimit-Remaining': header(
       `How many more requests would be admitted right now; 0 on a 429.${when}`,
       limited ? { type: 'integer', const: 0 } : { type: 'integer', minimum: 0 },
       required,
+      limited ? 0 : 57,
     ),
-    'X-RateLimit-Reset': header(`Unix epoch seconds (an integer) at which the full limit is available again; never in the past.${when}`, { type: 'integer', minimum: 0 }, required),
+    'X-RateLimit-Reset': header(
+      `Unix time in whole seconds at which the full limit is available again; never in the past.${when}`,
+      { type: 'integer', minimum: 0 },
+      required,
+      RESET,
+    ),
   };
   if (limited) {
     headers['Retry-After'] = header(
-      'Whole seconds to wait (at least 1): a request sent after waiting that long is admitted, if nothing else was sent meanwhile (D15).',
+      'Whole seconds to wait, at least 1: a request sent after waiting that long is admitted, provided nothing else was sent meanwhile.',
       { type: 'integer', minimum: 1 },
       true,
+      12,
     );
   }
   return headers;
 }
 
-const allowHeader = (): HeaderSet => ({ Allow: ref('headers', 'Allow') });
-
 // ---- Responses ---------------------------------------------------------------------------------
 
-interface ResponseSpec {
-  description: string;
-  headers: HeaderSet;
-  /** JSON body schema; omitted for HEAD (no body) and 204. */
-  schema?: Record<string, unknown>;
-}
-
-function errorBody(codes: readonly ErrorCode[]): Record<string, unknown> {
+function errorBody(codes: readonly ErrorCode[]): Json {
   for (const code of codes) {
     if (!ERROR_CODES.has(code)) throw new Error(`openapi: error code ${code} is not in errorSchema`);
   }
@@ -129,149 +285,238 @@ function errorBody(codes: readonly ErrorCode[]): Record<string, unknown> {
   };
 }
 
-function toResponse(spec: ResponseSpec, withBody: boolean): Record<string, unknown> {
-  const response: Record<string, unknown> = {
-    description: spec.description,
-    headers: spec.headers,
-  };
-  if (withBody && spec.schema !== undefined) response.content = { [JSON_MEDIA]: { schema: spec.schema } };
-  return response;
+function jsonResponse(description: string, headers: HeaderSet, schema: Json, examples: Examples): Json {
+  return { description, headers, content: { [JSON_MEDIA]: { schema, examples } } };
 }
 
-type Endpoint = 'list' | 'detail';
-
-/** Every response of GET (and, bodiless, HEAD) on an endpoint, per D5's order of checks. */
-function readResponses(endpoint: Endpoint): Record<string, ResponseSpec> {
-  const responses: Record<string, ResponseSpec> = {
-    200:
-      endpoint === 'list'
-        ? {
-            description: 'A page of the key\'s active listings (spec 4.2): featured first, then newest first, then by id (D9). A page beyond the last has `items: []` and the true `total` and `pages` (D7).',
-            headers: { ...rateLimitHeaders(true), ...commonHeaders() },
-            schema: ref('schemas', 'ListingPage'),
-          }
-        : {
-            description: 'The listing, bare (not in an envelope), with every field of the listing object, null where unset (spec 4.3, D12).',
-            headers: { ...rateLimitHeaders(true), ...commonHeaders() },
-            schema: ref('schemas', 'Listing'),
-          },
-  };
-  if (endpoint === 'list') {
-    responses[400] = {
-      description:
-        '`bad_request`: a malformed query parameter (D7): `page` or `per_page` not a base-10 integer, below 1, above 2147483647, or given twice. Not retryable until the request is fixed.',
-      headers: { ...rateLimitHeaders(true), ...commonHeaders() },
-      schema: errorBody(['bad_request']),
-    };
-  }
-  if (endpoint === 'detail') {
-    responses[400] = {
-      description:
-        '`bad_request`: a malformed request: the Host header missing or sent twice, or a request target naming another host (D6). Refused before the key check, so no rate-limit headers. Not retryable until the request is fixed.',
-      headers: commonHeaders(),
-      schema: errorBody(['bad_request']),
-    };
-  }
-  responses[401] = {
-    description:
-      '`unauthorized`: the key is missing, malformed, unknown or revoked, or belongs to another country than this host (spec 5, D3, D4). Not retryable until the key is fixed. No rate-limit headers: the request did not reach the limiter.',
-    headers: commonHeaders(),
-    schema: errorBody(['unauthorized']),
-  };
-  responses[403] = {
-    description:
-      '`origin_not_allowed`: the key is valid, but the request\'s `Origin` is not registered for the key\'s account in its country (spec 4.4, D17; the literal origin `null` is never allowed). Register the origin in the dashboard or call from a server. Not retryable until fixed.',
-    headers: { ...rateLimitHeaders(true), ...commonHeaders() },
-    schema: errorBody(['origin_not_allowed']),
-  };
-  responses[404] = {
-    description:
-      endpoint === 'list'
-        ? '`not_found`: this host serves no country (D3); use the API host of your key\'s country.'
-        : '`not_found`: no active listing with this id is visible to this key: it does not exist, is not active or has expired, belongs to another account or country, or the id is not a UUID (spec 4.3, D10, D11); also when this host serves no country (D3). The cases are deliberately not distinguished.',
-    // A host that serves no country is refused before the key check, so the list's 404 never
-    // carries rate-limit headers; the detail's "no such listing" 404 always does.
-    headers: endpoint === 'list' ? commonHeaders() : { ...rateLimitHeaders(false), ...commonHeaders() },
-    schema: errorBody(['not_found']),
-  };
-  responses[429] = {
-    description:
-      '`rate_limited`: more than the key\'s limit of requests in a rolling minute (spec 8, D14). Retry after `Retry-After` seconds. A refused request does not count against the limit (D5).',
-    headers: { ...rateLimitHeaders(true, true), ...commonHeaders() },
-    schema: errorBody(['rate_limited']),
-  };
-  responses[500] = {
-    description: '`internal_error`: a failure on the service side; the message carries the request id, never a stack trace (D6). Retry with exponential backoff.',
-    headers: { ...rateLimitHeaders(false), ...commonHeaders() },
-    schema: errorBody(['internal_error']),
-  };
-  return responses;
+function errorResponse(code: ErrorCode, description: string, headers: HeaderSet, examples: Examples): Json {
+  return jsonResponse(description, headers, errorBody([code]), examples);
 }
 
-// ---- Operations --------------------------------------------------------------------------------
-
-function readOperation(endpoint: Endpoint, method: 'get' | 'head'): Record<string, unknown> {
-  const head = method === 'head';
-  const what = endpoint === 'list' ? 'List active listings' : 'Fetch one active listing';
-  const responses = Object.fromEntries(Object.entries(readResponses(endpoint)).map(([status, spec]) => [status, toResponse(spec, !head)]));
-  const operation: Record<string, unknown> = {
-    operationId: `${head ? 'head' : 'get'}${endpoint === 'list' ? 'Listings' : 'Listing'}`,
-    tags: ['Listings'],
-    summary: head ? `${what} (headers only)` : what,
-    description: head
-      ? `As GET, with the same checks, statuses and headers, and no body. It counts against the rate limit like a GET (D5).`
-      : endpoint === 'list'
-        ? 'The key\'s account\'s active listings in the key\'s country (D1, D10), paginated. To read everything, request `page=1, 2, ...` until `page` equals `pages` (`pages` is never 0, D8). Checks in order (D5): host (404), key (401), rate limit (429), browser origin (403), query parameters (400).'
-        : 'One active listing of the key\'s account in the key\'s country, by id. Checks in order (D5): host (404), key (401), rate limit (429), browser origin (403), look-up (404).',
-    parameters: endpoint === 'list' ? [ref('parameters', 'page'), ref('parameters', 'per_page')] : [ref('parameters', 'listingId')],
-    responses,
-  };
-  return operation;
-}
-
-function preflightOperation(endpoint: Endpoint): Record<string, unknown> {
-  const cors = (description: string, schema: Record<string, unknown>) => header(description, schema, false);
+/** Answers that are the same on every /v1 endpoint: components, referenced by name. */
+function sharedResponses(): Record<string, Json> {
+  const x = ERROR_EXAMPLES;
   return {
-    operationId: `preflight${endpoint === 'list' ? 'Listings' : 'Listing'}`,
-    tags: ['CORS'],
-    summary: 'CORS preflight',
-    description:
-      'Answered for any origin, without a key (a preflight carries none) and without counting against any rate limit (D16). The allow-list is enforced on the real request, which gets 403 `origin_not_allowed` for an unregistered origin (D17).',
-    security: [],
-    parameters: [
-      { name: 'Origin', in: 'header', required: false, description: 'The browser page\'s origin.', schema: { type: 'string' } },
-      { name: 'Access-Control-Request-Method', in: 'header', required: false, schema: { type: 'string' } },
+    NotModified: {
+      description:
+        'Not Modified: the request\'s `If-None-Match` holds the tag of the body this request would get (or is `*`). No body: use the copy you have. Free: it does not count against the rate limit and is given even when the key has no requests left; `X-RateLimit-Remaining` says how many would be admitted now, without taking one.',
+      headers: { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
+    },
+    Unauthorized: errorResponse(
+      'unauthorized',
+      '`unauthorized`: the key is missing, malformed, unknown or revoked, or belongs to another country than this host. A revocation takes effect on the next request. Not retryable until the key is fixed. No rate-limit headers: the request never reached the limiter.',
+      commonHeaders(),
+      { missingKey: x.missingKey, malformedKey: x.malformedKey, unknownKey: x.unknownKey, otherCountry: x.otherCountry },
+    ),
+    OriginNotAllowed: errorResponse(
+      'origin_not_allowed',
+      '`origin_not_allowed`: the key is valid, but the request\'s `Origin` (scheme, host and port) is not registered for the key\'s account in its country; the literal origin `null` never is. Register the origin in the dashboard (Settings, Developer), or call the API from your server. Not retryable until fixed. It counts against the rate limit.',
+      { ...rateLimitHeaders(true), ...commonHeaders() },
+      { originNotAllowed: x.originNotAllowed },
+    ),
+    RateLimited: errorResponse(
+      'rate_limited',
+      '`rate_limited`: the key has made as many requests as its limit allows in the last 60 seconds. Retry after `Retry-After` seconds. A refused request does not count, so retrying too early does not lock the key out.',
+      { ...rateLimitHeaders(true, true), ...commonHeaders() },
+      { rateLimited: x.rateLimited },
+    ),
+    InternalError: errorResponse(
+      'internal_error',
+      '`internal_error`: a failure on the service\'s side; the message carries the request id, never internal details. Retry with exponential backoff.',
+      { ...rateLimitHeaders(false), ...commonHeaders() },
+      { internalError: x.internalError },
+    ),
+    Error: jsonResponse(
+      `Any other error, in the same JSON shape. In particular: 405 \`method_not_allowed\` with an \`Allow: ${ALLOWED_METHODS}\` header for any method other than GET, HEAD or OPTIONS on an API path (never for this operation), decided before any other check; and 431 \`bad_request\` for request headers over the size limit.`,
       {
-        name: 'Access-Control-Request-Headers',
-        in: 'header',
-        required: false,
-        description: '`Authorization` is always granted; other standard, safe headers are granted when asked for; anything else is not (D16).',
-        schema: { type: 'string' },
+        Allow: header(`Sent with 405: the methods of the path, \`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }, false, ALLOWED_METHODS),
+        ...rateLimitHeaders(false),
+        'X-Request-Id': ref('headers', 'X-Request-Id'),
+        Vary: header('Sent by the API\'s router (with 405, for example): `Origin`.', { type: 'string' }, false, 'Origin'),
+        'X-Content-Type-Options': ref('headers', 'X-Content-Type-Options'),
+        'Access-Control-Allow-Origin': ref('headers', 'Access-Control-Allow-Origin'),
+        'Access-Control-Expose-Headers': ref('headers', 'Access-Control-Expose-Headers'),
       },
-    ],
-    responses: {
-      204: {
-        description: 'Preflight answer. The `Access-Control-*` headers are sent when the request has an `Origin` (not the literal `null`).',
-        headers: {
-          ...allowHeader(),
-          'Access-Control-Allow-Methods': cors(`\`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }),
-          'Access-Control-Allow-Headers': cors('`Authorization`, plus any other requested header that is safe (D16).', { type: 'string', pattern: '^Authorization(, [a-z-]+)*$' }),
-          'Access-Control-Max-Age': cors('Seconds the browser may cache this answer.', { type: 'integer', const: PREFLIGHT_MAX_AGE_SECONDS }),
-          ...commonHeaders(),
+      ref('schemas', 'Error'),
+      { methodNotAllowed: x.methodNotAllowed, headersTooLarge: x.headersTooLarge },
+    ),
+  };
+}
+
+// ---- Endpoints ---------------------------------------------------------------------------------
+
+interface Endpoint {
+  /** The URL of the /v1 route table (routes.ts), Fastify style (`:id`). */
+  route: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  /** Its own parameters; `If-None-Match` is added to every endpoint. */
+  parameters: Json[];
+  ok: { description: string; schema: Json; examples: Examples };
+  /** What makes a request to this endpoint malformed, besides a bad Host header. */
+  badRequest: { description: string; examples: Examples };
+  /** When this endpoint answers 404, besides a host that serves no country. */
+  notFound?: { description: string; examples: Examples };
+}
+
+/** The route table's `:name` as OpenAPI's `{name}`. */
+export const openApiPath = (route: string): string => route.replace(/:([A-Za-z]+)/g, '{$1}');
+
+const CHECKS =
+  'Checks, in this order, the first failure answering: the host (404), the key (401), the rate limit (429), the browser origin (403)';
+
+/** Every /v1 endpoint. test/http/openapi.test.ts checks that these are exactly the route table's. */
+function endpoints(): Endpoint[] {
+  const x = ERROR_EXAMPLES;
+  return [
+    {
+      route: '/v1/listings',
+      operationId: 'listListings',
+      summary: 'List active listings',
+      description: [
+        `The active listings of the key's account in the key's country, a page at a time: featured listings first, then newest first (by \`created_at\`), then by \`id\`, so that paging is stable and no listing appears on two pages or on none. A listing is active when its status is active and its expiry date, if any, has not passed; one that expires drops out at once.`,
+        '',
+        'To read everything, request `page=1, 2, ...` until `page` equals `pages` (`pages` is at least 1, even when there are no listings). A page beyond the last is not an error: it has `items: []` and the true `total` and `pages`.',
+        '',
+        `${CHECKS}, the query parameters (400).`,
+      ].join('\n'),
+      parameters: [ref('parameters', 'page'), ref('parameters', 'per_page')],
+      ok: {
+        description: 'A page of listings in the page envelope.',
+        schema: ref('schemas', 'ListingPage'),
+        examples: {
+          page: { summary: 'The first page of two listings', value: { items: [featuredListing, sparseListing], page: 1, per_page: 20, total: 2, pages: 1 } },
+          clamped: { summary: 'per_page=500, clamped to 100, on the second page', value: { items: [], page: 2, per_page: 100, total: 2, pages: 1 } },
+          empty: { summary: 'No active listings', value: { items: [], page: 1, per_page: 20, total: 0, pages: 1 } },
         },
       },
-      404: toResponse({ description: '`not_found`: this host serves no country (D3).', headers: commonHeaders(), schema: errorBody(['not_found']) }, true),
+      badRequest: {
+        description:
+          '`page` or `per_page` is not a base-10 whole number (an optional leading `+`; no other sign, decimals, exponent or surrounding spaces), is below 1 or above 2147483647, or is given more than once.',
+        examples: { pageNotANumber: x.pageNotANumber, perPageTwice: x.perPageTwice, perPageZero: x.perPageZero },
+      },
+    },
+    {
+      route: '/v1/listings/:id',
+      operationId: 'getListing',
+      summary: 'Get one active listing',
+      description: [
+        'One active listing of the key\'s account in the key\'s country, by id: the bare listing object (no envelope), with every field present, exactly as in the list\'s `items`.',
+        '',
+        `${CHECKS}, the look-up (404).`,
+      ].join('\n'),
+      parameters: [ref('parameters', 'listingId')],
+      ok: { description: 'The listing.', schema: ref('schemas', 'Listing'), examples: { featured: { summary: 'A featured listing', value: featuredListing }, sparse: { summary: 'A listing with nothing optional set', value: sparseListing } } },
+      badRequest: { description: '', examples: {} },
+      notFound: {
+        description:
+          'no active listing with this id is visible to this key: it does not exist, is not active or has expired, belongs to another account or another country, or the id is not a UUID. The cases are deliberately not told apart.',
+        examples: { noListing: x.noListing },
+      },
+    },
+  ];
+}
+
+function operation(endpoint: Endpoint): Json {
+  const x = ERROR_EXAMPLES;
+  const badRequest = [
+    '`bad_request`: a malformed request.',
+    endpoint.badRequest.description,
+    'Also a `Host` header that is missing or sent twice, or a request target naming another host: refused before the key check, so without rate-limit headers. Not retryable until the request is fixed.',
+  ].filter((s) => s !== '');
+  const notFound = endpoint.notFound === undefined
+    ? '`not_found`: this host serves no country; use the API host of your key\'s country. Refused before the key check, so without rate-limit headers.'
+    : `\`not_found\`: ${endpoint.notFound.description} Also when this host serves no country (then before the key check, so without rate-limit headers).`;
+  return {
+    operationId: endpoint.operationId,
+    tags: ['Listings'],
+    summary: endpoint.summary,
+    description: endpoint.description,
+    parameters: [...endpoint.parameters, ref('parameters', 'ifNoneMatch')],
+    responses: {
+      200: jsonResponse(
+        endpoint.ok.description,
+        { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
+        endpoint.ok.schema,
+        endpoint.ok.examples,
+      ),
+      304: ref('responses', 'NotModified'),
+      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest.examples, hostTwice: x.hostTwice }),
+      401: ref('responses', 'Unauthorized'),
+      403: ref('responses', 'OriginNotAllowed'),
+      404: errorResponse(
+        'not_found',
+        notFound,
+        endpoint.notFound === undefined ? commonHeaders() : { ...rateLimitHeaders(false), ...commonHeaders() },
+        { ...endpoint.notFound?.examples, unknownHost: x.unknownHost },
+      ),
+      429: ref('responses', 'RateLimited'),
+      500: ref('responses', 'InternalError'),
+      default: ref('responses', 'Error'),
     },
   };
 }
 
-function pathItem(endpoint: Endpoint): Record<string, unknown> {
+/**
+ * A path item: its GET. HEAD and OPTIONS are answered too but are not operations of their own in
+ * the document: a generated SDK would turn them into functions nobody should call (a browser sends
+ * its preflights itself, and HEAD is GET without a body). The path's description says what they do.
+ */
+function pathItem(endpoint: Endpoint): Json {
   return {
-    description: `Methods: ${ALLOWED_METHODS}. Any other method gets 405 \`method_not_allowed\` with an \`Allow\` header, before any other check (D5, D6; response \`#/components/responses/MethodNotAllowed\`).`,
-    get: readOperation(endpoint, 'get'),
-    head: readOperation(endpoint, 'head'),
-    options: preflightOperation(endpoint),
+    description: [
+      `Also answered on this path: \`HEAD\`, exactly as GET (same checks, statuses and headers, counted against the rate limit alike) without a body; and \`OPTIONS\`, the CORS preflight that browsers send by themselves: 204 for any origin, without a key and without counting against any rate limit, with \`Access-Control-Allow-Methods: ${ALLOWED_METHODS}\`, \`Access-Control-Allow-Headers\` (\`Authorization\`, plus standard headers such as \`If-None-Match\` when asked for) and \`Access-Control-Max-Age: ${PREFLIGHT_MAX_AGE_SECONDS}\`.`,
+      `Any other method gets 405 \`method_not_allowed\` with \`Allow: ${ALLOWED_METHODS}\`, before any other check.`,
+    ].join(' '),
+    get: operation(endpoint),
   };
+}
+
+// ---- Servers -----------------------------------------------------------------------------------
+
+/**
+ * Country hosts (D3): `sg` is served at `api.<domain>`, every other country `cc` at
+ * `api.<cc>.<domain>`. One URL template cannot say both honestly (a `country` variable would need
+ * an empty value and a dot that comes and goes), and a `host` variable listing the eight hosts
+ * would bake one domain into its enum, leaving no room for another deployment or a local port. So
+ * two servers: Singapore's, and the regional one whose `country` variable lists exactly the other
+ * countries this deployment serves. `domain` is free text (a deployment's API_DOMAIN, with a port
+ * where there is one); `scheme` is https, or http for a local server. A server is left out when
+ * the deployment serves none of its countries.
+ */
+function servers(domain: string, countries: readonly Country[]): Json[] {
+  const local = domain === 'localhost' || domain.endsWith('.localhost');
+  const scheme = {
+    enum: ['https', 'http'],
+    default: local ? 'http' : 'https',
+    description: '`https` for a deployment; `http` for a local server (`API_DOMAIN=localhost`).',
+  };
+  const domainVariable = {
+    default: domain,
+    description: 'The service\'s API domain, with `:port` when not the scheme\'s default: e.g. `localhost:3000` for a local server.',
+  };
+  const result: Json[] = [];
+  if (countries.includes('sg')) {
+    result.push({
+      url: `{scheme}://${hostForCountry('sg', '{domain}')}`,
+      description: 'Singapore (keys `sg_live_...`).',
+      variables: { scheme, domain: domainVariable },
+    });
+  }
+  const regional = countries.filter((c) => c !== 'sg');
+  if (regional.length > 0) {
+    result.push({
+      url: '{scheme}://api.{country}.{domain}',
+      description: `Every other country, on its own host (keys \`<country>_live_...\`): ${regional.join(', ')}.`,
+      variables: {
+        scheme,
+        country: { enum: [...regional], default: regional[0], description: 'The key\'s country: the two letters its key starts with.' },
+        domain: domainVariable,
+      },
+    });
+  }
+  return result;
 }
 
 // ---- The document ------------------------------------------------------------------------------
@@ -280,6 +525,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
   const domain = options.apiDomain ?? 'example.com';
   const countries = options.countries ?? COUNTRY_CODES;
   const schemas = Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)]));
+  const all = endpoints();
 
   return {
     openapi: '3.1.0',
@@ -288,33 +534,33 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       version: '1.0.0',
       summary: 'Read-only access to an organisation\'s active commercial-property listings.',
       description: [
-        'A read-only, versioned HTTP/JSON API returning an organisation\'s currently active commercial-space listings, for showing them on the organisation\'s own website. All endpoints live under `/v1`; within v1 new fields may be added to the listing object, and clients must ignore fields they do not know (spec 2.1 rule 4, spec 9).',
+        'A read-only, versioned HTTP/JSON API returning an organisation\'s currently active commercial-space listings (retail, office, food and beverage, industrial, clinic), for showing them on the organisation\'s own website. Keys and browser origins are managed in the dashboard (Settings, Developer), not through the API.',
         '',
-        '**Hosts.** Each key belongs to one country and works only on that country\'s host (D3): `sg` is served at `api.{domain}`, every other country `cc` at `api.{cc}.{domain}`. A key sent to another country\'s host gets 401; a host that serves no country gets 404.',
+        '**Versions.** Every path starts with `/v1`. Within v1, new fields may be added to the listing object and the page envelope: ignore fields you do not know (validators: allow additional properties). Fields are never removed or renamed within v1.',
         '',
-        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json` (D6). Codes: `bad_request` 400, `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. 429 and 5xx are retryable with exponential backoff; the others are not until the request or configuration is fixed.',
+        '**Hosts.** Each key belongs to one country and works only on that country\'s host: `sg` at `api.{domain}`, every other country at `api.{country}.{domain}` (the two servers below). A key sent to another country\'s host gets 401; a host that serves no country gets 404.',
         '',
-        '**Rate limit.** 60 requests per rolling minute per key by default, bursts up to the limit allowed (D14). Every response that passes the key check carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a 429 also carries `Retry-After` (D15).',
+        '**Keys.** `Authorization: Bearer <cc>_live_<secret>`. Keep keys on your server; a key used from a browser works only from origins registered for it.',
         '',
-        '**Browsers (CORS).** Calls with an `Origin` header are allowed only from origins registered for the key\'s account in the dashboard (Settings, Developer); others get 403 `origin_not_allowed` (D17). Preflights are answered without a key (D16). Every response to a browser, errors included, carries `Access-Control-Allow-Origin` and exposes the rate-limit headers, `Retry-After` and `X-Request-Id` (D18). Server-to-server calls (no `Origin`) are not checked. Image URLs are public and need neither a key nor CORS.',
+        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
         '',
-        'Every response carries `X-Request-Id` (D19).',
+        '**Rate limit.** 60 requests per rolling 60 seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a 429 also carries `Retry-After`.',
+        '',
+        '**Conditional requests.** Every 200 carries a strong `ETag` and `Cache-Control: private, no-cache`. Send the tag back in `If-None-Match`: while the body is unchanged the answer is `304 Not Modified`, without a body, and free (it does not count against the rate limit).',
+        '',
+        '**Browsers (CORS).** A request with an `Origin` header is answered only for origins registered for the key\'s account in its country; others get 403 `origin_not_allowed`. Preflights are answered for any origin, without a key. Every answer to a browser, errors included, carries `Access-Control-Allow-Origin` and exposes `ETag`, the rate-limit headers, `Retry-After` and `X-Request-Id`. Calls without `Origin` (from a server) are not checked. Image URLs are public: they need neither a key nor CORS.',
+        '',
+        'Every answer carries `X-Request-Id`; quote it when reporting a problem.',
       ].join('\n'),
+      // No support address or licence text exists in this repository: these say who to ask and
+      // that the API is not open source; a deployment with published terms should put them here.
+      contact: { name: 'Your account contact (keys and browser origins: the dashboard, Settings > Developer)' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: countries.map((country) => ({
-      url: `https://${hostForCountry(country, '{domain}')}`,
-      description: `Country ${country} (keys ${country}_live_...). A local server (API_DOMAIN=localhost) speaks plain http on its port.`,
-      variables: { domain: { default: domain, description: 'The deployment\'s API domain (OPERATIONS API_DOMAIN).' } },
-    })),
+    servers: servers(domain, countries),
     security: [{ bearerAuth: [] }],
-    tags: [
-      { name: 'Listings', description: 'Active listings of the key\'s account in the key\'s country.' },
-      { name: 'CORS', description: 'Browser preflights (D16).' },
-    ],
-    paths: {
-      '/v1/listings': pathItem('list'),
-      '/v1/listings/{id}': pathItem('detail'),
-    },
+    tags: [{ name: 'Listings', description: 'The active listings of the key\'s account in the key\'s country.' }],
+    paths: Object.fromEntries(all.map((endpoint) => [openApiPath(endpoint.route), pathItem(endpoint)])),
     components: {
       schemas,
       parameters: {
@@ -323,41 +569,45 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           in: 'query',
           required: false,
           description:
-            '1-based page number (D7): a base-10 integer (an optional leading `+`, no other sign, no decimals, exponent or surrounding whitespace), at least 1 and at most 2147483647, else 400 `bad_request`; given twice is 400. A page beyond the last gives 200 with `items: []`.',
+            'The page number, from 1. A base-10 whole number: an optional leading `+`, no other sign, no decimals, exponent or surrounding spaces; at least 1 and at most 2147483647; given at most once. Anything else is 400 `bad_request`. A page beyond the last gives 200 with `items: []`.',
           schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: 1 },
+          example: 2,
         },
         per_page: {
           name: 'per_page',
           in: 'query',
           required: false,
-          description: `Page size (D7): written like \`page\`, at least 1, else 400 \`bad_request\`. A value above ${MAX_PER_PAGE} is not an error: it is clamped to ${MAX_PER_PAGE}, and the envelope's \`per_page\` reports the size applied. Above 2147483647, or given twice, is 400.`,
+          description: `The page size, written like \`page\`, at least 1, else 400 \`bad_request\`. A value above ${MAX_PER_PAGE} is not an error: it is clamped to ${MAX_PER_PAGE}, and the envelope's \`per_page\` reports the size applied. Above 2147483647, or given twice, is 400.`,
           schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: DEFAULT_PER_PAGE },
+          example: 50,
         },
         listingId: {
           name: 'id',
           in: 'path',
           required: true,
-          description: 'The `id` of a listing from the list endpoint. An id that is not a UUID gives 404, like any id the key cannot see (D11).',
-          schema: { type: 'string', format: 'uuid' },
+          description: `The \`id\` of a listing from the list endpoint. ${ID_TEXT.replace('lowercase', 'in either case')} Any other id gets 404, like an id the key cannot see.`,
+          schema: { type: 'string', pattern: ID_PARAMETER_PATTERN },
+          example: FEATURED_ID,
+        },
+        ifNoneMatch: {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description:
+            'The `ETag` of a copy you hold (also accepted: its weak form `W/"..."`, a comma-separated list of tags, or `*`). When it matches the body this request would get, the answer is `304 Not Modified` without a body, and it does not count against the rate limit, even when the key has no requests left. Only an answer that would otherwise be 200 becomes 304: a request that fails a check gets that error, and a request whose tag does not match is answered and counted as usual.',
+          schema: { type: 'string' },
+          example: ETAG,
         },
       },
       headers: sharedHeaders(),
-      responses: {
-        MethodNotAllowed: toResponse(
-          {
-            description: '`method_not_allowed`: a method other than GET, HEAD or OPTIONS on a path of the API (D5, D6). Decided before any other check, so no rate-limit headers.',
-            headers: { ...allowHeader(), ...commonHeaders() },
-            schema: errorBody(['method_not_allowed']),
-          },
-          true,
-        ),
-      },
+      responses: sharedResponses(),
       securitySchemes: {
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
+          bearerFormat: '<cc>_live_<secret>',
           description:
-            'An API key, `Authorization: Bearer <API_KEY>` (spec 5). Format `<cc>_live_<secret>`: `<cc>` the key\'s lowercase country code (one of `sg my uk in us ca au nz`), which selects its host; `live` literally; `<secret>` random characters `[A-Za-z0-9]` (D2). Keys are created and revoked in the dashboard (Settings, Developer), shown once, and revoked at once (D4). Keep keys server-side.',
+            'An API key, sent as `Authorization: Bearer <API_KEY>`. Format `<cc>_live_<secret>`: `<cc>` is the key\'s lowercase country code (one of `sg my uk in us ca au nz`), which selects its host; `live` is literal; `<secret>` is random letters and digits, ending in a checksum so that a mistyped key is refused at once. Keys are created and revoked in the dashboard (Settings, Developer); the full key is shown once, at creation, and cannot be recovered; a revocation takes effect on the next request. Keep keys server-side.',
         },
       },
     },

@@ -5,14 +5,18 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { sql } from 'kysely';
 import { COUNTRY_CODES, hostForCountry } from '../../src/core/countries.js';
-import { buildOpenApiDocument } from '../../src/http/openapi.js';
-import { errorSchema, listingSchema } from '../../src/listings/listing.js';
+import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/cors/cors.js';
+import { buildOpenApiDocument, CACHE_CONTROL, ERROR_EXAMPLES, ID_PATTERN, openApiPath } from '../../src/http/openapi.js';
+import { routeTable } from '../../src/http/v1/routes.js';
+import { errorSchema, listingSchema, pageSchema } from '../../src/listings/listing.js';
+import type { ListingReads } from '../../src/readmodel/index.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 
 /**
  * Item 10: the OpenAPI 3.1 document (openapi.json) is generated from the schemas the server
- * serialises with, is current, is a well-formed 3.1 document, and describes what a real listening
- * server really sends: bodies (validated with Ajv, JSON Schema 2020-12), statuses and headers.
+ * serialises with, is current, is a well-formed 3.1 document that consumers' tools can use, and
+ * describes what a real listening server really sends: bodies (validated with Ajv, JSON Schema
+ * 2020-12), statuses and headers, 304s included. Redocly's lint is test/unit/openapi-lint.test.ts.
  */
 
 type Json = any;
@@ -28,6 +32,7 @@ const SPEC_ERRORS: Record<string, string> = {
   429: 'rate_limited',
   500: 'internal_error',
 };
+const GET_STATUSES = ['200', '304', '400', '401', '403', '404', '429', '500', 'default'];
 
 /** RFC 6901 JSON pointer of a document location, from the document's root. */
 const pointer = (...parts: string[]) => `#/${parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
@@ -50,7 +55,21 @@ const deref = (node: Json): Json => (node !== null && typeof node === 'object' &
 const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
 addFormats.default(ajv);
 for (const keyword of ['openapi', 'info', 'servers', 'paths', 'components', 'security', 'tags']) ajv.addKeyword(keyword);
+// The Example Object's and the Parameter Object's `example` sit beside schemas in the document.
+ajv.addKeyword('example');
 ajv.addSchema(doc, DOC_ID);
+
+/**
+ * The serialisation schemas themselves (listing.ts), strict: exactly the 22 fields, no other. The
+ * published document allows fields added later; what this server sends today must still be exactly
+ * the documented fields, and these validators keep that check.
+ */
+const strictAjv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
+addFormats.default(strictAjv);
+strictAjv.addSchema([listingSchema, pageSchema, errorSchema] as Json[]);
+const strictListing = strictAjv.getSchema('Listing')!;
+const strictPage = strictAjv.getSchema('ListingPage')!;
+const LISTING_FIELDS = Object.keys(listingSchema.properties);
 
 const validators = new Map<string, ReturnType<typeof ajv.compile>>();
 function validatorAt(ref: string) {
@@ -71,26 +90,31 @@ function isValid(ref: string, value: unknown): boolean {
   return validatorAt(ref)(value) as boolean;
 }
 
+/** A listing exactly as serialised: every field of listing.ts, in its order, and no other. */
+function assertStrictListing(listing: Json, what: string): void {
+  assert.ok(strictListing(listing), `${what}: ${strictAjv.errorsText(strictListing.errors)}`);
+  assert.deepEqual(Object.keys(listing), LISTING_FIELDS, `${what}: the 22 fields in order`);
+}
+
 /** A header value as its schema's type: integers are sent as digits. */
 function headerValue(schema: Json, raw: string): unknown {
   return schema.type === 'integer' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
 }
 
 /** Headers whose presence the document must account for when the server sends them. */
-const API_HEADER = /^(x-|access-control-|retry-after$|allow$)/;
+const API_HEADER = /^(x-|access-control-|retry-after$|allow$|etag$|cache-control$)/;
 
 /**
- * Checks a real response against the document: its status is documented for this operation,
- * its body matches the documented schema (or is absent where none is documented), every required
- * header is there with a valid value, every optional one sent is valid, and every API header the
- * server sent is documented.
+ * Checks a real response against the document: its body matches the documented schema (or is
+ * absent where none is documented, and always for HEAD), every required header is there with a
+ * valid value, every optional one sent is valid, and every API header the server sent is documented.
  */
-function assertDocumented(responseRef: string, res: TestResponse, what: string): void {
+function assertDocumented(responseRef: string, res: TestResponse, what: string, head = false): void {
   const documented = resolvePointer(responseRef);
   const response = deref(documented);
   const refOfResponse = typeof documented.$ref === 'string' ? documented.$ref : responseRef;
   const schemaRef = response.content?.['application/json']?.schema === undefined ? undefined : `${refOfResponse}/content/application~1json/schema`;
-  if (schemaRef === undefined) {
+  if (schemaRef === undefined || head) {
     assert.equal(res.body, '', `${what}: no body is documented, yet one was sent`);
   } else {
     assert.match(String(res.headers['content-type']), /^application\/json\b/, `${what}: Content-Type`);
@@ -116,21 +140,39 @@ function assertDocumented(responseRef: string, res: TestResponse, what: string):
 }
 
 /** The documented response of an operation for a real response's status (which must be documented). */
-function operationResponse(path: string, method: string, res: TestResponse): string {
-  const responses = doc.paths[path]?.[method]?.responses;
-  assert.ok(responses, `no ${method.toUpperCase()} ${path} operation in the document`);
-  assert.ok(Object.hasOwn(responses, String(res.status)), `${method.toUpperCase()} ${path} answered ${res.status}, which is not documented: ${res.body.slice(0, 200)}`);
-  return pointer('paths', path, method, 'responses', String(res.status));
+function operationResponse(path: string, res: TestResponse): string {
+  const responses = doc.paths[path]?.get?.responses;
+  assert.ok(responses, `no GET ${path} operation in the document`);
+  assert.ok(Object.hasOwn(responses, String(res.status)), `GET ${path} answered ${res.status}, which is not documented: ${res.body.slice(0, 200)}`);
+  return pointer('paths', path, 'get', 'responses', String(res.status));
 }
 
-function check(path: string, method: string, res: TestResponse, expectedStatus: number): void {
+/**
+ * A real answer to GET (or HEAD, which the document describes as GET without a body) checked
+ * against the GET operation's documented response for its status.
+ */
+function check(path: string, method: 'get' | 'head', res: TestResponse, expectedStatus: number): void {
   const what = `${method.toUpperCase()} ${path} ${expectedStatus}`;
   assert.equal(res.status, expectedStatus, `${what}: got ${res.status} ${res.body.slice(0, 200)}`);
-  assertDocumented(operationResponse(path, method, res), res, what);
+  assertDocumented(operationResponse(path, res), res, what, method === 'head');
+  if (method === 'get' && expectedStatus === 200) {
+    if (path === LIST) {
+      assert.ok(strictPage(res.json), `${what}: ${strictAjv.errorsText(strictPage.errors)}`);
+      res.json.items.forEach((l: Json, i: number) => assertStrictListing(l, `${what} items[${i}]`));
+    } else {
+      assertStrictListing(res.json, what);
+    }
+  }
+}
+
+/** A real error's message is the one the document's example shows for that case. */
+function assertExampleMessage(res: TestResponse, example: { value: { error: string; message: string } }): void {
+  assert.deepEqual(res.json, example.value, 'the documented example is what the server says');
 }
 
 const LIST = '/v1/listings';
 const DETAIL = '/v1/listings/{id}';
+const DEFAULT_RESPONSE = pointer('components', 'responses', 'Error');
 
 /** Every $ref in the document, with where it is. */
 function refsOf(node: Json, at: string[] = []): Array<{ ref: string; at: string }> {
@@ -139,6 +181,36 @@ function refsOf(node: Json, at: string[] = []): Array<{ ref: string; at: string 
   return Object.entries(node).flatMap(([k, v]) =>
     k === '$ref' && typeof v === 'string' ? [{ ref: v, at: at.join('/') }] : refsOf(v, [...at, k]),
   );
+}
+
+/** Every string under a `description` or `summary` key, with where it is. */
+function proseOf(node: Json, at: string[] = []): Array<{ text: string; at: string }> {
+  if (Array.isArray(node)) return node.flatMap((n, i) => proseOf(n, [...at, String(i)]));
+  if (node === null || typeof node !== 'object') return [];
+  return Object.entries(node).flatMap(([k, v]) =>
+    (k === 'description' || k === 'summary' || k === 'name') && typeof v === 'string' ? [{ text: v, at: [...at, k].join('/') }] : proseOf(v, [...at, k]),
+  );
+}
+
+/** A server's URL with its variables substituted. */
+function serverUrl(server: Json, values: Record<string, string> = {}): string {
+  let url: string = server.url;
+  for (const [name, v] of Object.entries<Json>(server.variables ?? {})) url = url.replaceAll(`{${name}}`, values[name] ?? v.default);
+  return url;
+}
+
+/** The published form of a serialisation schema: what openapi.ts's toComponent is documented to do. */
+function published(schema: Json): Json {
+  if (Array.isArray(schema)) return schema.map(published);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Json = {};
+  for (const [k, v] of Object.entries<Json>(schema)) {
+    if (k === '$id' || (k === 'additionalProperties' && v === false)) continue;
+    if (k === 'format' && v === 'uuid') out.pattern = ID_PATTERN;
+    else if (k === '$ref') out.$ref = `#/components/schemas/${String(v).replace(/#$/, '')}`;
+    else out[k] = published(v);
+  }
+  return out;
 }
 
 describe('OpenAPI document (item 10)', () => {
@@ -150,41 +222,66 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(text, `${JSON.stringify(committed, null, 2)}\n`, 'openapi.json is not formatted as `npm run openapi` writes it: run `npm run openapi`');
     });
 
-    it('component schemas are the serialisation schemas, $id dropped and references rewritten', () => {
-      const { $id, ...listing } = listingSchema;
-      assert.equal($id, 'Listing');
-      assert.deepEqual(doc.components.schemas.Listing, JSON.parse(JSON.stringify(listing)));
-      assert.equal(doc.components.schemas.Listing.additionalProperties, false);
+    it('component schemas are the serialisation schemas, published: $id dropped, references rewritten, extra fields allowed, ids as the service sends them', () => {
+      assert.equal(listingSchema.$id, 'Listing');
+      assert.deepEqual(doc.components.schemas.Listing, published(JSON.parse(JSON.stringify(listingSchema))));
+      assert.deepEqual(doc.components.schemas.ListingPage, published(JSON.parse(JSON.stringify(pageSchema))));
+      assert.deepEqual(doc.components.schemas.Error, published(JSON.parse(JSON.stringify(errorSchema))));
+      // The serialiser stays strict (it emits exactly the listed fields); the contract does not forbid more.
+      assert.equal(listingSchema.additionalProperties, false);
+      assert.equal(pageSchema.additionalProperties, false);
+      assert.equal(doc.components.schemas.Listing.additionalProperties, undefined);
+      assert.equal(doc.components.schemas.ListingPage.additionalProperties, undefined);
       assert.deepEqual(doc.components.schemas.ListingPage.properties.items.items, { $ref: '#/components/schemas/Listing' });
       assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'Listing', 'ListingPage']);
       assert.equal(JSON.stringify(doc).includes('"$id"'), false);
+      assert.equal(JSON.stringify(doc).includes('"uuid"'), false, 'no format: uuid (see ID_PATTERN)');
+    });
+
+    it('documents exactly the paths of the /v1 route table', () => {
+      const routes = routeTable({} as ListingReads).map((r) => openApiPath(r.url));
+      assert.deepEqual(Object.keys(doc.paths).sort(), routes.sort());
     });
   });
 
   describe('structure (OpenAPI 3.1)', () => {
-    it('is version 3.1.x with info, servers, the two paths and bearer security', () => {
+    it('is version 3.1.x with info (contact, license), servers, the two paths and bearer security', () => {
       assert.match(doc.openapi, /^3\.1\.\d+$/);
       assert.equal(typeof doc.info.title, 'string');
       assert.equal(typeof doc.info.version, 'string');
+      assert.equal(typeof doc.info.contact.name, 'string');
+      assert.equal(typeof doc.info.license.name, 'string');
       assert.deepEqual(Object.keys(doc.paths).sort(), [LIST, DETAIL]);
       assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
-      assert.deepEqual(
-        { type: doc.components.securitySchemes.bearerAuth.type, scheme: doc.components.securitySchemes.bearerAuth.scheme },
-        { type: 'http', scheme: 'bearer' },
-      );
-      assert.match(doc.components.securitySchemes.bearerAuth.description, /<cc>_live_<secret>/);
+      const scheme = doc.components.securitySchemes.bearerAuth;
+      assert.deepEqual({ type: scheme.type, scheme: scheme.scheme, bearerFormat: scheme.bearerFormat }, { type: 'http', scheme: 'bearer', bearerFormat: '<cc>_live_<secret>' });
+      assert.match(scheme.description, /<cc>_live_<secret>/);
     });
 
-    it('servers are the D3 country hosts, sg on the apex API host', () => {
-      const hosts = doc.servers.map((s: Json) => {
-        let url: string = s.url;
-        for (const [name, v] of Object.entries<Json>(s.variables ?? {})) url = url.replaceAll(`{${name}}`, v.default);
-        return new URL(url).host;
-      });
+    it('servers: Singapore on the apex API host, every other country on api.<cc>.<domain>, by variables', () => {
+      assert.equal(doc.servers.length, 2);
+      const [sg, regional] = doc.servers;
+      assert.equal(new URL(serverUrl(sg)).host, 'api.example.com');
+      assert.deepEqual(regional.variables.country.enum, COUNTRY_CODES.filter((c) => c !== 'sg'));
+      const hosts = [serverUrl(sg), ...regional.variables.country.enum.map((country: string) => serverUrl(regional, { country }))].map((u) => new URL(u).host);
       assert.deepEqual(hosts, COUNTRY_CODES.map((c) => hostForCountry(c, 'example.com')));
-      assert.equal(hosts[0], 'api.example.com');
-      const local = buildOpenApiDocument({ apiDomain: 'localhost', countries: ['sg', 'my'] });
-      assert.deepEqual((local.servers as Json[]).map((s) => s.url.replace('{domain}', s.variables.domain.default)), ['https://api.localhost', 'https://api.my.localhost']);
+      for (const server of doc.servers) {
+        assert.deepEqual(server.variables.scheme.enum, ['https', 'http']);
+        assert.equal(server.variables.scheme.default, 'https');
+        assert.equal(server.variables.domain.default, 'example.com');
+        // Every variable of the URL is declared, and every declared one is used.
+        assert.deepEqual([...server.url.matchAll(/\{([^}]+)\}/g)].map((m: string[]) => m[1]).sort(), Object.keys(server.variables).sort());
+      }
+      // Another domain with a port: the hosts a local server answers on.
+      assert.equal(serverUrl(regional, { scheme: 'http', domain: 'localhost:3000', country: 'my' }), 'http://api.my.localhost:3000');
+
+      const local = buildOpenApiDocument({ apiDomain: 'localhost', countries: ['sg', 'my'] }) as Json;
+      assert.deepEqual(local.servers.map((s: Json) => serverUrl(s)), ['http://api.localhost', 'http://api.my.localhost']);
+      assert.deepEqual(local.servers[1].variables.country.enum, ['my']);
+      const ukOnly = buildOpenApiDocument({ apiDomain: 'listings.example.net', countries: ['uk'] }) as Json;
+      assert.deepEqual(ukOnly.servers.map((s: Json) => serverUrl(s)), ['https://api.uk.listings.example.net']);
+      const sgOnly = buildOpenApiDocument({ apiDomain: 'listings.example.net', countries: ['sg'] }) as Json;
+      assert.deepEqual(sgOnly.servers.map((s: Json) => serverUrl(s)), ['https://api.listings.example.net']);
     });
 
     it('every $ref resolves, to the right kind of component', () => {
@@ -197,37 +294,44 @@ describe('OpenAPI document (item 10)', () => {
         const parent = at.split('/');
         if (kind === 'headers') assert.equal(parent.at(-2), 'headers', `${at}: a header reference outside headers`);
         if (kind === 'parameters') assert.equal(parent.at(-2), 'parameters', `${at}: a parameter reference outside parameters`);
+        if (kind === 'responses') assert.equal(parent.at(-2), 'responses', `${at}: a response reference outside responses`);
       }
     });
 
-    it('operations: unique ids, GET/HEAD/OPTIONS on each path, path parameters declared, responses described', () => {
-      const ids = new Set<string>();
+    it('operations: GET only (HEAD and OPTIONS described on the path), listListings and getListing, path parameters declared, responses described', () => {
+      const ids: string[] = [];
       for (const [path, item] of Object.entries<Json>(doc.paths)) {
-        assert.deepEqual(Object.keys(item).filter((k) => k !== 'description' && k !== 'summary').sort(), ['get', 'head', 'options']);
+        assert.deepEqual(Object.keys(item).filter((k) => k !== 'description' && k !== 'summary'), ['get'], `${path}: no HEAD or OPTIONS operations (SDK functions nobody should call)`);
+        assert.match(item.description, /`HEAD`/);
+        assert.match(item.description, /`OPTIONS`/);
+        assert.match(item.description, /405 `method_not_allowed`/);
+        const op = item.get;
+        ids.push(op.operationId);
+        const params = (op.parameters ?? []).map(deref);
         const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-        for (const method of ['get', 'head', 'options']) {
-          const op = item[method];
-          assert.ok(!ids.has(op.operationId), `duplicate operationId ${op.operationId}`);
-          ids.add(op.operationId);
-          const params = (op.parameters ?? []).map(deref);
-          for (const name of templated) {
-            if (method === 'options') continue;
-            assert.ok(params.some((p: Json) => p.in === 'path' && p.name === name && p.required === true), `${method} ${path}: path parameter ${name}`);
-          }
-          for (const p of params) assert.ok(['query', 'path', 'header'].includes(p.in) && typeof p.name === 'string' && p.schema, `${method} ${path}: parameter ${JSON.stringify(p)}`);
-          for (const [status, r] of Object.entries<Json>(op.responses)) {
-            assert.match(status, /^[1-5]\d\d$/);
-            assert.equal(typeof deref(r).description, 'string');
-          }
+        for (const name of templated) {
+          assert.ok(params.some((p: Json) => p.in === 'path' && p.name === name && p.required === true), `${path}: path parameter ${name}`);
         }
-        assert.deepEqual(item.options.security, [], 'a preflight carries no key (D16)');
-        // HEAD documents the statuses and headers of GET, without bodies.
-        assert.deepEqual(Object.keys(item.head.responses), Object.keys(item.get.responses));
-        for (const [status, r] of Object.entries<Json>(item.head.responses)) {
-          assert.equal(r.content, undefined, `HEAD ${path} ${status} has no body`);
-          assert.deepEqual(r.headers, item.get.responses[status].headers);
+        assert.deepEqual(params.filter((p: Json) => p.in === 'path').map((p: Json) => p.name), templated, `${path}: no undeclared path parameters`);
+        for (const p of params) {
+          assert.ok(['query', 'path', 'header'].includes(p.in) && typeof p.name === 'string' && p.schema, `${path}: parameter ${JSON.stringify(p)}`);
+          assert.equal(typeof p.description, 'string', `${path}: parameter ${p.name} is described`);
+          assert.notEqual(p.example, undefined, `${path}: parameter ${p.name} has an example`);
+        }
+        assert.ok(params.some((p: Json) => p.in === 'header' && p.name === 'If-None-Match' && p.required === false), `${path}: If-None-Match (D21)`);
+        assert.deepEqual(Object.keys(op.responses), GET_STATUSES, `${path}: statuses`);
+        for (const [status, r] of Object.entries<Json>(op.responses)) {
+          assert.match(status, /^([1-5]\d\d|default)$/);
+          assert.equal(typeof deref(r).description, 'string');
         }
       }
+      assert.deepEqual(ids, ['listListings', 'getListing']);
+    });
+
+    it('says each rule in words: no description cites a decision number, the specification or the operator contract', () => {
+      const cites = proseOf(doc).filter(({ text }) => /\bD\d{1,2}\b|\bspec(ification)?\b\s*\d|\bOPERATIONS\b|\bDECISIONS\b|shared\//.test(text));
+      assert.deepEqual(cites.map((c) => `${c.at}: ${c.text.slice(0, 80)}`), []);
+      assert.ok(proseOf(doc).length > 60, 'the walk found the descriptions');
     });
 
     it('every schema compiles as strict JSON Schema 2020-12', () => {
@@ -236,14 +340,14 @@ describe('OpenAPI document (item 10)', () => {
         ...Object.keys(doc.components.parameters).map((n) => pointer('components', 'parameters', n, 'schema')),
         ...Object.keys(doc.components.headers).map((n) => pointer('components', 'headers', n, 'schema')),
       ];
+      const responseAt = (at: string, r: Json) => {
+        if (r.$ref) return;
+        if (r.content) refs.push(`${at}/content/application~1json/schema`);
+        for (const [name, h] of Object.entries<Json>(r.headers ?? {})) if (!h.$ref) refs.push(`${at}/headers/${name}/schema`);
+      };
+      for (const [name, r] of Object.entries<Json>(doc.components.responses)) responseAt(pointer('components', 'responses', name), r);
       for (const [path, item] of Object.entries<Json>(doc.paths)) {
-        for (const method of ['get', 'head', 'options']) {
-          for (const [status, r] of Object.entries<Json>(item[method].responses)) {
-            const at = pointer('paths', path, method, 'responses', status);
-            if (r.content) refs.push(`${at}/content/application~1json/schema`);
-            for (const [name, h] of Object.entries<Json>(r.headers ?? {})) if (!h.$ref) refs.push(`${at}/headers/${name}/schema`);
-          }
-        }
+        for (const [status, r] of Object.entries<Json>(item.get.responses)) responseAt(pointer('paths', path, 'get', 'responses', status), r);
       }
       for (const ref of refs) assert.doesNotThrow(() => validatorAt(ref), ref);
       // OpenAPI 3.0's `nullable` is not 3.1 (Ajv would accept it): null is a type, as in listing.ts.
@@ -260,39 +364,80 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(doc.components.schemas.ListingPage.properties.per_page.maximum, 100, 'the envelope reports the clamped size');
     });
 
-    it('error responses use the spec error codes exactly, one per status', () => {
+    it('error responses use the spec error codes exactly, one per status; the default response covers 405', () => {
       const used = new Set<string>();
-      const responses: Array<[string, Json]> = [['405', doc.components.responses.MethodNotAllowed]];
       for (const item of Object.values<Json>(doc.paths)) {
-        for (const method of ['get', 'options']) responses.push(...Object.entries<Json>(item[method].responses));
-      }
-      for (const [status, r] of responses) {
-        if (Number(status) < 400) continue;
-        const schemaOfCode = r.content['application/json'].schema.allOf[1].properties.error;
-        assert.deepEqual(schemaOfCode, { const: SPEC_ERRORS[status] }, `status ${status}`);
-        used.add(String(schemaOfCode.const));
+        for (const [status, documented] of Object.entries<Json>(item.get.responses)) {
+          const r = deref(documented);
+          if (status === 'default') {
+            assert.deepEqual(r.content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+            assert.match(r.description, /405 `method_not_allowed`/);
+            for (const example of Object.values<Json>(r.content['application/json'].examples)) used.add(example.value.error);
+            continue;
+          }
+          if (Number(status) < 400) continue;
+          const schemaOfCode = r.content['application/json'].schema.allOf[1].properties.error;
+          assert.deepEqual(schemaOfCode, { const: SPEC_ERRORS[status] }, `status ${status}`);
+          used.add(String(schemaOfCode.const));
+        }
       }
       assert.deepEqual([...used].sort(), Object.values(SPEC_ERRORS).sort());
       assert.deepEqual([...errorSchema.properties.error.enum].sort(), Object.values(SPEC_ERRORS).sort());
     });
 
-    it('documents every response of the GET operations, and 429 with Retry-After', () => {
-      assert.deepEqual(Object.keys(doc.paths[LIST].get.responses), ['200', '400', '401', '403', '404', '429', '500']);
-      assert.deepEqual(Object.keys(doc.paths[DETAIL].get.responses), ['200', '400', '401', '403', '404', '429', '500']);
+    it('documents every response of the GET operations: D15 headers, 429 with Retry-After, D21 ETag and Cache-Control on 200 and 304', () => {
       for (const path of [LIST, DETAIL]) {
-        const limited = doc.paths[path].get.responses[429].headers;
-        assert.equal(limited['Retry-After'].required, true);
-        for (const status of ['200', '403', '429']) {
+        const responses = doc.paths[path].get.responses;
+        const headersOf = (status: string) => deref(responses[status]).headers;
+        assert.equal(headersOf('429')['Retry-After'].required, true);
+        for (const status of ['200', '304', '403', '429']) {
           for (const h of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
-            assert.equal(doc.paths[path].get.responses[status].headers[h]?.required, true, `${path} ${status} ${h} (D15)`);
+            assert.equal(headersOf(status)[h]?.required, true, `${path} ${status} ${h} (D15)`);
           }
         }
-        for (const r of Object.values<Json>(doc.paths[path].get.responses)) assert.ok(r.headers['X-Request-Id'], 'D19');
+        for (const status of ['200', '304']) {
+          for (const h of ['ETag', 'Cache-Control']) assert.equal(deref(headersOf(status)[h])?.required, true, `${path} ${status} ${h} (D21)`);
+        }
+        assert.equal(deref(responses['304']).content, undefined, '304 has no body');
+        for (const status of GET_STATUSES) assert.ok(headersOf(status)['X-Request-Id'], `${path} ${status}: D19`);
       }
-      assert.equal(doc.paths[LIST].get.responses[401].headers['X-RateLimit-Limit'], undefined, '401 is before the limiter (D5)');
+      assert.equal(deref(doc.paths[LIST].get.responses[401]).headers['X-RateLimit-Limit'], undefined, '401 is before the limiter (D5)');
+      assert.equal(doc.components.headers['Cache-Control'].schema.const, CACHE_CONTROL);
+      assert.equal(doc.components.headers['Access-Control-Expose-Headers'].schema.const, EXPOSED_HEADERS);
+      assert.match(EXPOSED_HEADERS, /(^|, )ETag(,|$)/, 'ETag is exposed to browsers (D21)');
     });
 
-    it('the validators are not vacuous: an undocumented field, a missing field or a wrong code fail', () => {
+    it('every response with a body has examples, and every example validates against its schema', () => {
+      const responses: Array<[string, Json]> = Object.entries<Json>(doc.components.responses).map(([n, r]) => [pointer('components', 'responses', n), r]);
+      for (const [path, item] of Object.entries<Json>(doc.paths)) {
+        for (const [status, r] of Object.entries<Json>(item.get.responses)) responses.push([pointer('paths', path, 'get', 'responses', status), r]);
+      }
+      let count = 0;
+      for (const [at, r] of responses) {
+        if (r.$ref || r.content === undefined) continue;
+        const media = r.content['application/json'];
+        const examples = Object.entries<Json>(media.examples ?? {});
+        assert.ok(examples.length > 0, `${at}: no example`);
+        for (const [name, example] of examples) {
+          assert.equal(typeof example.summary, 'string', `${at} ${name}: summary`);
+          assertValid(`${at}/content/application~1json/schema`, example.value, `${at} example ${name}`);
+          count++;
+        }
+      }
+      assert.ok(count >= 15);
+      // The listing examples are exactly what the serialiser would emit: the 22 fields in order.
+      const listed = doc.paths[LIST].get.responses['200'].content['application/json'].examples;
+      for (const example of Object.values<Json>(listed)) {
+        assert.ok(strictPage(example.value), strictAjv.errorsText(strictPage.errors));
+        for (const l of example.value.items) assertStrictListing(l, 'list example');
+      }
+      for (const example of Object.values<Json>(doc.paths[DETAIL].get.responses['200'].content['application/json'].examples)) assertStrictListing(example.value, 'detail example');
+      // Parameter and header examples match their schemas too.
+      for (const [name, p] of Object.entries<Json>(doc.components.parameters)) assertValid(pointer('components', 'parameters', name, 'schema'), p.example, `parameter ${name} example`);
+      for (const [name, h] of Object.entries<Json>(doc.components.headers)) assertValid(pointer('components', 'headers', name, 'schema'), h.example, `header ${name} example`);
+    });
+
+    it('the validators are not vacuous: a missing field or a wrong code fail; an added field passes the published schema only', () => {
       const listing = {
         id: '9b2f3c1e-5d4a-4b6c-8e7f-0a1b2c3d4e5f', building_id: '11111111-1111-4111-8111-111111111111', org_id: null,
         title: null, size_sqft: null, usage_types: ['Office'], price: null, currency: 'SGD', is_takeover: false,
@@ -302,11 +447,21 @@ describe('OpenAPI document (item 10)', () => {
       };
       const listingRef = pointer('components', 'schemas', 'Listing');
       assert.equal(isValid(listingRef, listing), true);
-      assert.equal(isValid(listingRef, { ...listing, owner_account_id: 'x' }), false, 'additionalProperties: false');
+      // v1 may add fields: a validating client must accept them (published); today's server sends none (strict).
+      assert.equal(isValid(listingRef, { ...listing, floor_level: '2' }), true, 'the published schema allows fields added later');
+      assert.equal(strictListing({ ...listing, owner_account_id: 'x' }), false, 'the serialisation schema stays strict');
+      const pageRef = pointer('components', 'schemas', 'ListingPage');
+      const page = { items: [listing], page: 1, per_page: 20, total: 1, pages: 1 };
+      assert.equal(isValid(pageRef, { ...page, next_page: null }), true);
+      assert.equal(strictPage({ ...page, next_page: null }), false);
       const { url: _url, ...missing } = listing;
       assert.equal(isValid(listingRef, missing), false);
       assert.equal(isValid(listingRef, { ...listing, created_at: 'yesterday' }), false, 'date-time format is checked');
-      assert.equal(isValid(listingRef, { ...listing, id: 'not-a-uuid' }), false, 'uuid format is checked');
+      assert.equal(isValid(listingRef, { ...listing, id: 'not-a-uuid' }), false, 'the id pattern is checked');
+      // Ids are any 8-4-4-4-12 hex text, as the import accepts them, whatever the version and variant digits.
+      assert.equal(isValid(listingRef, { ...listing, id: '11111111-1111-1111-1111-111111111111' }), true, 'version and variant digits are not checked');
+      assert.equal(isValid(listingRef, { ...listing, id: '9B2F3C1E-5D4A-4B6C-8E7F-0A1B2C3D4E5F' }), false, 'ids are sent lowercase');
+      assert.equal(isValid(pointer('components', 'parameters', 'listingId', 'schema'), '9B2F3C1E-5D4A-4B6C-8E7F-0A1B2C3D4E5F'), true, 'the path accepts either case');
       assert.equal(isValid(listingRef, { ...listing, status: 'leased' }), false);
       const notFoundRef = `${pointer('paths', DETAIL, 'get', 'responses', '404')}/content/application~1json/schema`;
       assert.equal(isValid(notFoundRef, { error: 'not_found', message: 'x' }), true);
@@ -324,6 +479,8 @@ describe('OpenAPI document (item 10)', () => {
     const full = 'a0000000-0000-4000-8000-000000000001';
     const sparse = 'a0000000-0000-4000-8000-000000000002';
     const landlordListing = 'a0000000-0000-4000-8000-000000000003';
+    // Not an RFC 9562 UUID (version 0, variant 0), yet accepted by the import: the document must accept it.
+    const oddId = '0b000000-0000-0000-0000-000000000004';
     const seen: Json[] = [];
 
     before(async () => {
@@ -353,13 +510,16 @@ describe('OpenAPI document (item 10)', () => {
           expiry_date: null, available_from: null, min_lease_tenure: null, images: [],
         },
       ]);
-      await server.addListings(landlordId, [{ id: landlordListing, usage_types: ['Clinic'] }]);
+      await server.addListings(landlordId, [
+        { id: landlordListing, usage_types: ['Clinic'] },
+        { id: oddId.toUpperCase(), building_id: '0B000000-0000-0000-0000-0000000000B1', usage_types: ['Retail', 'Kiosk'] },
+      ]);
       await server.allowOrigin(orgId, origin);
     });
     after(() => server?.close());
 
-    it('200 list and detail bodies of every shape (nulls, images, individual landlord)', async () => {
-      for (const [key, ids] of [[orgKey, [full, sparse]], [landlordKey, [landlordListing]]] as const) {
+    it('200 list and detail bodies of every shape (nulls, images, individual landlord, ids of any version)', async () => {
+      for (const [key, ids] of [[orgKey, [full, sparse]], [landlordKey, [landlordListing, oddId]]] as const) {
         const list = await server.get('/v1/listings', { key });
         check(LIST, 'get', list, 200);
         assert.deepEqual(list.json.items.map((l: Json) => l.id).sort(), [...ids].sort());
@@ -378,9 +538,12 @@ describe('OpenAPI document (item 10)', () => {
       }
       assert.ok(seen.some((l) => l.images.length === 2 && l.cover_image_index === 1) && seen.some((l) => l.images.length === 0));
       assert.ok(seen.some((l) => l.is_takeover === true && l.is_featured === true));
+      assert.ok(seen.some((l) => l.id === oddId && l.building_id === '0b000000-0000-0000-0000-0000000000b1'), 'imported in capitals, sent lowercase');
+      // The path accepts the id in capitals too, as documented.
+      check(DETAIL, 'get', await server.get(`/v1/listings/${oddId.toUpperCase()}`, { key: landlordKey }), 200);
     });
 
-    it('200 pages: clamped per_page, paging, a page beyond the last; HEAD is the same without a body', async () => {
+    it('200 pages: clamped per_page, paging, a page beyond the last; HEAD is GET without a body', async () => {
       const clamped = await server.get('/v1/listings?per_page=500', { key: orgKey });
       check(LIST, 'get', clamped, 200);
       assert.equal(clamped.json.per_page, 100);
@@ -390,10 +553,65 @@ describe('OpenAPI document (item 10)', () => {
       const beyond = await server.get('/v1/listings?page=9', { key: orgKey });
       check(LIST, 'get', beyond, 200);
       assert.deepEqual(beyond.json.items, []);
-      check(LIST, 'head', await server.get('/v1/listings', { key: orgKey, method: 'HEAD' }), 200);
+      const head = await server.get('/v1/listings', { key: orgKey, method: 'HEAD' });
+      check(LIST, 'head', head, 200);
+      const get = await server.get('/v1/listings', { key: orgKey });
+      assert.equal(head.headers.etag, get.headers.etag, 'HEAD carries the ETag of the body GET sends');
       check(DETAIL, 'head', await server.get(`/v1/listings/${full}`, { key: orgKey, method: 'HEAD' }), 200);
       check(DETAIL, 'head', await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ff', { key: orgKey, method: 'HEAD' }), 404);
       check(LIST, 'head', await server.get('/v1/listings', { method: 'HEAD' }), 401);
+    });
+
+    it('304 Not Modified (D21): strong, weak, listed and * tags, on GET and HEAD, for browsers too, free against the limit', async () => {
+      const accountId = await server.createAccount('organisation');
+      const limited = await server.createKey(accountId);
+      assert.equal(await server.service.store.keys.setRateLimit(limited.id, 3), true);
+      await server.addListings(accountId, [{ id: 'a0000000-0000-4000-8000-0000000000c1' }]);
+      await server.allowOrigin(accountId, origin);
+
+      const list = await server.get('/v1/listings', { key: limited.key });
+      check(LIST, 'get', list, 200);
+      const detail = await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000c1', { key: limited.key, headers: { origin } });
+      check(DETAIL, 'get', detail, 200);
+      assert.equal(detail.headers['cache-control'], CACHE_CONTROL);
+      const remaining = detail.headers['x-ratelimit-remaining'];
+      assert.equal(remaining, '1');
+
+      const tag = String(list.headers.etag);
+      for (const inm of [tag, `W/${tag}`, `"other", ${tag}`, '*']) {
+        const res = await server.get('/v1/listings', { key: limited.key, headers: { 'if-none-match': inm } });
+        check(LIST, 'get', res, 304);
+        assert.equal(res.headers.etag, tag, `${inm}: the same ETag`);
+        assert.equal(res.headers['x-ratelimit-remaining'], remaining, `${inm}: a 304 is free`);
+      }
+      const browser = await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000c1', {
+        key: limited.key,
+        headers: { origin, 'if-none-match': String(detail.headers.etag) },
+      });
+      check(DETAIL, 'get', browser, 304);
+      assert.equal(browser.headers['access-control-allow-origin'], origin);
+      assert.match(String(browser.headers['access-control-expose-headers']), /ETag/);
+      check(DETAIL, 'head', await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000c1', { key: limited.key, method: 'HEAD', headers: { 'if-none-match': String(detail.headers.etag) } }), 304);
+
+      // A tag that does not match is answered and counted as usual; with the last request taken,
+      // a matching tag is still answered 304, for free.
+      check(LIST, 'get', await server.get('/v1/listings', { key: limited.key, headers: { 'if-none-match': '"stale"' } }), 200);
+      const exhausted = await server.get('/v1/listings', { key: limited.key, headers: { 'if-none-match': tag } });
+      check(LIST, 'get', exhausted, 304);
+      assert.equal(exhausted.headers['x-ratelimit-remaining'], '0');
+      check(LIST, 'get', await server.get('/v1/listings', { key: limited.key }), 429);
+      // A conditional request that ends in an error is that error (D21).
+      check(DETAIL, 'get', await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000c2', { key: orgKey, headers: { 'if-none-match': '*' } }), 404);
+      check(LIST, 'get', await server.get('/v1/listings?page=0', { key: orgKey, headers: { 'if-none-match': '*' } }), 400);
+      check(LIST, 'get', await server.get('/v1/listings', { headers: { 'if-none-match': '*' } }), 401);
+    });
+
+    it('a conditional request refused with 429 carries no ETag or Cache-Control of the body it did not send', { todo: 'server bug: answer.ts sets ETag and Cache-Control before counting a non-matching conditional request, and a 429 thrown there keeps them' }, async () => {
+      const accountId = await server.createAccount('organisation');
+      const limited = await server.createKey(accountId);
+      await server.service.store.keys.setRateLimit(limited.id, 1);
+      check(LIST, 'get', await server.get('/v1/listings', { key: limited.key }), 200);
+      check(LIST, 'get', await server.get('/v1/listings', { key: limited.key, headers: { 'if-none-match': '"stale"' } }), 429);
     });
 
     it('browser calls: a registered origin gets 200 with the D18 headers, another gets 403', async () => {
@@ -401,44 +619,96 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', ok, 200);
       assert.equal(ok.headers['access-control-allow-origin'], origin);
       assert.ok(ok.headers['access-control-expose-headers']);
-      const refused = await server.get(`/v1/listings/${full}`, { key: orgKey, headers: { origin: 'https://elsewhere.example' } });
+      const refused = await server.get(`/v1/listings/${full}`, { key: orgKey, headers: { origin: 'https://www.elsewhere.example' } });
       check(DETAIL, 'get', refused, 403);
-      assert.equal(refused.headers['access-control-allow-origin'], 'https://elsewhere.example');
+      assert.equal(refused.headers['access-control-allow-origin'], 'https://www.elsewhere.example');
+      assertExampleMessage(refused, ERROR_EXAMPLES.originNotAllowed);
       check(LIST, 'get', await server.get('/v1/listings', { key: orgKey, headers: { origin: 'null' } }), 403);
     });
 
-    it('400, 401, 404 and 405 bodies and headers', async () => {
-      check(LIST, 'get', await server.get('/v1/listings?page=abc', { key: orgKey }), 400);
-      check(LIST, 'get', await server.get('/v1/listings?per_page=0', { key: orgKey }), 400);
+    it('400, 401 and 404 bodies and headers, with the documented examples\' messages', async () => {
+      const notANumber = await server.get('/v1/listings?page=abc', { key: orgKey });
+      check(LIST, 'get', notANumber, 400);
+      assertExampleMessage(notANumber, ERROR_EXAMPLES.pageNotANumber);
+      const zero = await server.get('/v1/listings?per_page=0', { key: orgKey });
+      check(LIST, 'get', zero, 400);
+      assertExampleMessage(zero, ERROR_EXAMPLES.perPageZero);
+      const twice = await server.get('/v1/listings?per_page=1&per_page=2', { key: orgKey });
+      check(LIST, 'get', twice, 400);
+      assertExampleMessage(twice, ERROR_EXAMPLES.perPageTwice);
+      // A parameter 400 comes after the key and limit checks: it carries the rate-limit headers (D15).
+      for (const res of [notANumber, zero, twice]) assert.ok(res.headers['x-ratelimit-limit'] && res.headers['x-ratelimit-remaining'] && res.headers['x-ratelimit-reset']);
       check(LIST, 'get', await server.get('/v1/listings?page=1&page=2', { key: orgKey }), 400);
       check(DETAIL, 'get', await server.get('/v1/listings/%ZZ', { key: orgKey }), 404);
-      check(LIST, 'get', await server.get('/v1/listings'), 401);
-      check(LIST, 'get', await server.get('/v1/listings', { key: 'sg_live_nope' }), 401);
-      check(DETAIL, 'get', await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.my.localhost' }), 401);
+
+      const missing = await server.get('/v1/listings');
+      check(LIST, 'get', missing, 401);
+      assertExampleMessage(missing, ERROR_EXAMPLES.missingKey);
+      const malformed = await server.get('/v1/listings', { key: 'sg_live_nope' });
+      check(LIST, 'get', malformed, 401);
+      assertExampleMessage(malformed, ERROR_EXAMPLES.malformedKey);
+      const revokedKey = await server.createKey(orgId);
+      await server.service.store.keys.revoke(revokedKey.id, new Date(server.clock.now()).toISOString());
+      const revoked = await server.get('/v1/listings', { key: revokedKey.key });
+      check(LIST, 'get', revoked, 401);
+      assertExampleMessage(revoked, ERROR_EXAMPLES.unknownKey);
+      const otherCountry = await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.my.localhost' });
+      check(DETAIL, 'get', otherCountry, 401);
+      assertExampleMessage(otherCountry, ERROR_EXAMPLES.otherCountry);
+
       check(DETAIL, 'get', await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.nowhere.localhost' }), 404);
       check(LIST, 'get', await server.get('/v1/listings', { key: orgKey, host: 'api.nowhere.localhost' }), 404);
-      check(DETAIL, 'get', await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ff', { key: orgKey }), 404);
+      const noListing = await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ff', { key: orgKey });
+      check(DETAIL, 'get', noListing, 404);
+      assertExampleMessage(noListing, ERROR_EXAMPLES.noListing);
       check(DETAIL, 'get', await server.get('/v1/listings/not-a-uuid', { key: orgKey }), 404);
       check(DETAIL, 'get', await server.get(`/v1/listings/${landlordListing}`, { key: orgKey }), 404);
-      const methodRef = pointer('components', 'responses', 'MethodNotAllowed');
+    });
+
+    it('405 for other methods, and 431 for oversized headers, match the operations\' default response', async () => {
       for (const [method, path] of [['POST', '/v1/listings'], ['DELETE', `/v1/listings/${full}`], ['PUT', '/v1/listings/x']]) {
         const res = await server.get(path!, { key: orgKey, method, headers: { origin } });
         assert.equal(res.status, 405, `${method} ${path}`);
-        assertDocumented(methodRef, res, `${method} ${path} 405`);
+        assertDocumented(DEFAULT_RESPONSE, res, `${method} ${path} 405`);
+        assert.equal(res.headers.allow, ALLOWED_METHODS);
+        assert.equal(res.json.error, 'method_not_allowed');
       }
+      assertExampleMessage(await server.get('/v1/listings', { key: orgKey, method: 'POST' }), ERROR_EXAMPLES.methodNotAllowed);
+      for (const path of [LIST, DETAIL]) assert.deepEqual(doc.paths[path].get.responses.default, { $ref: '#/components/responses/Error' });
+
+      const tooLarge = await server.get('/v1/listings', { key: orgKey, headers: { 'x-padding': 'x'.repeat(64 * 1024) } });
+      assert.equal(tooLarge.status, 431);
+      assertDocumented(DEFAULT_RESPONSE, tooLarge, 'oversized headers 431');
+      assertExampleMessage(tooLarge, ERROR_EXAMPLES.headersTooLarge);
     });
 
-    it('OPTIONS preflight: 204 with the D16 headers, for any origin and without a key; 404 on an unknown host', async () => {
+    it('OPTIONS preflight: 204 with the D16 headers the path description names, for any origin and without a key; 404 on an unknown host', async () => {
       const pre = await server.get('/v1/listings', {
         method: 'OPTIONS',
-        headers: { origin: 'https://anyone.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization, accept' },
+        headers: { origin: 'https://anyone.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization, if-none-match, accept' },
       });
-      check(LIST, 'options', pre, 204);
-      for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-max-age']) {
-        assert.ok(pre.headers[h], h);
+      assert.equal(pre.status, 204);
+      assert.equal(pre.body, '');
+      assert.equal(pre.headers['access-control-allow-origin'], 'https://anyone.example');
+      assert.equal(pre.headers['access-control-allow-methods'], ALLOWED_METHODS);
+      assert.equal(pre.headers['access-control-allow-headers'], 'Authorization, if-none-match, accept');
+      assert.equal(pre.headers['access-control-max-age'], String(PREFLIGHT_MAX_AGE_SECONDS));
+      assert.equal(pre.headers['access-control-expose-headers'], EXPOSED_HEADERS);
+      assert.equal(pre.headers.allow, ALLOWED_METHODS);
+      assert.equal(pre.headers['access-control-allow-credentials'], undefined);
+      assert.ok(pre.headers['x-request-id']);
+      assert.equal(pre.headers['x-ratelimit-limit'], undefined, 'a preflight is not counted');
+      for (const path of [LIST, DETAIL]) {
+        const description: string = doc.paths[path].description;
+        assert.ok(description.includes(`Access-Control-Allow-Methods: ${ALLOWED_METHODS}`) && description.includes(`Access-Control-Max-Age: ${PREFLIGHT_MAX_AGE_SECONDS}`));
       }
-      check(DETAIL, 'options', await server.get(`/v1/listings/${full}`, { method: 'OPTIONS' }), 204);
-      check(DETAIL, 'options', await server.get(`/v1/listings/${full}`, { method: 'OPTIONS', host: 'api.nowhere.localhost' }), 404);
+      const detail = await server.get(`/v1/listings/${full}`, { method: 'OPTIONS' });
+      assert.equal(detail.status, 204);
+      assert.equal(detail.headers['access-control-allow-origin'], undefined, 'no Origin, no CORS headers');
+      const unknownHost = await server.get(`/v1/listings/${full}`, { method: 'OPTIONS', host: 'api.nowhere.localhost' });
+      assert.equal(unknownHost.status, 404);
+      assertValid(pointer('components', 'schemas', 'Error'), unknownHost.json, 'preflight 404');
+      assert.equal(unknownHost.json.error, 'not_found');
     });
 
     it('429 with Retry-After and Remaining 0, after lowering the key limit', async () => {
@@ -451,6 +721,8 @@ describe('OpenAPI document (item 10)', () => {
       check(DETAIL, 'get', refused, 429);
       assert.equal(refused.headers['x-ratelimit-remaining'], '0');
       assert.equal(refused.headers['x-ratelimit-limit'], '2');
+      assert.match(refused.json.message, /^Rate limit of 2 requests per minute exceeded; retry after \d+ s\.$/);
+      assert.match(ERROR_EXAMPLES.rateLimited.value.message, /^Rate limit of 60 requests per minute exceeded; retry after \d+ s\.$/);
       check(LIST, 'get', await server.get('/v1/listings', { key: limited.key }), 429);
       server.clock.advance(60_000);
       check(LIST, 'get', await server.get('/v1/listings', { key: limited.key }), 200);
@@ -465,6 +737,7 @@ describe('OpenAPI document (item 10)', () => {
       try {
         const res = await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ee', { key: freshKey });
         check(DETAIL, 'get', res, 500);
+        assert.match(res.json.message, /^Something went wrong on our side; retry with exponential backoff\. Request id: req_\w+\.$/);
         const list = await server.get('/v1/listings?per_page=7', { key: freshKey });
         check(LIST, 'get', list, 500);
       } finally {
@@ -480,6 +753,7 @@ describe('OpenAPI document (item 10)', () => {
         assert.ok(res.headers['x-request-id']);
         assert.deepEqual(res.json, buildOpenApiDocument({ apiDomain: server.config.apiDomain, countries: server.config.countries }));
         assert.equal((res.json as Json).servers[0].variables.domain.default, 'localhost');
+        assert.equal(serverUrl((res.json as Json).servers[0]), 'http://api.localhost', 'a local server speaks http');
       }
     });
   });
