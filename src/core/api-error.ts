@@ -2,14 +2,8 @@
  * An error that becomes a JSON `{error, message}` response (spec 2.4, D6). The codes are the
  * spec's table (section 7) plus `method_not_allowed` (D6); nothing else is ever sent as `error`.
  */
-export type ErrorCode =
-  | 'bad_request'
-  | 'unauthorized'
-  | 'origin_not_allowed'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'rate_limited'
-  | 'internal_error';
+export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export class ApiError extends Error {
   constructor(

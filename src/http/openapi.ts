@@ -1,8 +1,11 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import type { ErrorCode } from '../core/api-error.js';
 import { MAX_INT32 } from '../core/formats.js';
+import { CURSOR_REFUSED } from '../readmodel/feed.js';
+import { SORT_KEYS } from '../readmodel/views.js';
+import { USAGE_NAMES } from '../listings/taxonomy.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
-import { errorSchema, listingSchema, pageSchema, type Listing } from '../listings/listing.js';
+import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema, type Listing } from '../listings/listing.js';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from './v1/params.js';
 
 /**
@@ -38,7 +41,7 @@ export type OpenApiDocument = Record<string, unknown> & {
 type Json = Record<string, unknown>;
 
 const JSON_MEDIA = 'application/json';
-const SERVER_SCHEMAS = [listingSchema, pageSchema, errorSchema] as const;
+const SERVER_SCHEMAS = [listingSchema, pageSchema, changePageSchema, listingUpsertedSchema, listingRemovedSchema, errorSchema] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));
 const ERROR_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
 /** D21: what answer.ts sends with every 200 and 304. */
@@ -170,6 +173,15 @@ export const ERROR_EXAMPLES = {
   perPageTwice: errorExample('A parameter given twice', 'bad_request', 'Query parameter "per_page" was given 2 times; give it once.'),
   perPageZero: errorExample('A page size below 1', 'bad_request', 'Query parameter "per_page" must be 1 or more.'),
   hostTwice: errorExample('The Host header sent twice', 'bad_request', 'The Host header was sent more than once; send it once.'),
+  usageTypeUnknown: errorExample(
+    'A usage type that is not in the taxonomy',
+    'bad_request',
+    'Query parameter "usage_type" holds "Offices", which is not a usage type; use names of the taxonomy, exactly spelt and comma-separated: Office, Shared Office, F&B, Pub, Cafe, Restaurant, Cloud Kitchen, Industrial, Food Factory, Warehouse, Retail, Kiosk, Shop, Anchor, Clinic.',
+  ),
+  minAboveMax: errorExample('A lower bound above the upper one', 'bad_request', 'Query parameter "min_price" (9) is above "max_price" (8.5).'),
+  sortUnknown: errorExample('A sort that is not offered', 'bad_request', 'Query parameter "sort" must be one of price, -price, size_sqft, -size_sqft, created_at, -created_at, got "rank".'),
+  limitZero: errorExample('A limit below 1', 'bad_request', 'Query parameter "limit" must be 1 or more.'),
+  cursorRefused: errorExample('A cursor that cannot be used (edited, another key\'s, or older than the history kept)', 'bad_request', CURSOR_REFUSED),
   missingKey: errorExample('No Authorization header', 'unauthorized', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".'),
   malformedKey: errorExample('A key that is not one the service issued (e.g. truncated)', 'unauthorized', 'Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.'),
   unknownKey: errorExample('A revoked or unknown key', 'unauthorized', 'Unknown or revoked API key.'),
@@ -379,11 +391,17 @@ function endpoints(): Endpoint[] {
         '',
         'To read everything, request `page=1, 2, ...` until `page` equals `pages` (`pages` is at least 1, even when there are no listings). A page beyond the last is not an error: it has `items: []` and the true `total` and `pages`.',
         '',
+        'Filters (all optional, each given at most once) narrow the list to what a page of your site shows, e.g. `usage_type=Office&min_size_sqft=1000`; `sort` orders it by price, size or creation time instead. `total` and `pages` then count the filtered set.',
+        '',
         `${CHECKS}, the query parameters (400).`,
       ].join('\n'),
-      parameters: [ref('parameters', 'page'), ref('parameters', 'per_page')],
+      parameters: [
+        ref('parameters', 'page'), ref('parameters', 'per_page'), ref('parameters', 'usage_type'), ref('parameters', 'min_size_sqft'),
+        ref('parameters', 'max_size_sqft'), ref('parameters', 'min_price'), ref('parameters', 'max_price'), ref('parameters', 'featured'),
+        ref('parameters', 'takeover'), ref('parameters', 'sort'),
+      ],
       ok: {
-        description: 'A page of listings in the page envelope.',
+        description: 'A page of listings in the page envelope. With filters, `total` and `pages` count the filtered listings.',
         schema: ref('schemas', 'ListingPage'),
         examples: {
           page: { summary: 'The first page of two listings', value: { items: [featuredListing, sparseListing], page: 1, per_page: 20, total: 2, pages: 1 } },
@@ -393,8 +411,55 @@ function endpoints(): Endpoint[] {
       },
       badRequest: {
         description:
-          '`page` or `per_page` is not a base-10 whole number (an optional leading `+`; no other sign, decimals, exponent or surrounding spaces), is below 1 or above 2147483647, or is given more than once.',
-        examples: { pageNotANumber: x.pageNotANumber, perPageTwice: x.perPageTwice, perPageZero: x.perPageZero },
+          '`page` or `per_page` is not a base-10 whole number (an optional leading `+`; no other sign, decimals, exponent or surrounding spaces), is below 1 or above 2147483647, or is given more than once; or a filter or `sort` is malformed, given more than once, names a usage type outside the taxonomy, or has a lower bound above its upper bound. The message names the parameter.',
+        examples: { pageNotANumber: x.pageNotANumber, perPageTwice: x.perPageTwice, perPageZero: x.perPageZero, usageTypeUnknown: x.usageTypeUnknown, minAboveMax: x.minAboveMax, sortUnknown: x.sortUnknown },
+      },
+    },
+    {
+      route: '/v1/listings/changes',
+      operationId: 'listChanges',
+      summary: 'Changes since a cursor (keep a copy in sync)',
+      description: [
+        'What changed in the key\'s listings since a cursor, as events, so that a copy of them can be kept up to date without reading every page again.',
+        '',
+        '**Replay.** Start without a cursor: the first answers give every visible listing as `listing.upserted`. Apply each event in order: `listing.upserted` is put (store the listing, replacing any copy), `listing.removed` is delete (a removal of an id you do not hold is nothing to do). While `has_more` is true, ask again at once with `next_cursor`; when it is false you are caught up: keep `next_cursor` and poll with it later. Replaying from any cursor brings a copy that was exact then up to date again, and a caught-up copy holds exactly the listings (and objects) that reading every page of the list would give.',
+        '',
+        '**Events.** A listing that becomes visible, or changes while visible, gives `listing.upserted` with the whole listing object, exactly as in the list. One that stops being visible (another status, another owner or country) gives `listing.removed`. An expiry passing is a removal at the expiry instant, with no write needed. Events come in the order they took effect (`at`); a listing may appear in several answers, and its last event is its current state.',
+        '',
+        '**Polling.** An answer with no new events is byte for byte the previous answer with the same cursor (its `next_cursor` is that cursor): send its `ETag` in `If-None-Match` and such polls are free 304s.',
+        '',
+        '**Cursors** are opaque and tamper-evident: only the cursors this API issued for this key\'s account and country are accepted, on any instance, for as long as the change history after them is kept (at least 30 days); anything else is 400, and you start again without a cursor.',
+        '',
+        `${CHECKS}, the query parameters and the cursor (400). The list\'s filters do not apply here.`,
+      ].join('\n'),
+      parameters: [ref('parameters', 'cursor'), ref('parameters', 'limit')],
+      ok: {
+        description: 'Events since the cursor.',
+        schema: ref('schemas', 'ChangePage'),
+        examples: {
+          first: {
+            summary: 'The first answer, without a cursor: every visible listing',
+            value: { items: [{ type: 'listing.upserted', id: FEATURED_ID, at: '2026-11-20T03:14:07.512Z', listing: featuredListing }], next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za', has_more: false },
+          },
+          changes: {
+            summary: 'A later poll: a listing changed, another was leased, a third expired',
+            value: {
+              items: [
+                { type: 'listing.upserted', id: FEATURED_ID, at: '2026-11-21T08:00:00.000Z', listing: { ...featuredListing, price: 9.25 } },
+                { type: 'listing.removed', id: SPARSE_ID, at: '2026-11-21T09:30:00.000Z' },
+                { type: 'listing.removed', id: '5b8e2c1d-7a4f-4e3b-9d6c-0f1a2b3c4d5e', at: '2026-11-21T15:59:59.000Z' },
+              ],
+              next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQ1LCIyMDI2LTExLTIxVDE1OjU5OjU5LjAwMFoiLCI1YjhlIiwiIiwiIl0.q7Rm2Xc9Lk3Vb1Nz5Pd8Ws',
+              has_more: false,
+            },
+          },
+          caughtUp: { summary: 'Nothing new: the same cursor back', value: { items: [], next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za', has_more: false } },
+        },
+      },
+      badRequest: {
+        description:
+          '`limit` is not a base-10 whole number (as `page`), is below 1 or above 2147483647, or is given more than once; or `cursor` is given more than once or cannot be used: it was edited or forged, was issued for another account or country, or is older than the change history kept (at least 30 days). Start again without a cursor.',
+        examples: { limitZero: x.limitZero, cursorRefused: x.cursorRefused },
       },
     },
     {
@@ -580,6 +645,48 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           description: `The page size, written like \`page\`, at least 1, else 400 \`bad_request\`. A value above ${MAX_PER_PAGE} is not an error: it is clamped to ${MAX_PER_PAGE}, and the envelope's \`per_page\` reports the size applied. Above 2147483647, or given twice, is 400.`,
           schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: DEFAULT_PER_PAGE },
           example: 50,
+        },
+        usage_type: {
+          name: 'usage_type',
+          in: 'query',
+          required: false,
+          description: `Only listings of these usage types: one or more names of the taxonomy, comma-separated, exactly spelt (case-sensitive, no spaces around names; \`F&B\` is sent as \`F%26B\`, \`Shared Office\` as \`Shared%20Office\`). A main type matches every listing of that type; a sub-type matches listings with that sub-type; several names match any of them. Names: ${USAGE_NAMES.join(', ')}. Any other name is 400.`,
+          schema: { type: 'string' },
+          example: 'Office,Retail',
+        },
+        ...Object.fromEntries(([['min_size_sqft', 'at least', 'size_sqft', 800], ['max_size_sqft', 'at most', 'size_sqft', 2500], ['min_price', 'at least', 'price', 4.5], ['max_price', 'at most', 'price', 12]] as const).map(([name, bound, field, example]) => [name, {
+          name,
+          in: 'query',
+          required: false,
+          description: `Only listings whose \`${field}\` is ${bound} this (inclusive); a listing whose \`${field}\` is null does not match. A non-negative decimal number: digits, optionally a dot and more digits (\`.5\` and \`5.\` are refused), an optional leading \`+\`, no other sign, spaces or exponent, no upper cap. A lower bound above its upper bound is 400.`,
+          schema: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$' },
+          example: String(example),
+        }])),
+        featured: { name: 'featured', in: 'query', required: false, description: 'Only featured (`true`) or only not featured (`false`) listings.', schema: { type: 'string', enum: ['true', 'false'] }, example: 'true' },
+        takeover: { name: 'takeover', in: 'query', required: false, description: 'Only lease takeovers (`true`) or only other listings (`false`).', schema: { type: 'string', enum: ['true', 'false'] }, example: 'false' },
+        sort: {
+          name: 'sort',
+          in: 'query',
+          required: false,
+          description: 'Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first.',
+          schema: { type: 'string', enum: [...SORT_KEYS] },
+          example: '-price',
+        },
+        cursor: {
+          name: 'cursor',
+          in: 'query',
+          required: false,
+          description: 'The `next_cursor` of an earlier answer, as it was (opaque). Without it, the feed starts from the beginning: every visible listing. A cursor that cannot be used is 400: start again without one.',
+          schema: { type: 'string' },
+          example: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za',
+        },
+        limit: {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          description: 'Events per answer, written like `page`: from 1 to 1000, default 100. A value above 1000 (up to 2147483647) is clamped to 1000; below 1, above 2147483647, or given twice is 400.',
+          schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: 100 },
+          example: 500,
         },
         listingId: {
           name: 'id',

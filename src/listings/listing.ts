@@ -1,86 +1,21 @@
-import type { ListingRow } from '../storage/index.js';
+import { ERROR_CODES } from '../core/api-error.js';
+import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
+
+export { toListing, type Listing } from './fields.js';
 
 /**
- * The listing object of spec 2.1, every field always present (null where unset; D12, D13), in the
- * spec's order. `listingSchema` is the JSON Schema that serialises responses (fast-json-stringify)
- * and documents them (OpenAPI), so the two cannot drift.
+ * The JSON schemas of the answers: each serialises them (fast-json-stringify) and documents them
+ * (OpenAPI, openapi.ts), so the two cannot drift. The listing object's comes from its one
+ * declaration (fields.ts). They are strict (`additionalProperties: false`) for serialising and
+ * for the tests that check real answers; the published copies allow fields added within v1.
  */
-export interface Listing {
-  id: string;
-  building_id: string;
-  org_id: string | null;
-  title: string | null;
-  size_sqft: number | null;
-  usage_types: string[];
-  price: number | null;
-  currency: string;
-  is_takeover: boolean;
-  is_featured: boolean;
-  status: 'active';
-  expiry_date: string | null;
-  available_from: string | null;
-  min_lease_tenure: string | null;
-  view_count: number;
-  inquiry_count: number;
-  building_name: string | null;
-  street_address: string | null;
-  images: string[];
-  cover_image_index: number;
-  url: string;
-  created_at: string;
-}
-
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
-const DATE = 'ISO 8601 in UTC, always with milliseconds and a trailing Z, e.g. 2026-10-01T08:30:00.000Z.';
-const dateTime = { type: 'string', format: 'date-time', description: `When the listing was created. ${DATE}`, examples: ['2026-10-14T02:45:11.382Z'] } as const;
-
-// The `description`s below are published in the OpenAPI document (openapi.ts): they state each
-// rule in plain words, for the users of that document.
 export const listingSchema = {
   $id: 'Listing',
   type: 'object',
   description:
     'An active listing. Every field is always present; null means "not set". New fields may be added within v1: ignore fields you do not know.',
-  required: [
-    'id', 'building_id', 'org_id', 'title', 'size_sqft', 'usage_types', 'price', 'currency', 'is_takeover',
-    'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count', 'inquiry_count',
-    'building_name', 'street_address', 'images', 'cover_image_index', 'url', 'created_at',
-  ],
-  properties: {
-    id: { type: 'string', format: 'uuid', description: 'The listing\'s stable, unique id.', examples: ['3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71'] },
-    building_id: { type: 'string', format: 'uuid', description: 'The building the unit is in.', examples: ['9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35'] },
-    org_id: nullable('string', { format: 'uuid', description: 'The owning organisation\'s id; null when the owner is an individual landlord.', examples: ['c2e4a6b8-1d3f-4a5c-8e7b-9f0a1b2c3d4e', null] }),
-    title: nullable('string', { description: 'The listing\'s headline.', examples: ['Ground-floor cafe with outdoor seating'] }),
-    size_sqft: nullable('number', { description: 'Floor area in square feet.', examples: [1250] }),
-    usage_types: {
-      type: 'array',
-      items: { type: 'string' },
-      description:
-        'Usage tags: the main type, then the sub-type where one is set. Main types and their sub-types: Office (Shared Office); F&B (Pub, Cafe, Restaurant, Cloud Kitchen); Industrial (Food Factory, Warehouse); Retail (Kiosk, Shop, Anchor); Clinic (none).',
-      examples: [['F&B', 'Cafe'], ['Office']],
-    },
-    price: nullable('number', { description: 'Asking rent in `currency`, per the listing\'s pricing basis (typically per square foot per month). There is no formatted price string.', examples: [9.5] }),
-    currency: { type: 'string', description: 'The ISO 4217 code of `price`.', examples: ['SGD'] },
-    is_takeover: { type: 'boolean', description: 'True when the listing is a lease takeover (assignment).', examples: [false] },
-    is_featured: { type: 'boolean', description: 'True when the listing is promoted. Featured listings come first in the list.', examples: [true] },
-    status: { type: 'string', enum: ['active'], description: 'Always `active`: the API shows active listings only.', examples: ['active'] },
-    expiry_date: nullable('string', { format: 'date-time', description: `When the listing expires; it drops out of the API at that instant. ${DATE}`, examples: ['2027-03-31T15:59:59.000Z', null] }),
-    available_from: nullable('string', { format: 'date-time', description: `When the space becomes available. ${DATE}`, examples: ['2026-12-01T00:00:00.000Z'] }),
-    min_lease_tenure: nullable('string', { description: 'Minimum lease term as free text, in the form "<number> months".', examples: ['24 months'] }),
-    view_count: { type: 'integer', description: 'Total views on the public site.', examples: [1874] },
-    inquiry_count: { type: 'integer', description: 'Total inquiries received.', examples: [23] },
-    building_name: nullable('string', { description: 'The building or complex name.', examples: ['Telok Ayer Point'] }),
-    street_address: nullable('string', { description: 'The building\'s street address.', examples: ['18 Telok Ayer Street'] }),
-    images: {
-      type: 'array',
-      items: { type: 'string', format: 'uri' },
-      description: 'Public, watermarked image URLs (absolute https); fetching them needs no key and no CORS. [] means no photos.',
-      examples: [['https://cdn.example.com/listings/3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71/1.jpg'], []],
-    },
-    cover_image_index: { type: 'integer', description: 'The cover image is `images[cover_image_index]`; 0 when there are no images.', examples: [1] },
-    url: { type: 'string', format: 'uri', description: 'The listing\'s canonical public page.', examples: ['https://www.example.com/listings/3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71'] },
-    created_at: dateTime,
-  },
+  required: LISTING_FIELD_NAMES,
+  properties: listingProperties(),
   additionalProperties: false,
 } as const;
 
@@ -107,7 +42,7 @@ export const errorSchema = {
   properties: {
     error: {
       type: 'string',
-      enum: ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'],
+      enum: ERROR_CODES,
       description: 'A stable, machine-readable code: branch on this.',
       examples: ['not_found'],
     },
@@ -115,30 +50,49 @@ export const errorSchema = {
   },
 } as const;
 
-/** A stored row as the API shows it. */
-export function toListing(row: ListingRow): Listing {
-  return {
-    id: row.id,
-    building_id: row.building_id,
-    org_id: row.org_id,
-    title: row.title,
-    size_sqft: row.size_sqft,
-    usage_types: JSON.parse(row.usage_types) as string[],
-    price: row.price,
-    currency: row.currency,
-    is_takeover: Boolean(row.is_takeover),
-    is_featured: Boolean(row.is_featured),
-    status: 'active',
-    expiry_date: row.expiry_date,
-    available_from: row.available_from,
-    min_lease_tenure: row.min_lease_tenure,
-    view_count: row.view_count,
-    inquiry_count: row.inquiry_count,
-    building_name: row.building_name,
-    street_address: row.street_address,
-    images: JSON.parse(row.images) as string[],
-    cover_image_index: row.cover_image_index,
-    url: row.url,
-    created_at: row.created_at,
-  };
-}
+const EVENT_ID = { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', description: 'The listing\'s id.', examples: ['3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71'] } as const;
+const EVENT_AT = {
+  type: 'string',
+  format: 'date-time',
+  description: 'When the change took effect (for an expiry: the expiry instant). ISO 8601 in UTC with milliseconds and Z. Events come in this order.',
+  examples: ['2026-11-20T03:14:07.512Z'],
+} as const;
+
+/** A change feed event: the listing is visible, with this state (new, changed or re-activated). */
+export const listingUpsertedSchema = {
+  $id: 'ListingUpserted',
+  type: 'object',
+  description: 'The listing is visible to the key, in this state: store it (put), replacing any copy you hold.',
+  required: ['type', 'id', 'at', 'listing'],
+  properties: { type: { type: 'string', const: 'listing.upserted', examples: ['listing.upserted'] }, id: EVENT_ID, at: EVENT_AT, listing: { $ref: 'Listing#' } },
+} as const;
+
+/** A change feed event: the listing stopped being visible (another status, owner or country; expired). */
+export const listingRemovedSchema = {
+  $id: 'ListingRemoved',
+  type: 'object',
+  description: 'The listing is no longer visible to the key (it was leased or otherwise made inactive, moved to another owner or country, or expired): delete your copy. A removal of an id you do not hold is nothing to do.',
+  required: ['type', 'id', 'at'],
+  properties: { type: { type: 'string', const: 'listing.removed', examples: ['listing.removed'] }, id: EVENT_ID, at: EVENT_AT },
+} as const;
+
+/** An answer of the change feed (D22). */
+export const changePageSchema = {
+  $id: 'ChangePage',
+  type: 'object',
+  description: 'Changes since the cursor, in the order they took effect. New fields may be added within v1: ignore fields you do not know.',
+  required: ['items', 'next_cursor', 'has_more'],
+  properties: {
+    items: {
+      type: 'array',
+      description: 'Events; the last one of an id is its current state. An answer holds `limit` events whenever that many are pending.',
+      items: {
+        oneOf: [{ $ref: 'ListingUpserted#' }, { $ref: 'ListingRemoved#' }],
+        discriminator: { propertyName: 'type', mapping: { 'listing.upserted': '#/components/schemas/ListingUpserted', 'listing.removed': '#/components/schemas/ListingRemoved' } },
+      },
+    },
+    next_cursor: { type: 'string', description: 'The cursor to send next (opaque). When `has_more` is false, keep it for the next poll.', examples: ['WzEsImFjYyIsInNnIiwibCIsNDIsIiIsIiIsIiIsIiJd.9dY3xN0pQm2Lr7Vs8Kc1Za'] },
+    has_more: { type: 'boolean', description: 'True while more events are pending: ask again at once with `next_cursor`. False: caught up.', examples: [false] },
+  },
+  additionalProperties: false,
+} as const;

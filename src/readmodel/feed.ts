@@ -33,6 +33,7 @@ interface Tenant {
 
 /** One item of a stream; `event` is undefined for an item that says nothing new. */
 interface Item {
+  id: string;
   event: string | undefined;
   advance(position: FeedPosition): void;
 }
@@ -70,12 +71,17 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
       }
       const position = { ...start };
       const events: string[] = [];
+      // Ids told in this answer: a listing comes once per answer (the snapshot's event is its state now).
+      const told = new Set<string>();
       let hasMore = false;
 
       if (position.phase === 'snapshot') {
         const after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
         const rows = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, limit + 1);
-        for (const row of rows.slice(0, limit)) events.push(upserted(row.id, row.updated_at, row));
+        for (const row of rows.slice(0, limit)) {
+          events.push(upserted(row.id, row.updated_at, row));
+          told.add(row.id);
+        }
         if (rows.length > limit) {
           hasMore = true;
           const last = rows[limit - 1]!;
@@ -88,7 +94,7 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
         }
       }
       if (position.phase === 'log' && !hasMore) {
-        hasMore = await replay(tenant, position, nowIso, limit - events.length, events);
+        hasMore = await replay(tenant, position, nowIso, limit - events.length, events, told);
       }
       // Nothing new: the same answer as the previous poll with this cursor (D22, D21).
       const next = cursor !== undefined && events.length === 0 ? cursor : encodeCursor(key, tenant, position);
@@ -100,7 +106,7 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
    * Merges the two streams from `position` into `events`, up to `room` events, moving `position`
    * over what it consumed. True when more events are pending.
    */
-  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[]): Promise<boolean> {
+  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[], told: Set<string>): Promise<boolean> {
     const writes = stream<LastChange, number>((afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH), (c) => c.seq, position.seq);
     const expiries = stream<Expiry, { expiry: string; id: string }>(
       (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
@@ -116,6 +122,9 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
       if (w === undefined && x === undefined) break;
       // In the order the changes took effect; a write before an expiry of the same instant.
       const item = w !== undefined && (x === undefined || w.at <= x.expiry_date) ? await writeItem(writes.take()!) : expiryItem(expiries.take()!);
+      // Told already in this answer (by the snapshot, or read twice across batches): its event is
+      // its state now either way, so once is enough; the position still moves over it.
+      if (item.event !== undefined && told.has(item.id)) item.event = undefined;
       if (item.event !== undefined && emitted === room) {
         more = true;
         break;
@@ -123,6 +132,7 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
       consumed.push(item);
       if (item.event !== undefined) {
         events.push(item.event);
+        told.add(item.id);
         emitted++;
       }
     }
@@ -144,13 +154,13 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
       // Written before it expired: its expiry tells its removal, at the expiry instant.
       else if (here && row.updated_at < row.expiry_date!) event = undefined;
       else event = removed(change.listing_id, change.at);
-      return { event, advance: (p) => void (p.seq = change.seq) };
+      return { id: change.listing_id, event, advance: (p) => void (p.seq = change.seq) };
     }
 
     function expiryItem(x: Expiry): Item {
       // A write that set an expiry already past told the removal itself (at the write).
       const event = x.updated_at < x.expiry_date ? removed(x.id, x.expiry_date) : undefined;
-      return { event, advance: (p) => {
+      return { id: x.id, event, advance: (p) => {
         p.expiry = x.expiry_date;
         p.expiryId = x.id;
       } };

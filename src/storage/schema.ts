@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { StoredListingFields } from '../listings/fields.js';
 
 /**
  * The tables, as Kysely sees them. One schema for SQLite and PostgreSQL, kept portable on
@@ -32,32 +33,14 @@ export interface AccountsTable {
   created_at: string;
 }
 
-export interface ListingsTable {
-  id: string;
+/**
+ * A listing as stored: the fields of the listing object in their stored forms (declared once, in
+ * listings/fields.ts), the owner and country (D1), and bookkeeping.
+ */
+export interface ListingsTable extends StoredListingFields {
   owner_account_id: string;
   country: string;
-  /** D1: the owner's id when the owner is an organisation, else null. Derived at import. */
-  org_id: string | null;
-  building_id: string;
-  title: string | null;
-  size_sqft: number | null;
-  usage_types: string; // JSON array of strings
-  price: number | null;
-  currency: string;
-  is_takeover: number; // 0 | 1
-  is_featured: number; // 0 | 1
-  status: string;
-  expiry_date: string | null;
-  available_from: string | null;
-  min_lease_tenure: string | null;
-  view_count: number;
-  inquiry_count: number;
-  building_name: string | null;
-  street_address: string | null;
-  images: string; // JSON array of https URLs
-  cover_image_index: number;
-  url: string;
-  created_at: string;
+  /** When the listing's current state took effect: the time of its last change. */
   updated_at: string;
   /** The sequence of the write that last changed this listing (migration 004). */
   change_seq: number;

@@ -29,12 +29,16 @@ export function ifNoneMatchHolds(header: string | undefined, etag: string): bool
  * any other answer is counted first (it may become a 429, as D5 says) and sent with its tag.
  */
 export function answer(request: FastifyRequest, reply: FastifyReply, body: Body, limiter: RateLimiter): FastifyReply | Promise<FastifyReply> {
-  reply.header('etag', body.etag);
-  reply.header('cache-control', CACHE_CONTROL);
+  const send = (status: 200 | 304) => {
+    // The tag belongs to this body: set only on the answers that carry it or stand for it.
+    reply.header('etag', body.etag);
+    reply.header('cache-control', CACHE_CONTROL);
+    return status === 304 ? reply.code(304).send() : reply.type(JSON_TYPE).send(body.bytes);
+  };
   if (request.rateLimit?.deferred) {
-    if (ifNoneMatchHolds(request.headers['if-none-match'], body.etag)) return reply.code(304).send();
+    if (ifNoneMatchHolds(request.headers['if-none-match'], body.etag)) return send(304);
     const settled = settleRateLimit(request, reply, limiter);
-    if (settled instanceof Promise) return settled.then(() => reply.type(JSON_TYPE).send(body.bytes));
+    if (settled instanceof Promise) return settled.then(() => send(200));
   }
-  return reply.type(JSON_TYPE).send(body.bytes);
+  return send(200);
 }
