@@ -98,7 +98,16 @@ describe(`change feed mirror (D22): ${ROUNDS} seeded rounds over two instances`,
 
     const check = async (mirror: Mirror, label: string) => {
       const truth = await listed();
-      assert.deepEqual([...mirror.listings.keys()].sort(), [...truth.keys()].sort(), `${label}: the same set`);
+      const differing = [...new Set([...mirror.listings.keys(), ...truth.keys()])].filter((id) => mirror.listings.has(id) !== truth.has(id));
+      if (differing.length > 0) {
+        // What the database says of each listing the mirror got wrong, to find the rule that failed.
+        const db = a.service.store.db;
+        const rows = await db.selectFrom('listings').select(['id', 'owner_account_id', 'country', 'status', 'expiry_date', 'updated_at', 'change_seq']).where('id', 'in', differing).execute();
+        const changes = await db.selectFrom('listing_changes').selectAll().where('listing_id', 'in', differing).orderBy('seq').execute();
+        assert.fail(`${label}: the same set; now ${new Date(a.clock.now()).toISOString()}, cursor ${mirror.cursor}, ` +
+          `in the mirror only: ${differing.filter((id) => mirror.listings.has(id)).join(' ')}, listed only: ${differing.filter((id) => truth.has(id)).join(' ')}\n` +
+          `rows: ${JSON.stringify(rows)}\nchanges: ${JSON.stringify(changes)}`);
+      }
       for (const [id, listing] of truth) assert.deepEqual(mirror.listings.get(id), listing, `${label}: the same object for ${id}`);
     };
 
