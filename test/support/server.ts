@@ -156,6 +156,8 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
     async addListings(ownerAccountId, listings) {
       const lines = listings.map((l) => JSON.stringify(listingLine(ownerAccountId, l))).join('\n');
       await importListings(store, Readable.from(lines), new Date(clock.now()));
+      // As the CLI does: return once the change has been broadcast to every instance (PostgreSQL).
+      await store.broadcastSettled();
     },
     async close() {
       await service.close();
