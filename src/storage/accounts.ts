@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 import type { Write } from './write.js';
 import type { AccountKind, AccountsTable, Database } from './schema.js';
 

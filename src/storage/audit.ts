@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 import type { Write } from './write.js';
 import type { Database, DashboardAuditTable } from './schema.js';
 

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '#kysely';
 import type { Dialect } from './database.js';
 import { CHANGES_CHANNEL, PgNotifications } from './pg-notifications.js';
 import type { Database } from './schema.js';

@@ -1,7 +1,7 @@
 import { createAccountsRepository } from './accounts.js';
 import { createAuditRepository } from './audit.js';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql } from '#kysely';
 import { PgChangeWatcher, SqliteChangeWatcher, type ChangeWatcher } from './changes.js';
 import { CHANGES_CHANNEL } from './pg-notifications.js';
 import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';

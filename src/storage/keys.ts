@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 import type { ApiKeysTable, Database } from './schema.js';
 import type { Write } from './write.js';
 

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from '#kysely';
 import type { ChangeRecorder } from './changes.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import type { Write } from './write.js';

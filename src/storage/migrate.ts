@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from '#kysely';
 import * as initial from './migrations/001_initial.js';
 import * as dashboard from './migrations/002_dashboard.js';
 import * as dashboardForms from './migrations/003_dashboard_forms.js';

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '#kysely';
 import { isPostgres } from './database.js';
 import type { Write } from './write.js';
 import type { Database, DashboardLoginFailuresTable, DashboardSessionsTable, DashboardUsersTable } from './schema.js';

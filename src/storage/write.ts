@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '#kysely';
 import { ChangeRecorder, type CommittedChanges } from './changes.js';
 import type { Dialect } from './database.js';
 import type { Database } from './schema.js';

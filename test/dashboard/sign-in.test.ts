@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql } from '#kysely';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ABSOLUTE_MS, IDLE_MS } from '../../src/dashboard/sessions.js';
 import { PER_ADDRESS, PER_EMAIL, WINDOW_MS } from '../../src/dashboard/throttle.js';

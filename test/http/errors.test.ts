@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql } from '#kysely';
 import { startTestServer, type RequestOptions, type TestServer } from '../support/server.js';
 import { assertError, header, rawRequest } from './helpers.js';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { sql } from 'kysely';
+import { sql } from '#kysely';
 import { COUNTRY_CODES, hostForCountry } from '../../src/core/countries.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/cors/cors.js';
 import { buildOpenApiDocument, CACHE_CONTROL, ERROR_EXAMPLES, ID_PATTERN, openApiPath } from '../../src/http/openapi.js';

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '#kysely';
 
 /**
  * The first schema. Portable SQL only (see schema.ts), so the one migration serves SQLite and

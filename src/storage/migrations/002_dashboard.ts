@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 
 /**
  * The developer dashboard (Settings > Developer): members who sign in, their sessions, the audit

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 
 /**
  * Single-use dashboard forms: a row per create-key form that was submitted, so that submitting the

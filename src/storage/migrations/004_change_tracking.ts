@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '#kysely';
 import { isPostgres } from '../database.js';
 
 /**

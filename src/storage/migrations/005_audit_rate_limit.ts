@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 
 /**
  * The audit log records rate-limit changes (`key.limit_changed`, made with `listings-api key

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely } from '#kysely';
 
 /**
  * The change feed (D22) and the filters and sorts (D23) read a tenant's listings in other orders
