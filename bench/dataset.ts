@@ -31,6 +31,20 @@ const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor
 
 /** The NDJSON lines of `count` listings of one owner (OPERATIONS "Import format"). */
 export function listingLines(ownerAccountId: string, count: number, now: Date, seed = 20261122): { lines: string[]; ids: string[] } {
+  const ids: string[] = [];
+  const lines: string[] = [];
+  for (const { id, line } of generateListings(ownerAccountId, count, now, seed)) {
+    ids.push(id);
+    lines.push(line);
+  }
+  return { lines, ids };
+}
+
+/**
+ * The same listings one at a time (id and NDJSON line, no newline), so that a file of any size can
+ * be written without holding it in memory (bench/scale.ts). `listingLines` collects these.
+ */
+export function* generateListings(ownerAccountId: string, count: number, now: Date, seed = 20261122): Generator<{ id: string; line: string }> {
   const rand = prng(seed);
   const mains = Object.keys(USAGE_TAXONOMY);
   // About one building per 20 listings, each with a name and a street address.
@@ -39,11 +53,8 @@ export function listingLines(ownerAccountId: string, count: number, now: Date, s
     name: `${pick(rand, BUILDING_NAMES)} ${pick(rand, BUILDING_WORDS)}${i % 7 === 0 ? ` ${1 + (i % 5)}` : ''}`,
     address: `${1 + Math.floor(rand() * 300)} ${pick(rand, STREETS)}, #${String(1 + Math.floor(rand() * 40)).padStart(2, '0')}-${String(1 + Math.floor(rand() * 30)).padStart(2, '0')}, Singapore ${String(Math.floor(rand() * 830000) + 10000).padStart(6, '0')}`,
   }));
-  const ids: string[] = [];
-  const lines: string[] = [];
   for (let i = 0; i < count; i++) {
     const id = randomUUID();
-    ids.push(id);
     const building = pick(rand, buildings);
     const main = pick(rand, mains);
     const subs = USAGE_TAXONOMY[main]!;
@@ -51,7 +62,7 @@ export function listingLines(ownerAccountId: string, count: number, now: Date, s
     const imageCount = Math.floor(rand() * 7); // 0 to 6
     const images = Array.from({ length: imageCount }, (_, n) => `https://cdn.listings.example.com/images/listings/${id}/${n + 1}-${Math.floor(rand() * 1e9).toString(36)}.jpg`);
     const size = Math.round(150 + rand() * 12_000);
-    lines.push(JSON.stringify({
+    const line = JSON.stringify({
       id,
       owner_account_id: ownerAccountId,
       country: 'sg',
@@ -76,9 +87,9 @@ export function listingLines(ownerAccountId: string, count: number, now: Date, s
       cover_image_index: imageCount === 0 ? 0 : Math.floor(rand() * imageCount),
       url: `https://www.listings.example.com/sg/listings/${id}`,
       created_at: new Date(now.getTime() - Math.floor(rand() * 730 * DAY)).toISOString(),
-    }));
+    });
+    yield { id, line };
   }
-  return { lines, ids };
 }
 
 /**

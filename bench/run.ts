@@ -297,7 +297,15 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
+// `BENCH_MODE=scale` or `npm run bench -- scale`: the scale benchmark (bench/scale.ts), a run of its own.
+const argument = process.argv[2];
+const scale = process.env.BENCH_MODE?.trim() === 'scale' || argument === 'scale';
+if (argument !== undefined && argument !== 'scale') {
+  process.stderr.write(`benchmark: unknown argument "${argument}" (the one argument accepted is "scale"; see bench/README.md)\n`);
+  process.exit(2);
+}
+
+(scale ? import('./scale.js').then((m) => m.runScale()) : main()).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -1,0 +1,848 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { issueKey } from '../src/auth/keys.js';
+import { openStore } from '../src/storage/index.js';
+import { prng } from '../test/support/random.js';
+import { generateListings } from './dataset.js';
+import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
+import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+
+/**
+ * `BENCH_MODE=scale npm run bench` (or `npm run bench -- scale`): the read path and the importer
+ * at scale, through the real code, in one run. See bench/README.md ("Scale benchmark").
+ *
+ * Data: 1,000 small tenants, a tenant B of 50,000 listings and one of 100,000, one key per tenant
+ * (issued with `issueKey`, limit raised with `store.keys.setRateLimit` so the limiter never
+ * refuses), listings imported by the real `listings-api import` CLI, spawned and timed.
+ * Serving: the real service (bench/serve-with-probe.ts: `createService(loadConfig())` plus an
+ * event-loop probe), twice: once with the production settings (caches on) for the cold mixed load
+ * and tenant B under writes to tenant A, once with READ_CACHE_TTL_MS=0 (caches off: only the
+ * per-tenant index, the read path's structure, stays) for the 100k tenant's figures.
+ * Then (unless BENCH_SKIP_MILLION=1) the peak RSS of importing 1,000,000 listings.
+ *
+ * Informational: targets are printed as met or missed, never enforced. Exit 1 only when something
+ * crashed or an answer was not a 200.
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'listings-api.js');
+const PROBE = fileURLToPath(new URL('./serve-with-probe.js', import.meta.url));
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
+const API_HOST = 'api.localhost'; // the sg host with API_DOMAIN=localhost (D3)
+const TIME = '/usr/bin/time';
+const SEED = 20261122;
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+interface Settings {
+  quick: boolean;
+  tenants: number;
+  smallMean: number;
+  big: number;
+  b: number;
+  detailIds: number;
+  million: number;
+  skipMillion: boolean;
+  durationS: number;
+  warmupS: number;
+  runs: number;
+  connections: number;
+  coldConcurrency: number;
+  writeIntervalMs: number;
+  keep: boolean;
+}
+
+function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function settings(): Settings {
+  // BENCH_SCALE_QUICK=1: a smaller data set and shorter loads, for trying the bench (about 1 minute).
+  const quick = process.env.BENCH_SCALE_QUICK === '1';
+  const int = (name: string, full: number, small: number, min: number) => Math.floor(numberEnv(name, quick ? small : full, min));
+  return {
+    quick,
+    tenants: int('BENCH_SCALE_TENANTS', 1000, 100, 1),
+    smallMean: int('BENCH_SCALE_SMALL_LISTINGS', 25, 25, 1),
+    big: int('BENCH_SCALE_BIG', 100_000, 20_000, 100),
+    b: int('BENCH_SCALE_B', 50_000, 10_000, 100),
+    detailIds: int('BENCH_SCALE_DETAIL_IDS', 20_000, 5_000, 1),
+    million: int('BENCH_SCALE_MILLION', 1_000_000, 100_000, 1),
+    skipMillion: process.env.BENCH_SKIP_MILLION === '1' || (quick && process.env.BENCH_SKIP_MILLION !== '0'),
+    durationS: numberEnv('BENCH_DURATION', quick ? 2 : 5, 1),
+    warmupS: numberEnv('BENCH_WARMUP', quick ? 1 : 2, 0),
+    runs: int('BENCH_RUNS', 3, 1, 1),
+    connections: int('BENCH_CONNECTIONS', 50, 50, 1),
+    coldConcurrency: int('BENCH_SCALE_COLD_CONCURRENCY', 10, 10, 1),
+    writeIntervalMs: int('BENCH_SCALE_WRITE_INTERVAL_MS', 1000, 1000, 50),
+    keep: process.env.BENCH_KEEP === '1',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+const log = (text = '') => process.stdout.write(`${text}\n`);
+const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
+const dec = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+const mb = (bytes: number) => `${int(bytes / (1024 * 1024))} MB`;
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** `count` items spread evenly over `items` (import order is random with respect to D9 order). */
+function spread<T>(items: readonly T[], count: number): T[] {
+  const n = Math.min(count, items.length);
+  return Array.from({ length: n }, (_, i) => items[Math.floor((i * items.length) / n)]!);
+}
+
+/** Writes lines to a file as they come, waiting for the stream to drain: nothing is held in memory. */
+async function writeLines(file: string, lines: Iterable<string>): Promise<number> {
+  const out = createWriteStream(file);
+  let count = 0;
+  const failed = new Promise<never>((_, reject) => out.once('error', reject));
+  for (const line of lines) {
+    count++;
+    if (!out.write(`${line}\n`)) await Promise.race([new Promise<void>((resolve) => out.once('drain', () => resolve())), failed]);
+  }
+  await Promise.race([new Promise<void>((resolve) => out.end(resolve)), failed]);
+  return count;
+}
+
+async function countLines(file: string): Promise<number> {
+  let lines = 0;
+  for await (const chunk of createReadStream(file)) {
+    const buf = chunk as Buffer;
+    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CLI, spawned as an operator runs it
+
+const cliChildren = new Set<ChildProcess>();
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** From spawn to exit. */
+  wallMs: number;
+  /** Peak resident set size, when measured. */
+  peakRssBytes?: number;
+  rssMethod?: string;
+  /** User + system CPU time (under /usr/bin/time only): moves less than wall time on a shared machine. */
+  cpuMs?: number;
+}
+
+const haveTime = existsSync(TIME);
+
+/**
+ * `node bin/listings-api.js ARGS` with `env`. With `measureRss`: under `/usr/bin/time -v` when it
+ * exists (its "Maximum resident set size"), else by polling /proc/PID/status VmHWM (the kernel's
+ * own high-water mark, read every 20 ms: at worst a little under the true peak).
+ */
+function runCli(args: readonly string[], env: NodeJS.ProcessEnv, measureRss = false): Promise<CliRun> {
+  const useTime = measureRss && haveTime;
+  const [command, argv] = useTime ? [TIME, ['-v', process.execPath, BIN, ...args]] : [process.execPath, [BIN, ...args]];
+  const started = performance.now();
+  const child = spawn(command, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  cliChildren.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  let polledKb = 0;
+  const poller =
+    measureRss && !useTime && child.pid !== undefined && process.platform === 'linux'
+      ? setInterval(() => {
+          try {
+            const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+            if (m) polledKb = Math.max(polledKb, Number(m[1]));
+          } catch {
+            // gone
+          }
+        }, 20)
+      : undefined;
+  return new Promise((resolve, reject) => {
+    child.once('error', (error) => {
+      if (poller) clearInterval(poller);
+      cliChildren.delete(child);
+      reject(error);
+    });
+    child.once('close', (code, signal) => {
+      const wallMs = performance.now() - started;
+      if (poller) clearInterval(poller);
+      cliChildren.delete(child);
+      const run: CliRun = { code, signal, stdout, stderr, wallMs };
+      if (useTime) {
+        const at = stderr.search(/\n?\s*Command being timed:/);
+        const report = at === -1 ? '' : stderr.slice(at);
+        if (at !== -1) run.stderr = stderr.slice(0, at);
+        const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(report);
+        if (m) run.peakRssBytes = Number(m[1]) * 1024;
+        run.rssMethod = '/usr/bin/time -v';
+        const user = /User time \(seconds\): ([\d.]+)/.exec(report);
+        const system = /System time \(seconds\): ([\d.]+)/.exec(report);
+        if (user && system) run.cpuMs = (Number(user[1]) + Number(system[1])) * 1000;
+      } else if (poller) {
+        run.peakRssBytes = polledKb * 1024;
+        run.rssMethod = '/proc VmHWM polled every 20 ms';
+      }
+      resolve(run);
+    });
+  });
+}
+
+function cliFailure(what: string, run: CliRun): Error {
+  return new Error(`${what} failed (${run.signal ?? `exit ${run.code}`}): ${(run.stderr.trim() || run.stdout.trim()).slice(0, 500)}`);
+}
+
+interface ImportFigures {
+  lines: number;
+  wallMs: number;
+  linesPerSec: number;
+  peakRssBytes?: number;
+  rssMethod?: string;
+  cpuMs?: number;
+  counts: { inserted: number; updated: number; unchanged: number };
+}
+
+/** `listings-api import FILE --json`, timed; throws unless it exits 0 having inserted `lines`. */
+async function importFile(file: string, lines: number, databaseUrl: string, measureRss: boolean): Promise<ImportFigures> {
+  const run = await runCli(['import', file, '--json'], { ...process.env, DATABASE_URL: databaseUrl }, measureRss);
+  if (run.code !== 0) throw cliFailure(`listings-api import ${file}`, run);
+  const counts = JSON.parse(run.stdout) as ImportFigures['counts'];
+  if (counts.inserted + counts.updated !== lines) throw new Error(`listings-api import ${file}: expected ${lines} lines, the CLI reports ${JSON.stringify(counts)}`);
+  return { lines, wallMs: run.wallMs, linesPerSec: lines / (run.wallMs / 1000), peakRssBytes: run.peakRssBytes, rssMethod: run.rssMethod, cpuMs: run.cpuMs, counts };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The serving process and its probe
+
+interface Probe {
+  seq: number;
+  since_ms: number;
+  eld_ms: { min?: number; mean?: number; p50?: number; p90?: number; p99?: number; p999?: number; max?: number; count: number };
+  whole_run_max_ms: number;
+  cpu_ms: { user: number; system: number };
+  rss_bytes: number;
+  heap_used_bytes: number;
+}
+
+interface Server {
+  label: string;
+  child: Child;
+  logFile: string;
+  seq: number;
+  requests: number;
+}
+
+/** Sends SIGUSR2 and returns the probe line it makes the server append to its stdout (its log). */
+async function probe(server: Server): Promise<Probe> {
+  const want = ++server.seq;
+  const from = statSync(server.logFile).size;
+  server.child.process.kill('SIGUSR2');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const size = statSync(server.logFile).size;
+    if (size <= from) continue;
+    const fd = openSync(server.logFile, 'r');
+    const buf = Buffer.alloc(size - from);
+    try {
+      readSync(fd, buf, 0, buf.length, from);
+    } finally {
+      closeSync(fd);
+    }
+    for (const line of buf.toString('utf8').split('\n')) {
+      if (!line.startsWith('{"probe":"scale-bench"')) continue;
+      const parsed = JSON.parse(line) as Probe;
+      if (parsed.seq === want) return parsed;
+    }
+  }
+  throw new Error(`${server.label}: no probe line ${want} within 10 s of SIGUSR2`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data
+
+interface Tenant {
+  name: string;
+  accountId: string;
+  key: string;
+  keyId: string;
+  listings: number;
+  /** Listing ids, in file order. */
+  ids: string[];
+}
+
+/** The listing count of a small tenant: from 1 to 2 x mean - 1 (seeded: the same every run). */
+function smallSize(mean: number, rand: () => number): number {
+  return 1 + Math.floor(rand() * (2 * mean - 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validity: every answer must be a 200
+
+const problems: string[] = [];
+
+function checkLoad(what: string, r: LoadResult | undefined): void {
+  if (r === undefined) return;
+  const other = Object.entries(r.statusCodes).filter(([code]) => code !== '200');
+  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0 || other.length > 0) {
+    problems.push(`${what}: ${r.non2xx} non-2xx [${other.map(([c, n]) => `${c}: ${n}`).join(', ')}], ${r.errors} errors, ${r.timeouts} timeouts`);
+  }
+  if (r.requests === 0) problems.push(`${what}: no responses`);
+}
+
+function checkClient(what: string, r: ClientResult): void {
+  const other = Object.entries(r.statusCodes).filter(([code]) => code !== '200');
+  if (other.length > 0) problems.push(`${what}: answers other than 200 [${other.map(([c, n]) => `${c === '0' ? 'connection error' : c}: ${n}`).join(', ')}]`);
+  if (r.requests === 0) problems.push(`${what}: no responses`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export async function runScale(): Promise<number> {
+  const s = settings();
+  const workDir = mkdtempSync(join(tmpdir(), 'listings-scale-'));
+  const dbUrl = `file:${join(workDir, 'scale.db')}`;
+  const removeWorkDir = () => {
+    if (!s.keep) rmSync(workDir, { recursive: true, force: true });
+  };
+  const killCliNow = () => {
+    for (const child of cliChildren) child.kill('SIGKILL');
+    cliChildren.clear();
+  };
+  process.once('exit', () => {
+    killCliNow();
+    killAllNow();
+    removeWorkDir();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\n${signal}: stopping the benchmark\n`);
+      process.exit(130);
+    });
+  }
+
+  const results: Record<string, unknown> = { settings: s };
+  const eldRows: Array<{ phase: string; probe: Probe }> = [];
+  const servers: Server[] = [];
+  const started = Date.now();
+  const elapsed = () => `[${secs(Date.now() - started).padStart(6)}]`;
+  const step = (text: string) => log(`${elapsed()} ${text}`);
+
+  const loadStart = loadavg()[0]!;
+  try {
+    log(`Scale benchmark${s.quick ? ' (BENCH_SCALE_QUICK=1: a smaller data set, shorter loads)' : ''}: ${s.tenants} small tenants, tenant B of ${int(s.b)} listings, a tenant of ${int(s.big)}; ` +
+      `${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up, median of ${s.runs} run${s.runs === 1 ? '' : 's'} where noted.`);
+    log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), ${mb(totalmem())} RAM, Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start. ` +
+      'The load generator (this process), the server and the CLI share these cores: absolute figures move from run to run.');
+
+    // --- Accounts and keys, through the store -------------------------------------------------
+    const now = new Date();
+    const rand = prng(SEED);
+    const small: Tenant[] = [];
+    let t0 = Date.now();
+    const store = openStore(dbUrl, { poolSize: 2 });
+    const makeTenant = async (name: string, listings: number): Promise<Tenant> => {
+      const accountId = randomUUID();
+      await store.accounts.create({ id: accountId, name, kind: 'organisation', created_at: now.toISOString() });
+      const { id: keyId, key } = await issueKey(store, { accountId, country: 'sg', label: 'scale benchmark', now });
+      await store.keys.setRateLimit(keyId, 1_000_000_000);
+      return { name, accountId, key, keyId, listings, ids: [] };
+    };
+    let big: Tenant;
+    let tenantB: Tenant;
+    try {
+      await store.migrate();
+      for (let i = 0; i < s.tenants; i++) small.push(await makeTenant(`Small Realty ${i + 1}`, smallSize(s.smallMean, rand)));
+      tenantB = await makeTenant('Tenant B Realty', s.b);
+      big = await makeTenant('Big Realty', s.big);
+    } finally {
+      await store.close();
+    }
+    const tenantA = small[0]!;
+    const allTenants = [...small, tenantB, big];
+    const smallListings = small.reduce((n, t) => n + t.listings, 0);
+    step(`Created ${int(allTenants.length)} accounts and ${int(allTenants.length)} keys (one per tenant, limit raised to 1e9/min) through the store in ${secs(Date.now() - t0)}.`);
+
+    // --- Import files, streamed to disk ----------------------------------------------------------
+    t0 = Date.now();
+    const smallFile = join(workDir, 'small.ndjson');
+    let aLine = '';
+    await writeLines(smallFile, (function* () {
+      for (const [i, tenant] of small.entries()) {
+        for (const { id, line } of generateListings(tenant.accountId, tenant.listings, now, SEED + 1 + i)) {
+          tenant.ids.push(id);
+          if (tenant === tenantA && aLine === '') aLine = line;
+          yield line;
+        }
+      }
+    })());
+    const bFile = join(workDir, 'tenant-b.ndjson');
+    await writeLines(bFile, (function* () {
+      for (const { id, line } of generateListings(tenantB.accountId, tenantB.listings, now, SEED + 100_001)) {
+        tenantB.ids.push(id);
+        yield line;
+      }
+    })());
+    const bigFile = join(workDir, 'big.ndjson');
+    await writeLines(bigFile, (function* () {
+      for (const { id, line } of generateListings(big.accountId, big.listings, now, SEED + 100_002)) {
+        big.ids.push(id);
+        yield line;
+      }
+    })());
+    step(`Generated the import files (${int(smallListings + s.b + s.big)} lines, ${mb(statSync(smallFile).size + statSync(bFile).size + statSync(bigFile).size)}) in ${secs(Date.now() - t0)}.`);
+
+    // --- Imports, through the real CLI -------------------------------------------------------------
+    const importLine = (f: ImportFigures) =>
+      `${secs(f.wallMs)} wall${f.cpuMs === undefined ? '' : ` (CPU ${secs(f.cpuMs)})`}, ${int(f.linesPerSec)} lines/s, peak RSS ${f.peakRssBytes === undefined ? 'not measured' : mb(f.peakRssBytes)}`;
+    const smallImport = await importFile(smallFile, smallListings, dbUrl, true);
+    step(`import of the ${s.tenants} small tenants (${int(smallListings)} lines): ${importLine(smallImport)}.`);
+    const bImport = await importFile(bFile, s.b, dbUrl, true);
+    step(`import of tenant B (${int(s.b)} lines): ${importLine(bImport)}.`);
+    const bigImport = await importFile(bigFile, s.big, dbUrl, true);
+    step(`import of the big tenant (${int(s.big)} lines, into a database of ${int(smallListings + s.b)} listings): ${importLine(bigImport)}.`);
+    for (const f of [smallFile, bFile, bigFile]) rmSync(f, { force: true });
+    results.imports = { small: smallImport, b: bImport, big: bigImport };
+    const totalListings = smallListings + s.b + s.big;
+    const dbBytes = statSync(join(workDir, 'scale.db')).size;
+    if (s.keep) {
+      // For what-if runs by hand against the kept database (a throw-away one: these keys open nothing else).
+      writeFileSync(join(workDir, 'tenants.json'), `${JSON.stringify(allTenants.map((t) => ({ name: t.name, accountId: t.accountId, key: t.key, listings: t.listings, ids: t.ids.slice(0, 20_000) })))}\n`);
+    }
+    step(`Data: ${int(allTenants.length)} tenants (${s.tenants} small of ${int(Math.min(...small.map((t) => t.listings)))} to ${int(Math.max(...small.map((t) => t.listings)))} listings, B of ${int(s.b)}, one of ${int(s.big)}), ${int(totalListings)} listings, ${int(allTenants.length)} keys; SQLite file ${mb(dbBytes)}.`);
+
+    const auth = (t: Tenant) => ({ authorization: `Bearer ${t.key}` });
+    const baseHeaders = { host: API_HOST };
+    const listPath = (page: number, perPage: number) => `/v1/listings?page=${page}&per_page=${perPage}`;
+
+    const startServer = async (label: string, extraEnv: Record<string, string>): Promise<Server> => {
+      const port = await freePort();
+      const logFile = join(workDir, `${label}.log`);
+      writeFileSync(logFile, '');
+      const child = await startChild({
+        name: label,
+        args: [PROBE],
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          API_DOMAIN: 'localhost',
+          DATABASE_URL: dbUrl,
+          LOG_LEVEL: 'info', // request logging on, as in production; stdout goes to a file
+          DASHBOARD_PORT: 'off',
+          ...extraEnv,
+        },
+        port,
+        stdoutFile: logFile,
+        startTimeoutMs: 60_000,
+      });
+      const server: Server = { label, child, logFile, seq: 0, requests: 0 };
+      servers.push(server);
+      const idle = await probe(server);
+      step(`${label}: started, RSS ${mb(idle.rss_bytes)} before any request.`);
+      return server;
+    };
+
+    /** Runs `fn` between two probes; the second one's delay histogram is the phase's. */
+    const phase = async <T>(server: Server, name: string, fn: () => Promise<T>): Promise<{ value: T; probe: Probe }> => {
+      await probe(server);
+      const value = await fn();
+      const p = await probe(server);
+      eldRows.push({ phase: `${server.label}: ${name}`, probe: p });
+      return { value, probe: p };
+    };
+
+    /** One autocannon measurement: a warm-up (not counted), then the measured load, bracketed by probes. */
+    const measure = async (server: Server, name: string, paths: readonly (string | LoadRequest)[], headers: Record<string, string>) => {
+      const load = { port: server.child.port, connections: s.connections, headers: { ...baseHeaders, ...headers }, paths };
+      const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
+      checkLoad(`${name} (warm-up)`, warmup);
+      server.requests += warmup?.requests ?? 0;
+      const { value: result, probe: p } = await phase(server, name, () => runLoad({ ...load, durationS: s.durationS }));
+      checkLoad(name, result);
+      server.requests += result.requests;
+      return { result, probe: p };
+    };
+
+    const clientLine = (r: ClientResult) => `${int(r.requests)} requests in ${int(r.wallMs)} ms: ${int(r.reqPerSec)} req/s, p50 ${dec(r.p50Ms)} ms, p99 ${dec(r.p99Ms)} ms, max ${dec(r.maxMs)} ms`;
+    const cpuPerRequest = (p: Probe, requests: number) => ((p.cpu_ms.user + p.cpu_ms.system) * 1000) / requests;
+    /** A measurement: req/s and latency (autocannon), the server's CPU per request and its event-loop delay (probe). */
+    const loadLine = ({ result: r, probe: p }: { result: LoadResult; probe: Probe }) =>
+      `${int(r.reqPerSec)} req/s, p50 ${dec(r.p50Ms)} ms, p99 ${dec(r.p99Ms)} ms; server CPU ${int(cpuPerRequest(p, r.requests))} µs/request; ${eldLine(p)}`;
+    const eldLine = (p: Probe) => `event-loop delay p50 ${dec(p.eld_ms.p50 ?? NaN)} / p99 ${dec(p.eld_ms.p99 ?? NaN)} / max ${dec(p.eld_ms.max ?? NaN)} ms`;
+
+    const smallFirstPages: LoadRequest[] = small.map((t) => ({ path: listPath(1, 20), headers: auth(t) }));
+
+    // =============================================================================================
+    // Server 1: production settings (response caches on). Cold mixed load, then B under A's writes.
+    log('');
+    log(`Server 1: production settings (READ_CACHE_TTL_MS ${process.env.READ_CACHE_TTL_MS ?? 'unset: 5000 ms'}), a fresh process: every tenant is read for the first time.`);
+    const prod = await startServer('production-settings', {});
+    const coldRand = prng(SEED + 7);
+    let smallDone = false;
+    /**
+     * Reads of a big tenant, 2 at a time, while the small tenants are read for the first time:
+     * list pages and details at random. The first ones wait for the tenant's index to be built.
+     */
+    const coldReads = (t: Tenant) => {
+      const pages = Math.ceil(t.listings / 20);
+      let n = 0;
+      return runWhile({
+        port: prod.child.port,
+        concurrency: 2,
+        headers: baseHeaders,
+        next: () => {
+          if (smallDone && n > 0) return undefined;
+          n++;
+          const r = coldRand();
+          if (r < 0.3) return { path: listPath(1, 20), headers: auth(t) };
+          if (r < 0.6) return { path: listPath(1 + Math.floor(coldRand() * pages), 20), headers: auth(t) };
+          return { path: `/v1/listings/${t.ids[Math.floor(coldRand() * t.ids.length)]!}`, headers: auth(t) };
+        },
+      });
+    };
+    const mixed = await phase(prod, 'mixed cold load', async () => {
+      const bigReads = coldReads(big);
+      const bReads = coldReads(tenantB);
+      const smallCold = await runEach({ port: prod.child.port, concurrency: s.coldConcurrency, headers: baseHeaders, requests: smallFirstPages });
+      smallDone = true;
+      return { smallCold, bigReads: await bigReads, bReads: await bReads };
+    });
+    const { smallCold: prodSmallCold, bigReads, bReads } = mixed.value;
+    checkClient('mixed cold load: small tenants', prodSmallCold);
+    checkClient('mixed cold load: big tenant', bigReads);
+    checkClient('mixed cold load: tenant B', bReads);
+    prod.requests += prodSmallCold.requests + bigReads.requests + bReads.requests;
+    // The first request of each big tenant waited for its index to be built.
+    const bigFirstMs = bigReads.latencies[0] ?? NaN;
+    const bFirstMs = bReads.latencies[0] ?? NaN;
+    step(`Mixed cold load (${secs(mixed.probe.since_ms)}): the ${s.tenants} small tenants' first reads (${s.coldConcurrency} at a time) while the ${int(s.big)} tenant and B are read cold (2 connections each).`);
+    log(`    small tenants, first read: ${clientLine(prodSmallCold)}`);
+    log(`    ${int(s.big)} tenant: first answer after ${int(bigFirstMs)} ms (index built), then ${int(bigReads.requests)} reads, p99 ${dec(bigReads.p99Ms)} ms; tenant B: first answer after ${int(bFirstMs)} ms, ${int(bReads.requests)} reads`);
+    log(`    ${eldLine(mixed.probe)} over ${int(mixed.probe.eld_ms.count)} samples; server CPU ${int(mixed.probe.cpu_ms.user + mixed.probe.cpu_ms.system)} ms`);
+
+    const prodWarm = await phase(prod, 'small tenants, repeated read', () => runEach({ port: prod.child.port, concurrency: s.coldConcurrency, headers: baseHeaders, requests: smallFirstPages }));
+    checkClient('small tenants, repeated read (caches on)', prodWarm.value);
+    prod.requests += prodWarm.value.requests;
+    step(`Small tenants, the same first pages again (warm, caches on): ${clientLine(prodWarm.value)}`);
+
+    // --- Tenant B read hot while tenant A is written -------------------------------------------------
+    const bPages = Math.ceil(s.b / 20);
+    const bPaths: LoadRequest[] = spread(tenantB.ids, 1000).map((id, i) =>
+      i % 10 === 0 ? { path: listPath(1 + ((i / 10) % Math.min(100, bPages)), 20) } : { path: `/v1/listings/${id}` },
+    );
+    const aId = JSON.parse(aLine).id as string;
+    const cliEnv = { ...process.env, DATABASE_URL: dbUrl };
+    let lastViewCount: number | undefined;
+    let writeSerial = 0;
+    interface LoopStats { runs: number; failures: string[]; wallMs: number[] }
+    /** A background loop: one CLI command about every `writeIntervalMs` until stopped. */
+    const backgroundLoop = (kind: 'import' | 'key list') => {
+      const stats: LoopStats = { runs: 0, failures: [], wallMs: [] };
+      let stopped = false;
+      let wake: (() => void) | undefined;
+      const done = (async () => {
+        while (!stopped) {
+          const began = performance.now();
+          let run: CliRun;
+          if (kind === 'import') {
+            const line = JSON.parse(aLine) as Record<string, unknown>;
+            const viewCount = 1_000_000 + ++writeSerial;
+            line.view_count = viewCount;
+            const file = join(workDir, 'tenant-a-change.ndjson');
+            writeFileSync(file, `${JSON.stringify(line)}\n`);
+            run = await runCli(['import', file, '--json'], cliEnv);
+            if (run.code === 0) {
+              const counts = JSON.parse(run.stdout) as { updated: number; unchanged: number };
+              if (counts.updated !== 1 || counts.unchanged !== 0) stats.failures.push(`import reported ${run.stdout.trim()}`);
+              else lastViewCount = viewCount;
+            }
+          } else {
+            run = await runCli(['key', 'list', '--account', tenantA.accountId, '--json'], cliEnv);
+          }
+          stats.runs++;
+          stats.wallMs.push(run.wallMs);
+          if (run.code !== 0) stats.failures.push(cliFailure(`listings-api ${kind}`, run).message);
+          const wait = s.writeIntervalMs - (performance.now() - began);
+          if (wait > 0 && !stopped) await new Promise<void>((resolve) => {
+            wake = resolve;
+            setTimeout(resolve, wait);
+          });
+        }
+      })();
+      return {
+        async stop(): Promise<LoopStats> {
+          stopped = true;
+          wake?.();
+          await done;
+          return stats;
+        },
+      };
+    };
+
+    const hot: Record<'writes' | 'control', Array<{ result: LoadResult; probe: Probe; loop: LoopStats }>> = { writes: [], control: [] };
+    step(`Tenant B read hot (${bPaths.length} paths: 9 details to 1 list page) while a loop runs a CLI command about every ${s.writeIntervalMs} ms: ` +
+      `"import" of one changed listing of tenant A, or "key list --account A" (writes nothing) as the control; ${s.runs} round${s.runs === 1 ? '' : 's'}, order alternating.`);
+    // B is made hot first (its index, caches and the JIT), so that the first measured run is not the coldest.
+    const bWarm = await runLoad({ port: prod.child.port, connections: s.connections, headers: { ...baseHeaders, ...auth(tenantB) }, paths: bPaths, durationS: Math.max(s.warmupS, s.durationS) });
+    checkLoad('tenant B, heating up', bWarm);
+    prod.requests += bWarm.requests;
+    for (let round = 0; round < s.runs; round++) {
+      const order: Array<'control' | 'writes'> = round % 2 === 0 ? ['control', 'writes'] : ['writes', 'control'];
+      for (const which of order) {
+        const loop = backgroundLoop(which === 'writes' ? 'import' : 'key list');
+        const m = await measure(prod, `tenant B hot, ${which === 'writes' ? 'A imported' : 'control loop'}`, bPaths, auth(tenantB));
+        const stats = await loop.stop();
+        hot[which].push({ ...m, loop: stats });
+        for (const f of stats.failures) problems.push(`background ${which} loop: ${f}`);
+        log(`    round ${round + 1}, ${which === 'writes' ? 'A imported ' : 'control    '}: ${loadLine(m)}; ${stats.runs} CLI runs (median ${int(median(stats.wallMs))} ms each)`);
+      }
+    }
+    const hotWrites = median(hot.writes.map((r) => r.result.reqPerSec));
+    const hotControl = median(hot.control.map((r) => r.result.reqPerSec));
+    const hotRatio = hotWrites / hotControl;
+    // The same comparison by the server's own CPU per request (control over writes: < 1 when B's requests cost more under A's writes).
+    const cpuOf = (ms: ReadonlyArray<{ result: LoadResult; probe: Probe }>) => median(ms.map((m) => cpuPerRequest(m.probe, m.result.requests)));
+    const hotCpuRatio = cpuOf(hot.control) / cpuOf(hot.writes);
+    // The writes really reached the serving process: tenant A's listing shows the last one.
+    let aVisible = 'no write was made';
+    if (lastViewCount !== undefined) {
+      const res = await httpGet(prod.child.port, `/v1/listings/${aId}`, { ...baseHeaders, ...auth(tenantA) });
+      const seen = res.status === 200 ? (JSON.parse(res.body.toString('utf8')) as { view_count: number }).view_count : undefined;
+      if (seen !== lastViewCount) problems.push(`tenant A's listing shows view_count ${seen} (status ${res.status}) after the import that set ${lastViewCount}`);
+      aVisible = seen === lastViewCount ? `yes (view_count ${seen} after ${writeSerial} imports)` : `NO (view_count ${seen}, expected ${lastViewCount})`;
+    }
+    step(`Tenant B: ${int(hotWrites)} req/s while A is imported vs ${int(hotControl)} req/s with the control loop (medians): ratio ${dec(hotRatio)}; by server CPU per request ${dec(hotCpuRatio)} (${int(cpuOf(hot.control))} vs ${int(cpuOf(hot.writes))} µs). A's last import visible to the server: ${aVisible}.`);
+
+    const prodEnd = await probe(prod);
+    step(`Server 1 after its phases: RSS ${mb(prodEnd.rss_bytes)} (heap ${mb(prodEnd.heap_used_bytes)}), with every tenant's index and the response caches.`);
+    await prod.child.stop(15_000);
+
+    // =============================================================================================
+    // Server 2: caches off. The 100k tenant, then the small tenants.
+    log('');
+    log('Server 2: READ_CACHE_TTL_MS=0 (response caches off; the per-tenant index stays), a fresh process.');
+    const off = await startServer('caches-off', { READ_CACHE_TTL_MS: '0' });
+    const bigHeaders = auth(big);
+    const build = await phase(off, `${int(s.big)} tenant, first read`, () =>
+      runEach({ port: off.child.port, concurrency: 1, headers: { ...baseHeaders, ...bigHeaders }, requests: [{ path: listPath(1, 20) }] }),
+    );
+    checkClient('big tenant, first read', build.value);
+    off.requests += build.value.requests;
+    step(`${int(s.big)} tenant, first read (its index is built): ${int(build.value.maxMs)} ms; ${eldLine(build.probe)}.`);
+
+    // Sanity of what is measured: the first and last pages at per_page=100 answer full pages.
+    const lastPage = Math.ceil(s.big / 100);
+    for (const [page, expected] of [[1, 100], [lastPage, s.big - (lastPage - 1) * 100]] as const) {
+      const res = await httpGet(off.child.port, listPath(page, 100), { ...baseHeaders, ...bigHeaders });
+      const json = res.status === 200 ? (JSON.parse(res.body.toString('utf8')) as { items: unknown[]; total: number }) : undefined;
+      if (json?.items.length !== expected || json.total !== s.big) throw new Error(`page ${page} at per_page=100 answered ${res.status} with ${json?.items.length} items of ${json?.total}, expected ${expected} of ${s.big}`);
+    }
+
+    const runsOf = async (name: string, paths: readonly (string | LoadRequest)[], headers: Record<string, string>) => {
+      const out: Array<{ result: LoadResult; probe: Probe }> = [];
+      for (let r = 0; r < s.runs; r++) {
+        const m = await measure(off, name, paths, headers);
+        out.push(m);
+        log(`    ${name}, run ${r + 1}: ${loadLine(m)}`);
+      }
+      return out;
+    };
+    step(`${int(s.big)} tenant, list page 1 at per_page=20:`);
+    const list20 = await runsOf('list page 1, per_page=20', [listPath(1, 20)], bigHeaders);
+    step(`${int(s.big)} tenant, first and last page (${lastPage}) at per_page=100, alternating:`);
+    const first100: Array<{ result: LoadResult; probe: Probe }> = [];
+    const last100: Array<{ result: LoadResult; probe: Probe }> = [];
+    for (let r = 0; r < s.runs; r++) {
+      const order = r % 2 === 0 ? (['first', 'last'] as const) : (['last', 'first'] as const);
+      for (const which of order) {
+        const page = which === 'first' ? 1 : lastPage;
+        const m = await measure(off, `per_page=100, page ${page}`, [listPath(page, 100)], bigHeaders);
+        (which === 'first' ? first100 : last100).push(m);
+        log(`    per_page=100, page ${String(page).padEnd(5)} run ${r + 1}: ${loadLine(m)}`);
+      }
+    }
+    const detailIds = spread(big.ids, s.detailIds);
+    step(`${int(s.big)} tenant, detail rotating over ${int(detailIds.length)} different ids:`);
+    const details = await runsOf(`detail over ${int(detailIds.length)} ids`, detailIds.map((id) => `/v1/listings/${id}`), bigHeaders);
+
+    const list20Rps = median(list20.map((m) => m.result.reqPerSec));
+    const list20P99 = median(list20.map((m) => m.result.p99Ms));
+    const first100Rps = median(first100.map((m) => m.result.reqPerSec));
+    const pageCpuRatio = cpuOf(first100) / cpuOf(last100);
+    const last100Rps = median(last100.map((m) => m.result.reqPerSec));
+    const detailRps = median(details.map((m) => m.result.reqPerSec));
+    const detailP99 = median(details.map((m) => m.result.p99Ms));
+
+    // Small tenants, caches off: first read of each (index built) vs repeated (index there).
+    const offCold = await phase(off, 'small tenants, first read', () => runEach({ port: off.child.port, concurrency: s.coldConcurrency, headers: baseHeaders, requests: smallFirstPages }));
+    const offWarm = await phase(off, 'small tenants, repeated read', () => runEach({ port: off.child.port, concurrency: s.coldConcurrency, headers: baseHeaders, requests: smallFirstPages }));
+    checkClient('small tenants, first read (caches off)', offCold.value);
+    checkClient('small tenants, repeated read (caches off)', offWarm.value);
+    off.requests += offCold.value.requests + offWarm.value.requests;
+    step(`Small tenants (caches off), first page of each, ${s.coldConcurrency} at a time:`);
+    log(`    first read (cold): ${clientLine(offCold.value)}; ${eldLine(offCold.probe)}`);
+    log(`    repeated (warm):   ${clientLine(offWarm.value)}; ${eldLine(offWarm.probe)}`);
+    const sustained = await measure(off, `small tenants, ${s.tenants} keys rotating`, smallFirstPages, {});
+    step(`Small tenants (caches off), sustained: ${s.connections} connections rotating over the ${s.tenants} keys: ${loadLine(sustained)}`);
+
+    const offEnd = await probe(off);
+    step(`Server 2 after the bench: RSS ${mb(offEnd.rss_bytes)} (heap ${mb(offEnd.heap_used_bytes)}), serving the ${int(s.big)} tenant and the ${s.tenants} small ones.`);
+    await off.child.stop(15_000);
+
+    // Logging really was on: one line per request at least.
+    const logCheck: string[] = [];
+    for (const server of servers) {
+      const lines = await countLines(server.logFile);
+      if (lines < server.requests) logCheck.push(`WARNING: ${server.label}: ${int(lines)} log lines for ${int(server.requests)} requests: was request logging on?`);
+      else logCheck.push(`${server.label}: ${int(lines)} log lines for ${int(server.requests)} requests (request logging on).`);
+      if (!s.keep) rmSync(server.logFile, { force: true });
+    }
+
+    // =============================================================================================
+    // 1,000,000 listings: peak RSS of the import (the servers are stopped: nothing else runs).
+    let million: (ImportFigures & { generateMs: number; fileBytes: number }) | undefined;
+    if (!s.skipMillion) {
+      log('');
+      const millionDb = `file:${join(workDir, 'million.db')}`;
+      const mStore = openStore(millionDb, { poolSize: 2 });
+      const owner = randomUUID();
+      try {
+        await mStore.migrate();
+        await mStore.accounts.create({ id: owner, name: 'Million Realty', kind: 'organisation', created_at: now.toISOString() });
+      } finally {
+        await mStore.close();
+      }
+      const file = join(workDir, 'million.ndjson');
+      t0 = Date.now();
+      await writeLines(file, (function* () {
+        for (const { line } of generateListings(owner, s.million, now, SEED + 100_003)) yield line;
+      })());
+      const generateMs = Date.now() - t0;
+      const fileBytes = statSync(file).size;
+      step(`Generated ${int(s.million)} lines (${mb(fileBytes)}) in ${secs(generateMs)}, streamed to disk; importing into a fresh database${haveTime ? ' under /usr/bin/time -v' : ' (no /usr/bin/time: peak RSS from /proc VmHWM)'}...`);
+      million = { ...(await importFile(file, s.million, millionDb, true)), generateMs, fileBytes };
+      step(`import of ${int(s.million)} listings: ${importLine(million)} (${million.rssMethod ?? 'no method available'}).`);
+      rmSync(file, { force: true });
+      for (const suffix of ['', '-wal', '-shm']) rmSync(join(workDir, `million.db${suffix}`), { force: true });
+    }
+
+    // =============================================================================================
+    // The table
+    const eldMixedP99 = mixed.probe.eld_ms.p99 ?? NaN;
+    const rows: Array<[string, string, string, boolean | undefined]> = [
+      [`${int(s.big)} tenant, caches off: list page 1 at per_page=20`, `${int(list20Rps)} req/s (p99 ${dec(list20P99, 1)} ms)`, '>= 2,000 req/s', list20Rps >= 2000],
+      [`${int(s.big)} tenant, caches off: last page / first page at per_page=100`, `${dec(last100Rps / first100Rps)} (last ${int(last100Rps)}, first ${int(first100Rps)} req/s; by CPU per request ${dec(pageCpuRatio)})`, 'last >= 0.8 x first', last100Rps >= 0.8 * first100Rps],
+      [`${int(s.big)} tenant, caches off: detail over ${int(detailIds.length)} different ids`, `${int(detailRps)} req/s, p99 ${dec(detailP99, 1)} ms`, '>= 5,000 req/s, p99 < 20 ms', detailRps >= 5000 && detailP99 < 20],
+      [`tenant B (${int(s.b)}) read hot while A gets a one-listing import about every ${dec(s.writeIntervalMs / 1000, 1)} s, vs an equal non-writing load`, `${dec(hotRatio)} (${int(hotWrites)} vs ${int(hotControl)} req/s; by CPU per request ${dec(hotCpuRatio)})`, '>= 0.9', hotRatio >= 0.9],
+      [`event-loop delay p99 under mixed cold load (${s.tenants} tenants read for the first time, ${int(s.big)} tenant cold)`, `${dec(eldMixedP99)} ms (max ${dec(mixed.probe.eld_ms.max ?? NaN, 1)} ms)`, '< 10 ms', eldMixedP99 < 10],
+      [`import of ${int(s.big)} listings (wall time, the real CLI)`, `${secs(bigImport.wallMs)} (${int(bigImport.linesPerSec)} lines/s${bigImport.cpuMs === undefined ? '' : `; CPU ${secs(bigImport.cpuMs)}`})`, '<= 6 s', bigImport.wallMs <= 6000],
+      [`peak RSS of import of ${int(s.million)} listings`, million === undefined ? 'skipped (BENCH_SKIP_MILLION=1)' : million.peakRssBytes === undefined ? 'not measured' : `${mb(million.peakRssBytes)} (${secs(million.wallMs)}, ${int(million.linesPerSec)} lines/s)`, '<= 300 MB', million?.peakRssBytes === undefined ? undefined : million.peakRssBytes <= 300 * 1024 * 1024],
+      [`RSS of the serving process after the bench, caches off (${int(s.big)} tenant + ${s.tenants} small indexed)`, mb(offEnd.rss_bytes), '<= 250 MB', offEnd.rss_bytes <= 250 * 1024 * 1024],
+      [`RSS of the serving process after the bench, production settings (every tenant indexed, caches on)`, mb(prodEnd.rss_bytes), '<= 250 MB', prodEnd.rss_bytes <= 250 * 1024 * 1024],
+    ];
+    log('');
+    printTable(['what', 'measured', 'target', ''], rows.map(([what, value, target, ok]) => [what, value, target, ok === undefined ? '-' : ok ? 'met' : 'MISSED']));
+    log('');
+    log(`Tenants: ${int(allTenants.length)} (${s.tenants} small + B + the ${int(s.big)} tenant), ${int(totalListings)} listings; keys: ${int(allTenants.length)} (one per tenant, all used).`);
+    log('Small tenants, first page (per_page=20), each tenant once, ' + `${s.coldConcurrency} at a time:`);
+    printTable(['', 'req/s', 'p50 ms', 'p99 ms', 'max ms'], [
+      ['cold, caches on (during the mixed cold load)', int(prodSmallCold.reqPerSec), dec(prodSmallCold.p50Ms), dec(prodSmallCold.p99Ms), dec(prodSmallCold.maxMs)],
+      ['warm, caches on (repeated)', int(prodWarm.value.reqPerSec), dec(prodWarm.value.p50Ms), dec(prodWarm.value.p99Ms), dec(prodWarm.value.maxMs)],
+      ['cold, caches off (first read: index built)', int(offCold.value.reqPerSec), dec(offCold.value.p50Ms), dec(offCold.value.p99Ms), dec(offCold.value.maxMs)],
+      ['warm, caches off (repeated: index there)', int(offWarm.value.reqPerSec), dec(offWarm.value.p50Ms), dec(offWarm.value.p99Ms), dec(offWarm.value.maxMs)],
+      [`warm, caches off, sustained (${s.connections} connections, autocannon)`, int(sustained.result.reqPerSec), dec(sustained.result.p50Ms), dec(sustained.result.p99Ms), dec(sustained.result.maxMs)],
+    ], 1);
+    log(`First answer of a big tenant in a fresh process (its index built): ${int(s.big)} tenant ${int(build.value.maxMs)} ms alone (caches off), ${int(bigFirstMs)} ms during the mixed cold load; tenant B ${int(bFirstMs)} ms during it.`);
+    log(`Import rate (wall time of the CLI, start-up included): small tenants ${int(smallImport.linesPerSec)} lines/s, B ${int(bImport.linesPerSec)} lines/s, ${int(s.big)} tenant ${int(bigImport.linesPerSec)} lines/s` +
+      (million === undefined ? '' : `, ${int(s.million)} listings ${int(million.linesPerSec)} lines/s`) + '.');
+    log(`Peak RSS of the imports: ${[['small', smallImport], ['B', bImport], [int(s.big), bigImport], ...(million === undefined ? [] : [[int(s.million), million]])].map(([n, f]) => `${n as string} ${(f as ImportFigures).peakRssBytes === undefined ? '-' : mb((f as ImportFigures).peakRssBytes!)}`).join(', ')} (${bigImport.rssMethod ?? 'not measured'}).`);
+    log('');
+    log('Event-loop delay of the serving process per phase (ms; each sample is one turn of a 1 ms timer, so an idle loop reads about 1.1):');
+    printTable(['phase', 'p50', 'p99', 'max', 'samples', 'server CPU ms', 'RSS'], eldRows.map(({ phase: name, probe: p }) => [
+      name, dec(p.eld_ms.p50 ?? NaN), dec(p.eld_ms.p99 ?? NaN), dec(p.eld_ms.max ?? NaN), int(p.eld_ms.count), int(p.cpu_ms.user + p.cpu_ms.system), mb(p.rss_bytes),
+    ]), 1);
+    log('');
+    log(`Informational: targets are the issue's, never enforced. Medians of ${s.runs} run${s.runs === 1 ? '' : 's'} for the req/s figures; the load generator, the server and the CLI share ${cpus().length} cores ` +
+      `(load average ${loadStart.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at the end${loadStart > 0.5 ? ': the machine was not idle at start, other processes took some of its CPU' : ''}). ` +
+      'Server CPU per request (from the serving process itself) moves less than req/s when the machine is shared.');
+    for (const line of logCheck) log(line);
+    if (problems.length > 0) {
+      log('INVALID RUN: not every answer was a 200, or a CLI command failed:');
+      for (const p of problems) log(`  - ${p}`);
+    } else {
+      log('Valid run: every answer (warm-ups included) was a 200 and every CLI command succeeded.');
+    }
+    log(`Total time ${secs(Date.now() - started)}.`);
+
+    Object.assign(results, {
+      finishedAt: new Date().toISOString(),
+      valid: problems.length === 0,
+      problems,
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim(), node: process.version, totalMemBytes: totalmem(), loadAverageAtEnd: loadavg() },
+      data: { tenants: allTenants.length, small: s.tenants, smallListings, b: s.b, big: s.big, totalListings, keys: allTenants.length, dbBytes },
+      table: rows.map(([what, measured, target, ok]) => ({ what, measured, target, met: ok })),
+      figures: {
+        list20: { medianReqPerSec: list20Rps, medianP99Ms: list20P99, runs: list20.map((m) => m.result) },
+        perPage100: { lastPage, firstMedianReqPerSec: first100Rps, lastMedianReqPerSec: last100Rps, cpuRatio: pageCpuRatio, first: first100.map((m) => m.result), last: last100.map((m) => m.result) },
+        detail: { ids: detailIds.length, medianReqPerSec: detailRps, medianP99Ms: detailP99, runs: details.map((m) => m.result) },
+        tenantB: { ratio: hotRatio, cpuRatio: hotCpuRatio, writesMedian: hotWrites, controlMedian: hotControl, writes: hot.writes, control: hot.control, aVisible },
+        mixedCold: { probe: mixed.probe, bigFirstMs, bFirstMs, small: { ...prodSmallCold, latencies: undefined }, big: { ...bigReads, latencies: undefined }, b: { ...bReads, latencies: undefined } },
+        small: {
+          coldCachesOn: { ...prodSmallCold, latencies: undefined },
+          warmCachesOn: { ...prodWarm.value, latencies: undefined },
+          coldCachesOff: { ...offCold.value, latencies: undefined },
+          warmCachesOff: { ...offWarm.value, latencies: undefined },
+          sustainedCachesOff: sustained.result,
+        },
+        bigFirstReadAloneMs: build.value.maxMs,
+        million: million ?? 'skipped',
+        rss: { productionSettings: prodEnd.rss_bytes, cachesOff: offEnd.rss_bytes },
+      },
+      eventLoop: eldRows,
+    });
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const resultsFile = join(RESULTS_DIR, 'scale-latest.json');
+    writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+    log(`Results: ${resultsFile}`);
+    return problems.length === 0 ? 0 : 1;
+  } finally {
+    killCliNow();
+    await stopAll();
+    removeWorkDir();
+    if (s.keep) log(`Kept the temp data (BENCH_KEEP=1): ${workDir}`);
+  }
+}
+
+/** A plain-text table; columns from `numericFrom` on are right-aligned. */
+function printTable(header: string[], rows: string[][], numericFrom = Infinity): void {
+  const all = [header, ...rows];
+  const widths = header.map((_, c) => Math.max(...all.map((row) => row[c]!.length)));
+  for (const [i, row] of all.entries()) {
+    log(row.map((cell, c) => (c >= numericFrom && i > 0 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd());
+    if (i === 0) log(widths.map((w) => '-'.repeat(w)).join('  '));
+  }
+}
