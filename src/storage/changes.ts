@@ -66,15 +66,12 @@ export class ChangeRecorder {
 
   /**
    * After rows with sequence > `before` were appended to `listing_changes` and the listings
-   * written: stamps each written listing with its change, moves the versions of the tenants
+   * written, each stamped with its change (`change_seq`, the sequence of its row for the tenant
+   * it is in now, unique since a write writes a listing once): moves the versions of the tenants
    * touched, and (PostgreSQL) tells the other instances which ones.
    */
   async finishListingChanges(before: number): Promise<void> {
     const tx = this.tx;
-    // Each listing is written once per write, so its change row for the tenant it is now in is unique.
-    await sql`update listings set change_seq = c.seq from listing_changes c
-      where c.seq > ${before} and c.listing_id = listings.id
-        and c.owner_account_id = listings.owner_account_id and c.country = listings.country`.execute(tx);
     const moved = await tx
       .selectFrom('listing_changes')
       .select(['owner_account_id', 'country', (eb) => eb.fn.max('seq').as('version')])

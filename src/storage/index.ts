@@ -58,7 +58,7 @@ export function openStore(url: string, options: StoreOptions = {}) {
   return {
     dialect: dialect as Dialect,
     accounts: createAccountsRepository(db, write),
-    listings: createListingsRepository(db, write),
+    listings: createListingsRepository(db, write, sqlite),
     /** The change feed's queries (D22). */
     feed: createFeedRepository(db, write),
     keys: createKeysRepository(db, write),
