@@ -71,7 +71,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
 
   let draining = false;
-  const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs });
+  const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,

@@ -5,8 +5,9 @@ export interface ReadCacheOptions<V> {
   clock: Clock;
   /** Safety expiry of every entry (ms): nothing is served longer, whatever else says it may be. */
   ttlMs: number;
-  maxEntries: number;
-  /** Bound on the summed `sizeOf` of the entries (e.g. body bytes). */
+  /** Bound on the number of entries. lru-cache sets aside room for this many up front (about 24 bytes each). */
+  maxEntries?: number;
+  /** Bound on the summed `sizeOf` of the entries (e.g. body bytes); nothing is set aside for it. */
   maxSize?: number;
   sizeOf?: (value: V) => number;
 }
@@ -40,12 +41,12 @@ export class ReadCache<V> {
 
   constructor(private readonly options: ReadCacheOptions<V>) {
     const sizeOf = options.sizeOf;
+    if (options.maxEntries === undefined && (options.maxSize === undefined || sizeOf === undefined)) throw new Error('a ReadCache needs a bound: maxEntries, or maxSize with sizeOf');
     this.lru = new LRUCache<string, Entry<V>>({
       max: options.maxEntries,
-      ...(options.maxSize !== undefined && sizeOf !== undefined
-        ? { maxSize: options.maxSize, sizeCalculation: (entry: Entry<V>) => Math.max(1, sizeOf(entry.value)) }
-        : {}),
-    });
+      maxSize: sizeOf === undefined ? undefined : options.maxSize,
+      sizeCalculation: sizeOf === undefined || options.maxSize === undefined ? undefined : (entry: Entry<V>) => Math.max(1, sizeOf(entry.value)),
+    } as LRUCache.Options<string, Entry<V>, unknown>);
   }
 
   /** The cached value, if present and not expired: the synchronous fast path. */

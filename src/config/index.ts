@@ -15,6 +15,8 @@ export interface Config {
   databaseBusyTimeoutMs: number;
   /** Safety expiry of the API's read caches (ms); 0 turns them off. */
   readCacheTtlMs: number;
+  /** Bound on the bytes of cached answers (serialised listings, pages, feed answers) together, in MiB. */
+  readCacheMaxMb: number;
   redisUrl: string | undefined;
   /** Prefix of the rate limiter's Redis keys (REDIS_KEY_PREFIX), so deployments can share a Redis. */
   redisKeyPrefix: string;
@@ -61,6 +63,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     databaseBusyTimeoutMs: integer(env, 'DATABASE_BUSY_TIMEOUT_MS', 10_000, 0, 600_000),
     readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
+    readCacheMaxMb: integer(env, 'READ_CACHE_MAX_MB', 64, 1, 65_536),
     redisUrl: redisUrl(env),
     redisKeyPrefix: nonEmpty(env, 'REDIS_KEY_PREFIX', 'listings:rl:'),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),

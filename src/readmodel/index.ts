@@ -71,11 +71,20 @@ export interface ReadModelOptions {
   cacheTtlMs: number;
   /** Bound on the listings held by all tenant indexes together; least recently read tenants go first. */
   maxIndexedListings?: number;
-  /** Bound on cached body bytes (listings and pages, each). */
+  /**
+   * READ_CACHE_MAX_MB in bytes: the bound on all cached bodies together: half for serialised
+   * listings (which are also the detail answers), a quarter each for pages and feed answers.
+   */
   maxBodyBytes?: number;
 }
 
+/** The cache of keys and of origin checks: entries, each small; an unknown key is cached too. */
+const MAX_AUTH_ENTRIES = 50_000;
+
 const serializeListing = fastJson(listingSchema);
+
+/** READ_CACHE_MAX_MB's default. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 export function etagOf(bytes: Buffer): string {
   return `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
@@ -86,6 +95,21 @@ function toBody(text: string): Body {
   return { bytes, etag: etagOf(bytes) };
 }
 
+/**
+ * A serialised listing: a fragment of every page that shows it, and the whole body of its
+ * detail answer. Its ETag is computed the first time a detail answer needs it: a page built
+ * from twenty listings has no use for twenty hashes.
+ */
+class ListingBody implements Body {
+  private tag: string | undefined;
+  constructor(readonly bytes: Buffer) {}
+  get etag(): string {
+    return (this.tag ??= etagOf(this.bytes));
+  }
+}
+
+const COMMA = Buffer.from(',');
+
 /** D8: never 0, so "request page=1, 2, ... until page equals pages" ends for every total. */
 export function pageCount(total: number, perPage: number): number {
   return Math.max(1, Math.ceil(total / perPage));
@@ -93,14 +117,15 @@ export function pageCount(total: number, perPage: number): number {
 
 export function createReadModel(store: Store, clock: Clock, options: ReadModelOptions): ListingReads {
   const ttlMs = options.cacheTtlMs;
-  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
-  const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: 100_000 });
-  const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: 100_000 });
-  // Serialised listings: the JSON text of each, by id and change; pages are joined from these.
-  const fragments = new ReadCache<string>({ clock, ttlMs, maxEntries: 1_000_000, maxSize: maxBodyBytes, sizeOf: (s) => s.length });
-  const pages = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
-  const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxEntries: 100_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
-  const details = new ReadCache<Body>({ clock, ttlMs, maxEntries: 200_000, maxSize: maxBodyBytes, sizeOf: (b) => b.bytes.length });
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+  const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+  // Bodies are bounded by their bytes only (each entry costs what it holds, nothing set aside).
+  const bodyBytes = (b: Body) => b.bytes.length;
+  // Serialised listings by id and change: pages are joined from these, and a detail answers with one.
+  const listingBodies = new ReadCache<ListingBody>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 2)), sizeOf: bodyBytes });
+  const pages = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
+  const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
   const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0, viewsComputed: 0 };
   // Filtered and sorted views of an index generation: exact for it (not a TTL cache), bounded by size.
   const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: options.maxIndexedListings ?? 2_000_000, sizeCalculation: (v) => Math.max(1, v.length) });
@@ -151,34 +176,34 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     });
   }
 
-  /** A listing's JSON, from the fragment cache or serialised now (and kept). */
-  function listingText(row: ListingRow): string {
+  /** A listing's JSON, from the cache or serialised now (and kept). */
+  function listingBody(row: ListingRow): ListingBody {
     const key = `${row.id}\n${Number(row.change_seq)}`;
-    const cached = fragments.peek(key);
+    const cached = listingBodies.peek(key);
     if (cached !== undefined) return cached;
-    const text = serializeListing(toListing(row));
-    fragments.remember(key, text);
-    return text;
+    const body = new ListingBody(Buffer.from(serializeListing(toListing(row))));
+    listingBodies.remember(key, body);
+    return body;
   }
-  const feed = createFeed(store, clock, listingText);
+  const feed = createFeed(store, clock, (row) => listingBody(row).bytes.toString());
 
   /**
-   * The JSON of each entry, from the fragment cache or read from the database. A row whose
-   * change is newer than the entry's means the tenant changed meanwhile: undefined, and the
-   * caller reads again at the new version.
+   * The JSON of each entry, from the cache or read from the database. A row whose change is
+   * newer than the entry's means the tenant changed meanwhile: undefined, and the caller reads
+   * again at the new version.
    */
-  async function listingTexts(entries: readonly IndexEntry[]): Promise<string[] | undefined> {
-    const texts: Array<string | undefined> = entries.map((e) => fragments.peek(`${e.id}\n${e.changeSeq}`));
-    const missing = entries.filter((_, i) => texts[i] === undefined);
-    if (missing.length === 0) return texts as string[];
+  async function listingBodiesOf(entries: readonly IndexEntry[]): Promise<ListingBody[] | undefined> {
+    const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(`${e.id}\n${e.changeSeq}`));
+    const missing = entries.filter((_, i) => found[i] === undefined);
+    if (missing.length === 0) return found as ListingBody[];
     const rows = new Map<string, ListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
     for (const [i, entry] of entries.entries()) {
-      if (texts[i] !== undefined) continue;
+      if (found[i] !== undefined) continue;
       const row = rows.get(entry.id);
       if (row === undefined || Number(row.change_seq) !== entry.changeSeq) return undefined;
-      texts[i] = listingText(row);
+      found[i] = listingBody(row);
     }
-    return texts as string[];
+    return found as ListingBody[];
   }
 
   /** Runs `read` on a current index; again at the new version when the tenant changed under it. */
@@ -212,11 +237,17 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         withIndex(tenant, async (index) => {
           const entries = await viewOf(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
-          const texts = await listingTexts(slice);
-          if (texts === undefined) return STALE;
+          const items = await listingBodiesOf(slice);
+          if (items === undefined) return STALE;
           // The envelope of spec 2.3, in the order of its schema; items are the cached listings' JSON.
-          const body = toBody(`{"items":[${texts.join(',')}],"page":${page},"per_page":${perPage},"total":${entries.length},"pages":${pageCount(entries.length, perPage)}}`);
-          return { value: body, validUntil: index.validUntil };
+          const parts: Buffer[] = [Buffer.from('{"items":[')];
+          for (const [i, item] of items.entries()) {
+            if (i > 0) parts.push(COMMA);
+            parts.push(item.bytes);
+          }
+          parts.push(Buffer.from(`],"page":${page},"per_page":${perPage},"total":${entries.length},"pages":${pageCount(entries.length, perPage)}}`));
+          const bytes = Buffer.concat(parts);
+          return { value: { bytes, etag: etagOf(bytes) }, validUntil: index.validUntil };
         });
       if (version === undefined) return load().then((r) => r.value);
       return pages.getOrLoad(key, load);
@@ -261,7 +292,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
     const entry = index.get(id);
     if (entry === undefined) return undefined;
-    const cached = details.peek(`${entry.id}\n${entry.changeSeq}`);
+    const cached = listingBodies.peek(`${entry.id}\n${entry.changeSeq}`);
     if (cached !== undefined) {
       counters.detailHits++;
       return cached;
@@ -270,11 +301,8 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     return withIndex(tenant, async (current) => {
       const e = current.get(id);
       if (e === undefined) return undefined;
-      const texts = await listingTexts([e]);
-      if (texts === undefined) return STALE;
-      const body = toBody(texts[0]!);
-      details.remember(`${e.id}\n${e.changeSeq}`, body);
-      return body;
+      const bodies = await listingBodiesOf([e]);
+      return bodies === undefined ? STALE : bodies[0]!;
     });
   }
 }

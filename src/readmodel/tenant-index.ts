@@ -25,8 +25,11 @@ export interface IndexEntry {
   takeover: number;
 }
 
-/** Rows read per query while building: each query holds SQLite's synchronous driver a few ms. */
-export const BUILD_CHUNK = 2000;
+/**
+ * Rows read per query while building. SQLite's driver is synchronous, so each query holds the
+ * event loop while it runs: about 1 ms for 500 rows from the covering index (migration 008).
+ */
+export const BUILD_CHUNK = 500;
 /** Past this many changes since the index's version, building it again is cheaper than replaying. */
 export const REPLAY_LIMIT = 5000;
 

@@ -5,6 +5,7 @@ import * as dashboardForms from './migrations/003_dashboard_forms.js';
 import * as changeTracking from './migrations/004_change_tracking.js';
 import * as auditRateLimit from './migrations/005_audit_rate_limit.js';
 import * as changeFeed from './migrations/006_change_feed.js';
+import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
 import type { Database } from './schema.js';
 
 /**
@@ -18,6 +19,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_change_tracking': changeTracking,
   '005_audit_rate_limit': auditRateLimit,
   '006_change_feed': changeFeed,
+  // 007 is the usage tables' (issue 12), landing separately.
+  '008_covering_order_index': coveringOrderIndex,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

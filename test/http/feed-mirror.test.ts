@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { prng } from '../support/random.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -108,7 +109,14 @@ describe(`change feed mirror (D22): ${ROUNDS} seeded rounds over two instances`,
           `in the mirror only: ${differing.filter((id) => mirror.listings.has(id)).join(' ')}, listed only: ${differing.filter((id) => truth.has(id)).join(' ')}\n` +
           `rows: ${JSON.stringify(rows)}\nchanges: ${JSON.stringify(changes)}`);
       }
-      for (const [id, listing] of truth) assert.deepEqual(mirror.listings.get(id), listing, `${label}: the same object for ${id}`);
+      for (const [id, listing] of truth) {
+        if (isDeepStrictEqual(mirror.listings.get(id), listing)) continue;
+        const db = a.service.store.db;
+        const row = await db.selectFrom('listings').select(['id', 'owner_account_id', 'country', 'status', 'expiry_date', 'updated_at', 'change_seq']).where('id', '=', id).executeTakeFirst();
+        const changes = await db.selectFrom('listing_changes').selectAll().where('listing_id', '=', id).orderBy('seq').execute();
+        assert.fail(`${label}: the same object for ${id}; now ${new Date(a.clock.now()).toISOString()}, cursor ${mirror.cursor}\n` +
+          `mirror: ${JSON.stringify(mirror.listings.get(id))}\nlisted: ${JSON.stringify(listing)}\nrow: ${JSON.stringify(row)}\nchanges: ${JSON.stringify(changes)}`);
+      }
     };
 
     /** One random change of a listing, as an import line. */

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { importListings } from '../../src/listings/import.js';
+import { INDEX_COLUMNS } from '../../src/storage/listings.js';
 import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine } from '../support/server.js';
@@ -206,6 +207,21 @@ describe(`store on ${TEST_STORE}`, () => {
       const plan = JSON.stringify(result.rows);
       assert.match(plan, /listings_visible_order|listing_changes_tenant_seq|listing_changes_superseded|tenant_versions_version/, plan);
       assert.doesNotMatch(plan, /TEMP B-TREE|Seq Scan|SCAN (listings|listing_changes|tenant_versions)\b(?! USING)/, plan);
+    }
+  });
+
+  it('building a tenant\'s index reads the order index alone (migration 008: it covers the indexed columns)', async () => {
+    const query = store.db.selectFrom('listings').select([...INDEX_COLUMNS]).where('owner_account_id', '=', owner).where('country', '=', 'sg').where('status', '=', 'active')
+      .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', NOW)]))
+      .orderBy('is_featured', 'desc').orderBy('created_at', 'desc').orderBy('id').limit(500).compile();
+    if (TEST_STORE === 'sqlite') {
+      const plan = JSON.stringify((await store.db.executeQuery({ ...query, sql: 'EXPLAIN QUERY PLAN ' + query.sql })).rows);
+      assert.match(plan, /USING COVERING INDEX listings_visible_order/, plan);
+    } else {
+      await sql`set enable_seqscan = off`.execute(store.db);
+      await sql`vacuum analyze listings`.execute(store.db);
+      const plan = JSON.stringify((await store.db.executeQuery({ ...query, sql: 'EXPLAIN ' + query.sql })).rows);
+      assert.match(plan, /Index Only Scan using listings_visible_order/, plan);
     }
   });
 

@@ -105,6 +105,12 @@ describe('configuration (OPERATIONS "Configuration")', () => {
     for (const v of ['0', 'x', '1001']) refuses({ DATABASE_POOL_SIZE: v }, 'DATABASE_POOL_SIZE');
     for (const v of ['99', 'x', '600001']) refuses({ DATABASE_STATEMENT_TIMEOUT_MS: v }, 'DATABASE_STATEMENT_TIMEOUT_MS');
     for (const v of ['-1', 'x', '3600001']) refuses({ READ_CACHE_TTL_MS: v }, 'READ_CACHE_TTL_MS');
+    for (const v of ['0', 'x', '1.5', '65537']) refuses({ READ_CACHE_MAX_MB: v }, 'READ_CACHE_MAX_MB');
+  });
+
+  it('bounds the cached answers at 64 MiB unless told otherwise', () => {
+    assert.equal(loadConfig({}).readCacheMaxMb, 64);
+    assert.equal(loadConfig({ READ_CACHE_MAX_MB: '16' }).readCacheMaxMb, 16);
   });
 
   it('names the bad variable even when others are fine', () => {

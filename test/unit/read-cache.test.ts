@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ReadCache } from '../../src/cache/read-cache.js';
+
+/** A clock the test moves by hand. */
+function manualClock(start = 1_000_000) {
+  let now = start;
+  const clock = () => now;
+  return { clock, advance: (ms: number) => (now += ms) };
+}
+
+describe('ReadCache (the read path\'s one cache pattern)', () => {
+  it('loads once for all callers asking at the same time, then answers synchronously', async () => {
+    const { clock } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    let loads = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const load = async () => {
+      loads++;
+      await gate;
+      return { value: 'v' };
+    };
+    const first = cache.getOrLoad('k', load);
+    const second = cache.getOrLoad('k', load);
+    assert.ok(first instanceof Promise && second instanceof Promise);
+    release();
+    assert.deepEqual(await Promise.all([first, second]), ['v', 'v']);
+    assert.equal(loads, 1);
+    assert.equal(cache.getOrLoad('k', load), 'v', 'a hit is not a promise');
+    assert.deepEqual({ hits: cache.hits, misses: cache.misses }, { hits: 1, misses: 2 });
+  });
+
+  it('a failed load is not cached: the next caller loads again', async () => {
+    const { clock } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    await assert.rejects(async () => cache.getOrLoad('k', async () => Promise.reject(new Error('down'))), /down/);
+    assert.equal(await cache.getOrLoad('k', async () => ({ value: 'back' })), 'back');
+  });
+
+  it('expires at the safety TTL, or earlier at validUntil (D10: a page changes when a listing on it expires)', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    cache.remember('ttl', 'a');
+    cache.remember('until', 'b', clock() + 100);
+    advance(99);
+    assert.equal(cache.peek('until'), 'b');
+    advance(1);
+    assert.equal(cache.peek('until'), undefined, 'gone at validUntil exactly');
+    assert.equal(cache.peek('ttl'), 'a');
+    advance(4900);
+    assert.equal(cache.peek('ttl'), undefined, 'gone at the TTL exactly');
+  });
+
+  it('a TTL of 0 keeps nothing (READ_CACHE_TTL_MS=0)', () => {
+    const { clock } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 0, maxEntries: 10 });
+    cache.remember('k', 'v');
+    assert.equal(cache.peek('k'), undefined);
+    assert.equal(cache.size, 0);
+  });
+
+  it('a byte bound drops the least recently read entries first (READ_CACHE_MAX_MB)', () => {
+    const { clock } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxSize: 100, sizeOf: (s) => s.length });
+    cache.remember('a', 'x'.repeat(40));
+    cache.remember('b', 'y'.repeat(40));
+    assert.ok(cache.peek('a') !== undefined, 'a read makes a the most recent');
+    cache.remember('c', 'z'.repeat(40));
+    assert.equal(cache.peek('b'), undefined, 'b, the least recently read, went first');
+    assert.ok(cache.peek('a') !== undefined && cache.peek('c') !== undefined);
+    cache.remember('huge', 'w'.repeat(101));
+    assert.equal(cache.peek('huge'), undefined, 'an entry larger than the whole bound is not kept');
+  });
+
+  it('refuses to be built without a bound', () => {
+    const { clock } = manualClock();
+    assert.throws(() => new ReadCache<string>({ clock, ttlMs: 5000 }), /needs a bound/);
+    assert.throws(() => new ReadCache<string>({ clock, ttlMs: 5000, maxSize: 10 }), /needs a bound/);
+  });
+});
