@@ -30,20 +30,40 @@ export function requestLine(request: FastifyRequest, reply: FastifyReply, route:
   };
 }
 
+/** Told of every answer of the API's app once it is complete: usage counting and metrics (issue 12). Memory only. */
+export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply) => void;
+
 /**
  * One structured line per request, written when the response is finished (issue 2, item 9):
  * request id (as `reqId`, D19), method, route, path, status, latency and the key's display prefix
  * (never the key, its hash or any header, D20). Replaces Fastify's two lines per request.
+ *
+ * It is also the one place where a finished request is counted (`onCompleted`: usage per key and
+ * the metrics, issue 12), which must never fail the process: a fault there is logged.
  */
 export class RequestLog extends LogController {
+  constructor(private readonly onCompleted?: RequestCompleted) {
+    super();
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const line = requestLine(request, reply, request.routeOptions.url ?? null);
     if (error) reply.log.error({ ...line, err: error }, 'request');
     else reply.log.info(line, 'request');
+    if (this.onCompleted !== undefined) countCompleted(this.onCompleted, request, reply);
   }
 
   /** 404s are logged by requestCompleted like every other response. */
   override routeNotFound(): void {}
+}
+
+/** Calls the completion hook; a fault in it is logged, never thrown into the response's events. */
+export function countCompleted(onCompleted: RequestCompleted, request: FastifyRequest, reply: FastifyReply): void {
+  try {
+    onCompleted(request, reply);
+  } catch (error) {
+    reply.log.error({ reqId: request.id, err: error }, 'could not count a completed request');
+  }
 }
