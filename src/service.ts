@@ -99,14 +99,14 @@ export async function createService(config: Config, options: ServiceOptions = {}
   let metricsServer: Server | undefined;
   const onRequestCompleted: RequestCompleted | undefined =
     usage !== undefined && metrics !== undefined
-      ? (request, reply) => {
+      ? (request, reply, route, elapsedMs) => {
           usage.requestCompleted(request, reply);
-          metrics.requestCompleted(request, reply);
+          metrics.requestCompleted(request, reply, route, elapsedMs);
         }
       : usage !== undefined
         ? (request, reply) => usage.requestCompleted(request, reply)
         : metrics !== undefined
-          ? (request, reply) => metrics.requestCompleted(request, reply)
+          ? (request, reply, route, elapsedMs) => metrics.requestCompleted(request, reply, route, elapsedMs)
           : undefined;
   const app = await buildApp({
     logger,

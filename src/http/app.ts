@@ -46,8 +46,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: (error, request, reply: FastifyReply) => {
       setCommonHeaders(request, reply);
       reply.raw.once('finish', () => {
-        request.log.info(requestLine(request, reply, null), 'request');
-        if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply);
+        const elapsedMs = reply.elapsedTime;
+        request.log.info(requestLine(request, reply, null, elapsedMs), 'request');
+        if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply, null, elapsedMs);
       });
       // The framework's message would echo the whole URL: say what is wrong without it.
       void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: 'Malformed request URL.' }));

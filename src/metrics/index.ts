@@ -114,16 +114,16 @@ export class Metrics {
   }
 
   /** The request path's one call, when an answer is complete: integer additions only. */
-  requestCompleted(request: FastifyRequest, reply: FastifyReply): void {
-    const route = request.routeOptions.url ?? 'unmatched';
-    let stats = this.routes.get(route);
+  requestCompleted(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void {
+    const name = route ?? 'unmatched';
+    let stats = this.routes.get(name);
     if (stats === undefined) {
       stats = new RouteStats();
-      this.routes.set(route, stats);
+      this.routes.set(name, stats);
     }
     const status = reply.statusCode;
     stats.byStatus.set(status, (stats.byStatus.get(status) ?? 0) + 1);
-    const seconds = reply.elapsedTime / 1000;
+    const seconds = elapsedMs / 1000;
     let i = 0;
     while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
     stats.buckets[i]!++;
