@@ -35,6 +35,8 @@ interface Settings {
    * measured next to one with both off (`USAGE_COUNTING=off`, no METRICS_PORT), in the same run.
    */
   compareCounting: boolean;
+  /** With BENCH_COUNTING=compare: rounds of BENCH_DURATION seconds each, alternating the two services (BENCH_ROUNDS). */
+  rounds: number;
 }
 
 function numberEnv(name: string, fallback: number, min: number): number {
@@ -79,6 +81,7 @@ function settings(): Settings {
     targets,
     keep: process.env.BENCH_KEEP === '1',
     compareCounting: process.env.BENCH_COUNTING?.trim() === 'compare',
+    rounds: Math.floor(numberEnv('BENCH_ROUNDS', 5, 1)),
   };
 }
 
@@ -93,6 +96,37 @@ interface Row {
   server: 'baseline' | 'service' | 'counted';
   warmup: LoadResult | undefined;
   result: LoadResult;
+  /** BENCH_COUNTING=compare: the rounds `result` sums. */
+  rounds?: LoadResult[];
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Rounds as one result: requests and time summed (so req/s is over all of them), latency percentiles the rounds' medians. */
+function combine(parts: LoadResult[]): LoadResult {
+  const requests = parts.reduce((n, p) => n + p.requests, 0);
+  const durationS = parts.reduce((n, p) => n + p.durationS, 0);
+  const statusCodes: Record<string, number> = {};
+  for (const p of parts) for (const [code, n] of Object.entries(p.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    durationS,
+    requests,
+    reqPerSec: requests / durationS,
+    p50Ms: median(parts.map((p) => p.p50Ms)),
+    p99Ms: median(parts.map((p) => p.p99Ms)),
+    p999Ms: median(parts.map((p) => p.p999Ms)),
+    maxMs: Math.max(...parts.map((p) => p.maxMs)),
+    non2xx: parts.reduce((n, p) => n + p.non2xx, 0),
+    errors: parts.reduce((n, p) => n + p.errors, 0),
+    timeouts: parts.reduce((n, p) => n + p.timeouts, 0),
+    statusCodes,
+    bytesPerResponse: median(parts.map((p) => p.bytesPerResponse)),
+    autocannon: parts[0]!.autocannon,
+  };
 }
 
 interface Check {
@@ -209,13 +243,33 @@ async function main(): Promise<number> {
       stdoutFile: '/dev/null',
     });
 
-    // Per target: baseline, then service (and counted, in an order that alternates per target), back to back.
+    // Per target: baseline, then service, back to back. BENCH_COUNTING=compare: then both services
+    // warmed up, and measured in BENCH_ROUNDS alternating rounds, so that what else the machine does
+    // meanwhile weighs on both alike.
     const rows: Row[] = [];
     const firstOrder = Math.random() < 0.5 ? 0 : 1;
     for (const [t, target] of targets.entries()) {
-      const services: Array<['service' | 'counted', Child]> = [['service', service], ...(counted === undefined ? [] : [['counted', counted.child] as ['counted', Child]])];
-      if ((t + firstOrder) % 2 === 1) services.reverse();
-      for (const [server, child] of [['baseline', baseline] as const, ...services]) {
+      if (counted !== undefined) {
+        const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
+        const base = loadOf(baseline);
+        const baseWarmup = s.warmupS > 0 ? await runLoad({ ...base, durationS: s.warmupS }) : undefined;
+        rows.push({ target: target.name, server: 'baseline', warmup: baseWarmup, result: await runLoad({ ...base, durationS: s.durationS }) });
+        const pair: Array<['service' | 'counted', Child]> = [['service', service], ['counted', counted.child]];
+        const warmups = new Map<string, LoadResult | undefined>();
+        for (const [name, child] of pair) warmups.set(name, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
+        const parts = new Map<string, LoadResult[]>([['service', []], ['counted', []]]);
+        for (let round = 0; round < s.rounds; round++) {
+          const order = (round + t + firstOrder) % 2 === 0 ? pair : [...pair].reverse();
+          for (const [name, child] of order) parts.get(name)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
+        }
+        for (const [name] of pair) {
+          const result = combine(parts.get(name)!);
+          rows.push({ target: target.name, server: name, warmup: warmups.get(name), result, rounds: parts.get(name)! });
+          log(`  ${target.name.padEnd(8)} ${name.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (${s.rounds} rounds of ${s.durationS} s: ${parts.get(name)!.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)`);
+        }
+        continue;
+      }
+      for (const [server, child] of [['baseline', baseline], ['service', service]] as const) {
         const load = { port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
         const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
         const result = await runLoad({ ...load, durationS: s.durationS });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { generateKey } from '../../src/auth/key-format.js';
 import { TEST_STORE } from '../support/database.js';
@@ -101,6 +102,19 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
       assert.equal(sampleValue(scraped, 'listings_cache_requests_total', { cache, result: 'miss' }), stats[cache].misses, `${cache} misses`);
     }
     assert.ok(sampleValue(scraped, 'listings_cache_requests_total', { result: 'hit' }) > 0);
+  });
+
+  it('every query of the Grafana dashboard (docs/grafana-dashboard.json) names metrics this scrape exports', async () => {
+    const scraped = await scrape();
+    const dashboard = JSON.parse(readFileSync(new URL('../../../docs/grafana-dashboard.json', import.meta.url), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    assert.ok(dashboard.panels.length >= 6);
+    for (const panel of dashboard.panels) {
+      for (const { expr } of panel.targets) {
+        const names = [...expr.matchAll(/\b(?:listings|nodejs|process)_[a-z0-9_]+/g)].map((m) => m[0]);
+        assert.ok(names.length > 0, `${panel.title}: ${expr}`);
+        for (const name of names) assert.ok(scraped.has(name), `${panel.title}: ${name} is exported`);
+      }
+    }
   });
 
   it('the process defaults and the event-loop delay are there', async () => {
