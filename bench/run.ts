@@ -253,7 +253,9 @@ async function main(): Promise<number> {
         const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
         const base = loadOf(baseline);
         const baseWarmup = s.warmupS > 0 ? await runLoad({ ...base, durationS: s.warmupS }) : undefined;
-        rows.push({ target: target.name, server: 'baseline', warmup: baseWarmup, result: await runLoad({ ...base, durationS: s.durationS }) });
+        const baseResult = await runLoad({ ...base, durationS: s.durationS });
+        rows.push({ target: target.name, server: 'baseline', warmup: baseWarmup, result: baseResult });
+        log(`  ${target.name.padEnd(8)} baseline ${fmt(baseResult.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(baseResult.p50Ms)} ms  p99 ${fmt(baseResult.p99Ms)} ms`);
         const pair: Array<['service' | 'counted', Child]> = [['service', service], ['counted', counted.child]];
         const warmups = new Map<string, LoadResult | undefined>();
         for (const [name, child] of pair) warmups.set(name, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
