@@ -30,6 +30,13 @@ interface Settings {
   detailIds: number;
   targets: string[];
   keep: boolean;
+  /**
+   * BENCH_COUNTING=compare (issue 12): a second service process with usage counting and metrics on,
+   * measured next to one with both off (`USAGE_COUNTING=off`, no METRICS_PORT), in the same run.
+   */
+  compareCounting: boolean;
+  /** With BENCH_COUNTING=compare: rounds of BENCH_DURATION seconds each, alternating the two services (BENCH_ROUNDS). */
+  rounds: number;
 }
 
 function numberEnv(name: string, fallback: number, min: number): number {
@@ -73,6 +80,8 @@ function settings(): Settings {
     detailIds: Math.floor(numberEnv('BENCH_DETAIL_IDS', 1000, 1)),
     targets,
     keep: process.env.BENCH_KEEP === '1',
+    compareCounting: process.env.BENCH_COUNTING?.trim() === 'compare',
+    rounds: Math.floor(numberEnv('BENCH_ROUNDS', 5, 1)),
   };
 }
 
@@ -84,9 +93,40 @@ function spread(ids: readonly string[], count: number): string[] {
 
 interface Row {
   target: string;
-  server: 'baseline' | 'service';
+  server: 'baseline' | 'service' | 'counted';
   warmup: LoadResult | undefined;
   result: LoadResult;
+  /** BENCH_COUNTING=compare: the rounds `result` sums. */
+  rounds?: LoadResult[];
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Rounds as one result: requests and time summed (so req/s is over all of them), latency percentiles the rounds' medians. */
+function combine(parts: LoadResult[]): LoadResult {
+  const requests = parts.reduce((n, p) => n + p.requests, 0);
+  const durationS = parts.reduce((n, p) => n + p.durationS, 0);
+  const statusCodes: Record<string, number> = {};
+  for (const p of parts) for (const [code, n] of Object.entries(p.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    durationS,
+    requests,
+    reqPerSec: requests / durationS,
+    p50Ms: median(parts.map((p) => p.p50Ms)),
+    p99Ms: median(parts.map((p) => p.p99Ms)),
+    p999Ms: median(parts.map((p) => p.p999Ms)),
+    maxMs: Math.max(...parts.map((p) => p.maxMs)),
+    non2xx: parts.reduce((n, p) => n + p.non2xx, 0),
+    errors: parts.reduce((n, p) => n + p.errors, 0),
+    timeouts: parts.reduce((n, p) => n + p.timeouts, 0),
+    statusCodes,
+    bytesPerResponse: median(parts.map((p) => p.bytesPerResponse)),
+    autocannon: parts[0]!.autocannon,
+  };
 }
 
 interface Check {
@@ -141,25 +181,34 @@ async function main(): Promise<number> {
     log(`Data: ${s.listings} listings of one organisation (sg), imported in ${Date.now() - t0} ms; detail rotates over ${detailIds.length} ids.`);
 
     const headers = { host: API_HOST, authorization: `Bearer ${data.key}` };
-    const serviceLog = join(workDir, 'service.log');
-    const servicePort = await freePort();
-    const service: Child = await startChild({
-      name: 'service',
-      args: [BIN, ...(prepared.serveArgs ?? ['serve'])],
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        PORT: String(servicePort),
-        HOST: '127.0.0.1',
-        API_DOMAIN: 'localhost',
-        DATABASE_URL: prepared.databaseUrl,
-        LOG_LEVEL: 'info', // logging stays on, as in production; stdout goes to a file
-        DASHBOARD_PORT: 'off', // the API alone is measured; the dashboard would also take port 3001
-        ...prepared.serviceEnv,
-      },
-      port: servicePort,
-      stdoutFile: serviceLog,
-    });
+    const startService = async (name: 'service' | 'counted', extraEnv: Record<string, string>) => {
+      const port = await freePort();
+      const logFile = join(workDir, `${name}.log`);
+      const child: Child = await startChild({
+        name,
+        args: [BIN, ...(prepared!.serveArgs ?? ['serve'])],
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          API_DOMAIN: 'localhost',
+          DATABASE_URL: prepared!.databaseUrl,
+          LOG_LEVEL: 'info', // logging stays on, as in production; stdout goes to a file
+          DASHBOARD_PORT: 'off', // the API alone is measured; the dashboard would also take port 3001
+          ...prepared!.serviceEnv,
+          ...extraEnv,
+        },
+        port,
+        stdoutFile: logFile,
+      });
+      return { child, logFile };
+    };
+    // BENCH_COUNTING=compare: `service` has usage counting and metrics off, `counted` has both on.
+    const metricsPort = s.compareCounting ? await freePort() : undefined;
+    const { child: service, logFile: serviceLog } = await startService('service', s.compareCounting ? { USAGE_COUNTING: 'off', METRICS_PORT: 'off' } : {});
+    const counted = metricsPort === undefined ? undefined : await startService('counted', { USAGE_COUNTING: 'on', METRICS_PORT: String(metricsPort) });
+    if (counted !== undefined) log(`Comparing usage counting and metrics: "service" runs with USAGE_COUNTING=off and no METRICS_PORT, "counted" with USAGE_COUNTING=on and METRICS_PORT=${metricsPort}.`);
 
     // Capture the real response of every benchmarked path once; the baseline serves these bytes.
     t0 = Date.now();
@@ -194,9 +243,34 @@ async function main(): Promise<number> {
       stdoutFile: '/dev/null',
     });
 
-    // Per target: baseline, then service, back to back.
+    // Per target: baseline, then service, back to back. BENCH_COUNTING=compare: then both services
+    // warmed up, and measured in BENCH_ROUNDS alternating rounds, so that what else the machine does
+    // meanwhile weighs on both alike.
     const rows: Row[] = [];
-    for (const target of targets) {
+    const firstOrder = Math.random() < 0.5 ? 0 : 1;
+    for (const [t, target] of targets.entries()) {
+      if (counted !== undefined) {
+        const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
+        const base = loadOf(baseline);
+        const baseWarmup = s.warmupS > 0 ? await runLoad({ ...base, durationS: s.warmupS }) : undefined;
+        const baseResult = await runLoad({ ...base, durationS: s.durationS });
+        rows.push({ target: target.name, server: 'baseline', warmup: baseWarmup, result: baseResult });
+        log(`  ${target.name.padEnd(8)} baseline ${fmt(baseResult.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(baseResult.p50Ms)} ms  p99 ${fmt(baseResult.p99Ms)} ms`);
+        const pair: Array<['service' | 'counted', Child]> = [['service', service], ['counted', counted.child]];
+        const warmups = new Map<string, LoadResult | undefined>();
+        for (const [name, child] of pair) warmups.set(name, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
+        const parts = new Map<string, LoadResult[]>([['service', []], ['counted', []]]);
+        for (let round = 0; round < s.rounds; round++) {
+          const order = (round + t + firstOrder) % 2 === 0 ? pair : [...pair].reverse();
+          for (const [name, child] of order) parts.get(name)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
+        }
+        for (const [name] of pair) {
+          const result = combine(parts.get(name)!);
+          rows.push({ target: target.name, server: name, warmup: warmups.get(name), result, rounds: parts.get(name)! });
+          log(`  ${target.name.padEnd(8)} ${name.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (${s.rounds} rounds of ${s.durationS} s: ${parts.get(name)!.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)`);
+        }
+        continue;
+      }
       for (const [server, child] of [['baseline', baseline], ['service', service]] as const) {
         const load = { port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
         const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
@@ -207,10 +281,15 @@ async function main(): Promise<number> {
     }
 
     // Stop the service first so its log is complete, then check logging really was on.
+    let countedScrape: string | undefined;
+    if (counted !== undefined) countedScrape = (await httpGet(metricsPort!, '/metrics', { host: '127.0.0.1' })).body.toString('utf8');
     await service.stop();
+    await counted?.child.stop();
     await baseline.stop();
     const logLines = await countLines(serviceLog);
     const serviceRequests = rows.filter((r) => r.server === 'service').reduce((n, r) => n + r.result.requests + (r.warmup?.requests ?? 0), 0);
+    const countedLines = counted === undefined ? 0 : await countLines(counted.logFile);
+    const countedRequests = rows.filter((r) => r.server === 'counted').reduce((n, r) => n + r.result.requests + (r.warmup?.requests ?? 0), 0);
 
     // Validity: every response, warm-ups included, must have been a 200.
     const problems: string[] = [];
@@ -226,6 +305,15 @@ async function main(): Promise<number> {
     }
     const warnings: string[] = [];
     if (logLines < serviceRequests) warnings.push(`the service log has ${logLines} lines for ${serviceRequests} requests: was request logging on?`);
+    if (counted !== undefined && countedLines < countedRequests) warnings.push(`the counted service log has ${countedLines} lines for ${countedRequests} requests: was request logging on?`);
+    if (countedScrape !== undefined) {
+      // The counted service really counted: its metrics saw every measured request (and the captures, and health checks).
+      const { default: parse } = await import('parse-prometheus-text-format');
+      const family = parse(countedScrape).find((f) => f.name === 'listings_http_requests_total');
+      const scraped = (family?.metrics ?? []).reduce((n, m) => n + Number(m.value ?? 0), 0);
+      if (scraped < countedRequests) warnings.push(`the counted service's metrics show ${scraped} requests for ${countedRequests}: were metrics on?`);
+      else log(`The counted service's metrics show ${scraped} answers for ${countedRequests} benchmark requests (plus captures and health checks).`);
+    }
 
     // Ratios and the issue's goals (informational).
     const checks: Check[] = [];
@@ -247,6 +335,12 @@ async function main(): Promise<number> {
       marks.push(`p99 < ${P99_GOAL_MS} ms: ${p99Pass ? 'PASS' : 'MISS'}`);
       table.push([target.name, 'baseline', fmt(base.reqPerSec, 0), fmt(base.p50Ms), fmt(base.p99Ms), '', '']);
       table.push([target.name, 'service', fmt(svc.reqPerSec, 0), fmt(svc.p50Ms), fmt(svc.p99Ms), fmt(ratio), marks.join('; ')]);
+      const on = rows.find((r) => r.target === target.name && r.server === 'counted')?.result;
+      if (on !== undefined) {
+        ratios[`${target.name}:counted`] = on.reqPerSec / base.reqPerSec;
+        ratios[`${target.name}:counted/service`] = on.reqPerSec / svc.reqPerSec;
+        table.push([target.name, 'counted', fmt(on.reqPerSec, 0), fmt(on.p50Ms), fmt(on.p99Ms), fmt(on.reqPerSec / base.reqPerSec), `counting+metrics on / off: ${fmt(on.reqPerSec / svc.reqPerSec, 3)}`]);
+      }
     }
 
     const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
@@ -279,6 +373,7 @@ async function main(): Promise<number> {
           machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim(), node: process.version, platform: process.platform, loadAverageAtEnd: loadavg() },
           dataset: { listings: s.listings, detailIds: detailIds.length, bodyBytes },
           serviceLogLines: logLines,
+          countedLogLines: counted === undefined ? undefined : countedLines,
           ratios,
           checks,
           rows,

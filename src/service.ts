@@ -12,6 +12,8 @@ import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
 import { startResilientRateLimiter } from './ratelimit/resilient.js';
 import { openStore } from './storage/index.js';
+import { UsageCounter } from './usage/index.js';
+import type { RequestCompleted } from './http/request-log.js';
 
 /**
  * The composition root: config in, a running (not yet listening) service out. `serve`, the tests
@@ -20,6 +22,11 @@ import { openStore } from './storage/index.js';
 export interface ServiceOptions {
   clock?: Clock;
   logger?: Logger;
+  /**
+   * A worker of `serve --workers`: with METRICS_PORT set, its metrics are summed by the primary,
+   * which listens on METRICS_PORT (src/cli/serve.ts); the worker does not listen for scrapes.
+   */
+  clusterWorker?: boolean;
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}) {
@@ -72,6 +79,35 @@ export async function createService(config: Config, options: ServiceOptions = {}
 
   let draining = false;
   const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
+
+  // Issue 12: usage per key (counted in memory, written in one batch every USAGE_FLUSH_INTERVAL_MS)
+  // and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook.
+  const usage = config.usageCounting
+    ? new UsageCounter({
+        write: (batch) => store.usage.recordBatch(batch),
+        findKeyByHash: reads.findKeyByHash,
+        clock,
+        intervalMs: config.usageFlushIntervalMs,
+        onError: (error) => logger.warn({ err: error }, 'could not record usage counts; will retry'),
+      })
+    : undefined;
+  usage?.start();
+  // prom-client is loaded only when metrics are on.
+  const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
+  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats());
+  if (metrics !== undefined && options.clusterWorker) metrics.reportToPrimary();
+  let metricsServer: Server | undefined;
+  const onRequestCompleted: RequestCompleted | undefined =
+    usage !== undefined && metrics !== undefined
+      ? (request, reply, route, elapsedMs) => {
+          usage.requestCompleted(request, reply);
+          metrics.requestCompleted(request, reply, route, elapsedMs);
+        }
+      : usage !== undefined
+        ? (request, reply) => usage.requestCompleted(request, reply)
+        : metrics !== undefined
+          ? (request, reply, route, elapsedMs) => metrics.requestCompleted(request, reply, route, elapsedMs)
+          : undefined;
   const app = await buildApp({
     logger,
     trustProxy: config.trustProxy,
@@ -87,6 +123,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       await store.ping();
     },
     virtualHost: config.dashboardPort === 'shared' && dashboard !== undefined ? { name: config.dashboardHost, handler: dashboard.handler } : undefined,
+    onRequestCompleted,
   });
   apiServer = app.server;
 
@@ -101,9 +138,21 @@ export async function createService(config: Config, options: ServiceOptions = {}
     apiPort,
     /** Buffered last-used times of keys (flushed every 10 s and at shutdown). */
     lastUsed,
+    /** Usage per key and failed requests, counted in memory (flushed every USAGE_FLUSH_INTERVAL_MS and at shutdown); undefined with USAGE_COUNTING=off. */
+    usage,
+    /** The Prometheus metrics of this process; undefined without METRICS_PORT. */
+    metrics,
+    /** The port GET /metrics listens on (METRICS_PORT=0 picks one), once listening; undefined in a worker. */
+    metricsPort: (): number | undefined => {
+      const address = metricsServer?.address();
+      return typeof address === 'object' && address !== null ? address.port : undefined;
+    },
     async listen(): Promise<string> {
       const address = await app.listen({ port: config.port, host: config.host });
       if (typeof config.dashboardPort === 'number') await dashboard?.listen();
+      if (metricsModule !== undefined && metrics !== undefined && typeof config.metricsPort === 'number' && !options.clusterWorker) {
+        metricsServer = await metricsModule.listenForScrapes(() => metrics.scrape(), config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
+      }
       return address;
     },
     /**
@@ -117,8 +166,14 @@ export async function createService(config: Config, options: ServiceOptions = {}
       if (cut > 0) logger.warn({ connections: cut, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: closed connections still open at the drain deadline');
       await dashboard?.close();
       await app.close();
+      if (metricsServer !== undefined) {
+        const closing = new Promise((resolve) => metricsServer!.close(resolve));
+        metricsServer.closeAllConnections();
+        await closing;
+      }
       clearInterval(pruneTimer);
       await lastUsed.stop();
+      await usage?.stop();
       await limiter.close?.();
       await store.close();
       await stopLogFlush();

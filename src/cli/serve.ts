@@ -131,7 +131,8 @@ type WorkerMessage = { type: 'serving' } | { type: 'failed'; reason: string };
 async function runWorker(config: Config): Promise<void> {
   let service: Awaited<ReturnType<typeof createService>> | undefined;
   try {
-    service = await createService(config);
+    // With METRICS_PORT, the primary listens for scrapes and sums every worker's metrics.
+    service = await createService(config, { clusterWorker: true });
     await service.listen();
   } catch (error) {
     const reason = oneLine(error);
@@ -166,6 +167,14 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
     if (demo) await printDemo(store, config);
   } finally {
     await store.close();
+  }
+
+  // METRICS_PORT: one scrape of the primary shows every worker's counts, summed (prom-client's
+  // AggregatorRegistry asks each worker over the cluster's IPC channel).
+  if (config.metricsPort !== 'off') {
+    const { clusterScrape, listenForScrapes } = await import('../metrics/index.js');
+    const scrape = clusterScrape();
+    await listenForScrapes(scrape, config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
   }
 
   const alive = new Set<Worker>();

@@ -36,6 +36,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Days of change history kept for the change feed (D22: at least 30); older changes are pruned hourly. */
   changeHistoryDays: number;
+  /** USAGE_COUNTING: count requests per key and keep failed requests for the dashboard (src/usage). */
+  usageCounting: boolean;
+  /** How often the usage counts of this process are written, in one batch (USAGE_FLUSH_INTERVAL_MS). */
+  usageFlushIntervalMs: number;
+  /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST:METRICS_PORT (0: any free port), or `off`. */
+  metricsPort: number | 'off';
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -73,6 +79,9 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardHost: dashboardHost(env, domain),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     changeHistoryDays: integer(env, 'CHANGE_HISTORY_DAYS', 35, 30, 3650),
+    usageCounting: boolean(env, 'USAGE_COUNTING', true),
+    usageFlushIntervalMs: integer(env, 'USAGE_FLUSH_INTERVAL_MS', 5000, 100, 60_000),
+    metricsPort: metricsPort(env),
   };
 }
 
@@ -178,6 +187,21 @@ function dashboardPort(env: Env): Config['dashboardPort'] {
   const port = integer(env, 'DASHBOARD_PORT', 0, 0, 65535);
   if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
     throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); leave it unset to serve the dashboard on the API's port under DASHBOARD_HOST`);
+  }
+  return port;
+}
+
+/** METRICS_PORT: unset or `off` (the default): no metrics; else a port of its own (0: any free port), never PORT or DASHBOARD_PORT. */
+function metricsPort(env: Env): Config['metricsPort'] {
+  const raw = value(env, 'METRICS_PORT')?.toLowerCase();
+  if (raw === undefined || raw === 'off') return 'off';
+  const port = integer(env, 'METRICS_PORT', 0, 0, 65535);
+  if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): the API's port does not serve /metrics`);
+  }
+  const dashboard = value(env, 'DASHBOARD_PORT');
+  if (port !== 0 && dashboard !== undefined && /^[0-9]+$/.test(dashboard) && Number(dashboard) === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from DASHBOARD_PORT (${port})`);
   }
   return port;
 }

@@ -6,13 +6,15 @@ import type { Clock } from '../core/clock.js';
 import { canonicalUuid } from '../core/formats.js';
 import { isCountry, type Country } from '../core/countries.js';
 import { validateOriginToRegister } from '../cors/origin.js';
-import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../storage/index.js';
+import { FAILED_REQUESTS_KEPT, type ApiKeyRecord, type AuditEntry, type DashboardUser, type Store } from '../storage/index.js';
 import { CSRF_FIELD, fromThisSite, newSignInSecret, sessionToken, signInToken, tokenMatches } from './csrf.js';
 import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from './forms.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './sessions.js';
 import type { SignInThrottle } from './throttle.js';
 import * as views from './views.js';
+import * as usageViews from './usage-views.js';
+import { isOutcome, type Outcome } from '../usage/outcomes.js';
 
 export interface RouteDeps {
   store: Store;
@@ -399,6 +401,150 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       await settled();
       const query = new URLSearchParams({ done: 'removed', country, origin: checked.origin });
       return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}`, 303);
+    });
+
+    // ---------------------------------------------------------- usage and failed requests (issue 12)
+
+    const FIVE_MINUTES_MS = 300_000;
+    const DAY_MS = 86_400_000;
+    const flushSeconds = Math.max(1, Math.round(config.usageFlushIntervalMs / 1000));
+    const limitOf = (key: ApiKeyRecord) => key.rate_limit_per_minute ?? config.rateLimitPerMinute;
+    const iso = (ms: number) => new Date(ms).toISOString();
+
+    /** A key of the member's account named by a query parameter: undefined when absent, null when it is not theirs (404). */
+    async function keyFromQuery(request: FastifyRequest, keys: ApiKeyRecord[]): Promise<ApiKeyRecord | undefined | null> {
+      const raw = (request.query as Record<string, unknown>).key;
+      if (raw === undefined || raw === '') return undefined;
+      const id = canonicalUuid(raw);
+      return keys.find((k) => k.id === id) ?? null;
+    }
+
+    scope.get('/usage', async (request, reply) => {
+      const member = memberOf(request);
+      const accountId = member.ctx.accountId;
+      const keys = await store.keys.listForAccount(accountId);
+      const chosen = await keyFromQuery(request, keys);
+      if (chosen === null) return notFound(reply, member.ctx);
+      const now = clock();
+      // The last 24 hours: 288 five-minute buckets, the current one last; the last 30 days: 30 UTC days, today last.
+      const fiveMinuteStarts = Array.from({ length: 288 }, (_, i) => now - (now % FIVE_MINUTES_MS) - (287 - i) * FIVE_MINUTES_MS);
+      const dayStarts = Array.from({ length: 30 }, (_, i) => now - (now % DAY_MS) - (29 - i) * DAY_MS);
+      const since24h = iso(fiveMinuteStarts[0]!);
+      const since30d = iso(dayStarts[0]!);
+      const [totals24h, totals30d] = await Promise.all([
+        store.usage.totalsOfAccount(accountId, 300, since24h),
+        store.usage.totalsOfAccount(accountId, 3600, since30d),
+      ]);
+      const countsOf = (rows: Array<{ key_id: string; outcome: string; n: number }>, keyId: string) => {
+        const counts: usageViews.Counts = {};
+        for (const r of rows) if (r.key_id === keyId && isOutcome(r.outcome)) counts[r.outcome] = (counts[r.outcome] ?? 0) + r.n;
+        return counts;
+      };
+      const sum = (c: usageViews.Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
+      const keyUsage = keys
+        .map((key) => ({ key, last24h: countsOf(totals24h, key.id), last30d: countsOf(totals30d, key.id) }))
+        .sort((a, b) => sum(b.last30d) - sum(a.last30d) || (a.key.revoked_at === null ? 0 : 1) - (b.key.revoked_at === null ? 0 : 1) || b.key.created_at.localeCompare(a.key.created_at));
+      // The key asked for, else the busiest one of the last 30 days.
+      const selectedKey = chosen ?? (keyUsage[0] !== undefined && sum(keyUsage[0].last30d) + sum(keyUsage[0].last24h) > 0 ? keyUsage[0].key : undefined);
+      let selected: Parameters<typeof usageViews.usagePage>[1]['selected'];
+      if (selectedKey !== undefined) {
+        const [fine, hourly] = await Promise.all([
+          store.usage.bucketsOfKey(selectedKey.id, 300, since24h),
+          store.usage.bucketsOfKey(selectedKey.id, 3600, since30d),
+        ]);
+        const series = (starts: number[], rows: typeof fine, width: number): usageViews.Series => {
+          const counts = starts.map((): usageViews.Counts => ({}));
+          for (const r of rows) {
+            const i = Math.floor((Date.parse(r.bucket_start) - starts[0]!) / width);
+            const outcome = r.outcome as Outcome;
+            if (i >= 0 && i < starts.length && isOutcome(outcome)) counts[i]![outcome] = (counts[i]![outcome] ?? 0) + Number(r.n);
+          }
+          return { starts: starts.map(iso), counts };
+        };
+        selected = { key: selectedKey, limitPerMinute: limitOf(selectedKey), day: series(fiveMinuteStarts, fine, FIVE_MINUTES_MS), month: series(dayStarts, hourly, DAY_MS) };
+      }
+      return send(reply, 200, usageViews.usagePage(member.ctx, { keys: keyUsage, selected, flushSeconds }));
+    });
+
+    /** The rows of failed requests, with their keys, limits and (for a 403) whether the origin is allowed now. */
+    async function failureRows(accountId: string, failures: Awaited<ReturnType<typeof store.usage.failures>>, keys: ApiKeyRecord[]): Promise<usageViews.FailureRow[]> {
+      const byId = new Map(keys.map((k) => [k.id, k]));
+      const allowed = new Set((await store.origins.listForAccount(accountId)).map((o) => `${o.country}\n${o.origin}`));
+      return failures.map((failure) => {
+        const key = byId.get(failure.key_id);
+        const origin = failure.code === 'origin_not_allowed' ? usageViews.registrableOrigin(failure.origin) : undefined;
+        return {
+          failure,
+          key,
+          limitPerMinute: key === undefined ? config.rateLimitPerMinute : limitOf(key),
+          origin: origin === undefined || key === undefined ? undefined : { origin, allowed: allowed.has(`${key.country}\n${origin}`) },
+          apiBaseUrl: key === undefined ? undefined : deps.apiBaseUrl(key.country as Country),
+        };
+      });
+    }
+
+    scope.get('/failures', async (request, reply) => {
+      const member = memberOf(request);
+      const accountId = member.ctx.accountId;
+      const query = request.query as Record<string, unknown>;
+      const keys = await store.keys.listForAccount(accountId);
+      const key = await keyFromQuery(request, keys);
+      if (key === null) return notFound(reply, member.ctx);
+      const code = query.code === undefined || query.code === '' ? undefined : query.code;
+      if (code !== undefined && (typeof code !== 'string' || !(usageViews.FAILURE_CODES as readonly string[]).includes(code))) return notFound(reply, member.ctx);
+      const failures = await store.usage.failures(accountId, { keyId: key?.id, code });
+      let notice: string | undefined;
+      const { done, country, origin } = query;
+      if (typeof country === 'string' && isCountry(country) && typeof origin === 'string' && (done === 'added' || done === 'exists')) {
+        if (await store.origins.isAllowed(accountId, country, origin)) {
+          notice = done === 'added'
+            ? `Allowed ${origin} for ${views.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
+            : `${origin} was already allowed for ${views.COUNTRY_NAMES[country]}.`;
+        }
+      }
+      return send(reply, 200, usageViews.failuresPage(member.ctx, {
+        rows: await failureRows(accountId, failures, keys), keys, filter: { keyId: key?.id, code }, kept: FAILED_REQUESTS_KEPT, notice, flushSeconds,
+      }));
+    });
+
+    /**
+     * "Allow this origin" on a refused request: the origins page's add, from the failed request's
+     * own country and origin. CSRF-checked by the scope's guard, audit-logged, and in force on every
+     * instance once the answer is sent (D4).
+     */
+    scope.post('/failures/allow-origin', async (request, reply) => {
+      const member = memberOf(request);
+      const accountId = member.ctx.accountId;
+      const country = field(request.body, 'country').trim().toLowerCase();
+      const checked = validateOriginToRegister(field(request.body, 'origin'));
+      if (!isCountry(country) || !served.has(country) || 'error' in checked) {
+        return send(reply, 400, views.errorPage(400, 'That origin cannot be allowed', 'The form named no country of this deployment or no origin that can be registered. Nothing was changed.', member.ctx));
+      }
+      const added = await store.origins.add({ account_id: accountId, country, origin: checked.origin, created_at: nowIso() });
+      if (added) {
+        await audit(member, { action: 'origin.added', country, origin: checked.origin });
+        await settled();
+      }
+      // Back to the list as it was filtered (only a URL of this page is followed).
+      const failuresPath = views.developerPath(accountId, 'failures');
+      const back = field(request.body, 'back');
+      const target = new URL(back.startsWith(`${failuresPath}?`) ? back : failuresPath, 'http://dashboard.invalid');
+      target.searchParams.set('done', added ? 'added' : 'exists');
+      target.searchParams.set('country', country);
+      target.searchParams.set('origin', checked.origin);
+      return reply.redirect(`${target.pathname}${target.search}`, 303);
+    });
+
+    scope.get('/requests', async (request, reply) => {
+      const member = memberOf(request);
+      const accountId = member.ctx.accountId;
+      const raw = (request.query as Record<string, unknown>).id;
+      const requestId = typeof raw === 'string' ? raw.trim() : '';
+      if (requestId === '') return send(reply, 200, usageViews.requestPage(member.ctx, { requestId: '' }));
+      const failure = requestId.length > 140 ? undefined : await store.usage.failureByRequestId(accountId, requestId);
+      if (failure === undefined) return send(reply, 404, usageViews.requestNotHeldPage(member.ctx, requestId.slice(0, 140)));
+      const [row] = await failureRows(accountId, [failure], await store.keys.listForAccount(accountId));
+      return send(reply, 200, usageViews.requestPage(member.ctx, { requestId, row }));
     });
 
     scope.get('/activity', async (request, reply) => {

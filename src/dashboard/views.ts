@@ -24,7 +24,7 @@ export interface PageContext {
   csrf: string;
 }
 
-export type Tab = 'keys' | 'origins' | 'activity';
+export type Tab = 'keys' | 'origins' | 'usage' | 'failures' | 'activity';
 
 /** The URL of a Settings > Developer page of an account. */
 export function developerPath(accountId: string, page: string = ''): string {
@@ -37,7 +37,7 @@ function countryName(country: string): string {
   return COUNTRY_NAMES[country as Country] ?? country;
 }
 
-function when(iso: string | null, never = 'Never'): SafeHtml {
+export function when(iso: string | null, never = 'Never'): SafeHtml {
   if (iso === null) return html`<span class="muted">${never}</span>`;
   return html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`;
 }
@@ -62,8 +62,10 @@ ${body}
 }
 
 /** A signed-in page: the header, the Settings > Developer tabs, and the content. */
-function page(ctx: PageContext, tab: Tab | undefined, title: string, content: SafeHtml): string {
-  const tabs: Array<[Tab, string, string]> = [['keys', 'API keys', 'keys'], ['origins', 'Allowed origins', 'origins'], ['activity', 'Activity', 'activity']];
+export function page(ctx: PageContext, tab: Tab | undefined, title: string, content: SafeHtml): string {
+  const tabs: Array<[Tab, string, string]> = [
+    ['keys', 'API keys', 'keys'], ['origins', 'Allowed origins', 'origins'], ['usage', 'Usage', 'usage'], ['failures', 'Failed requests', 'failures'], ['activity', 'Activity', 'activity'],
+  ];
   return document(title, html`
 <header class="top">
   <div class="wrap top-row">

@@ -8,7 +8,7 @@ import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
-import { pathExcerpt, RequestLog, requestLine } from './request-log.js';
+import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
 import { knownPath, methodNotAllowed, routeTable, v1Routes, type V1Options } from './v1/routes.js';
 import { parseQueryString } from './v1/params.js';
 
@@ -19,12 +19,14 @@ export interface AppOptions extends V1Options {
   virtualHost?: { name: string; handler: () => RequestListener };
   /** Readiness: resolves when the service can answer (the database is reachable). */
   checkReady(): Promise<void>;
+  /** Told of every completed answer (usage counting, metrics; issue 12), from the request log. */
+  onRequestCompleted?: RequestCompleted;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger,
-    logController: new RequestLog(),
+    logController: new RequestLog(opts.onRequestCompleted),
     trustProxy: opts.trustProxy,
     genReqId: (req: IncomingMessage) => requestIdFor(req, opts.trustProxy),
     // No child logger per request (pino's child() was a measurable share of a cached answer's
@@ -43,7 +45,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // does not run the request log for these.
     frameworkErrors: (error, request, reply: FastifyReply) => {
       setCommonHeaders(request, reply);
-      reply.raw.once('finish', () => request.log.info(requestLine(request, reply, null), 'request'));
+      reply.raw.once('finish', () => {
+        const elapsedMs = reply.elapsedTime;
+        request.log.info(requestLine(request, reply, null, elapsedMs), 'request');
+        if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply, null, elapsedMs);
+      });
       // The framework's message would echo the whole URL: say what is wrong without it.
       void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: 'Malformed request URL.' }));
     },
@@ -58,20 +64,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (problem !== undefined) throw badRequest(problem);
   });
 
+  // The message of an error answer, for the failed-request list of the dashboard (src/usage).
+  app.decorateRequest('errorMessage', null);
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) {
+      request.errorMessage = error.message;
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.code, message: error.message });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
-      return reply.code(status).send({ error: 'bad_request', message: redactKeys(error.message) });
+      request.errorMessage = redactKeys(error.message);
+      return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
     }
     request.log.error({ reqId: request.id, err: error }, 'request failed');
-    return reply.code(500).send({
-      error: 'internal_error',
-      message: `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`,
-    });
+    request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
+    return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
   });
 
   // D5 route stage: a path of the route table asked with another method is 405; any other path 404.

@@ -189,7 +189,7 @@ export const ERROR_EXAMPLES = {
   originNotAllowed: errorExample(
     'A browser page on an origin that is not registered',
     'origin_not_allowed',
-    'The origin "https://www.elsewhere.example" is not registered for this key\'s account in country "sg". Register it in the dashboard (Settings > Developer), or call the API from your server.',
+    'The origin "https://www.elsewhere.example" is not registered for this key\'s account in country "sg". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.',
   ),
   noListing: errorExample('No active listing with this id for this key', 'not_found', 'No active listing with this id is visible to this key.'),
   unknownHost: errorExample('A host that serves no country', 'not_found', 'No API is served at host "api.xx.example.com"; use the API host of your key\'s country.'),

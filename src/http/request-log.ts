@@ -17,7 +17,7 @@ export function pathExcerpt(url: string, max = 80): string {
  * The fields of the one log line of a request (D19, D20). `route` is null for a request that
  * matched no route (404, or a malformed URL answered before routing).
  */
-export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null) {
+export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs = reply.elapsedTime) {
   return {
     // The app's loggers are not per-request children (see app.ts): the id is a field of the line.
     reqId: request.id,
@@ -25,25 +25,48 @@ export function requestLine(request: FastifyRequest, reply: FastifyReply, route:
     route,
     path: loggablePath(request.url),
     status: reply.statusCode,
-    ms: Math.round(reply.elapsedTime * 100) / 100,
+    ms: Math.round(elapsedMs * 100) / 100,
     key_prefix: request.apiKey?.prefix ?? null,
   };
 }
+
+/** Told of every answer of the API's app once it is complete: usage counting and metrics (issue 12). Memory only. */
+export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number) => void;
 
 /**
  * One structured line per request, written when the response is finished (issue 2, item 9):
  * request id (as `reqId`, D19), method, route, path, status, latency and the key's display prefix
  * (never the key, its hash or any header, D20). Replaces Fastify's two lines per request.
+ *
+ * It is also the one place where a finished request is counted (`onCompleted`: usage per key and
+ * the metrics, issue 12), which must never fail the process: a fault there is logged.
  */
 export class RequestLog extends LogController {
+  constructor(private readonly onCompleted?: RequestCompleted) {
+    super();
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = requestLine(request, reply, request.routeOptions.url ?? null);
+    // Read once: each read of routeOptions builds an object, and the clock is read once.
+    const route = request.routeOptions.url ?? null;
+    const elapsedMs = reply.elapsedTime;
+    const line = requestLine(request, reply, route, elapsedMs);
     if (error) reply.log.error({ ...line, err: error }, 'request');
     else reply.log.info(line, 'request');
+    if (this.onCompleted !== undefined) countCompleted(this.onCompleted, request, reply, route, elapsedMs);
   }
 
   /** 404s are logged by requestCompleted like every other response. */
   override routeNotFound(): void {}
+}
+
+/** Calls the completion hook; a fault in it is logged, never thrown into the response's events. */
+export function countCompleted(onCompleted: RequestCompleted, request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void {
+  try {
+    onCompleted(request, reply, route, elapsedMs);
+  } catch (error) {
+    reply.log.error({ reqId: request.id, err: error }, 'could not count a completed request');
+  }
 }

@@ -12,6 +12,7 @@ import { createListingsRepository } from './listings.js';
 import { migrateToLatest } from './migrate.js';
 import { createOriginsRepository } from './origins.js';
 import { createSessionsRepository, createSignInFailuresRepository } from './sessions.js';
+import { createUsageRepository } from './usage.js';
 import { createUsersRepository } from './users.js';
 import { createWriter, isRetryable } from './write.js';
 
@@ -24,6 +25,8 @@ export type { AuditEntry } from './audit.js';
 export type { FormUse } from './forms.js';
 export type { DashboardSession, SignInFailure } from './sessions.js';
 export type { DashboardUser } from './users.js';
+export type { FailedRequest, UsageBatch, UsageRow } from './usage.js';
+export { FAILED_REQUESTS_KEPT } from './usage.js';
 export type { AccountKind } from './schema.js';
 export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
@@ -70,6 +73,8 @@ export function openStore(url: string, options: StoreOptions = {}) {
     signInFailures: createSignInFailuresRepository(db, write),
     audit: createAuditRepository(db, write),
     forms: createFormsRepository(db, write),
+    /** Usage per key and the failed-request ring (src/usage): written in batches, read by the dashboard; no change recorded. */
+    usage: createUsageRepository(db, write),
     /** The versions of keys and origins (D4) and of each tenant's listings, kept current (changes.ts). */
     changes: watcher ?? inert,
     /** One write transaction with its changes recorded, waiting its turn without blocking (write.ts). */

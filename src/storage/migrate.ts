@@ -5,6 +5,7 @@ import * as dashboardForms from './migrations/003_dashboard_forms.js';
 import * as changeTracking from './migrations/004_change_tracking.js';
 import * as auditRateLimit from './migrations/005_audit_rate_limit.js';
 import * as changeFeed from './migrations/006_change_feed.js';
+import * as usage from './migrations/007_usage.js';
 import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
 import type { Database } from './schema.js';
 
@@ -19,7 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_change_tracking': changeTracking,
   '005_audit_rate_limit': auditRateLimit,
   '006_change_feed': changeFeed,
-  // 007 is the usage tables' (issue 12), landing separately.
+  '007_usage': usage,
   '008_covering_order_index': coveringOrderIndex,
 };
 

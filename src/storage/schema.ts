@@ -20,6 +20,8 @@ export interface Database {
   tenant_versions: TenantVersionsTable;
   store_versions: StoreVersionsTable;
   store_secrets: StoreSecretsTable;
+  api_usage: ApiUsageTable;
+  api_failed_requests: ApiFailedRequestsTable;
   /** A temporary table of the connection that runs an import (see listings/import.ts). */
   import_staging: ImportStagingTable;
 }
@@ -174,4 +176,40 @@ export interface DashboardFormsTable {
   /** The key it created; null while that is under way, or if it failed. */
   key_id: string | null;
   used_at: string;
+}
+
+/**
+ * Requests of one key in one time bucket with one outcome (migration 007; src/usage). `span` is
+ * the bucket's length in seconds (300 or 3600), `bucket_start` its UTC start as ISO text, `outcome`
+ * `200`, `304` or an error code. Every instance adds to the same row.
+ */
+export interface ApiUsageTable {
+  key_id: string;
+  span: number;
+  bucket_start: string;
+  outcome: string;
+  account_id: string;
+  n: number;
+}
+
+/**
+ * A failed request of an account's key (migration 007): the last 200 per account are kept. Only
+ * the key's id: never the key, its hash or any header (D20); path and message are redacted.
+ */
+export interface ApiFailedRequestsTable {
+  /** Time-ordered (UUIDv7), so rows of one millisecond keep their order. */
+  id: string;
+  account_id: string;
+  key_id: string;
+  at: string;
+  status: number;
+  code: string;
+  method: string;
+  /** Without the query string, keys redacted (D20). */
+  path: string;
+  /** The request's Origin header as sent (redacted, at most 200 characters), or null. */
+  origin: string | null;
+  request_id: string;
+  /** The answer's message (it names the parameter of a 400). */
+  message: string;
 }

@@ -21,9 +21,10 @@ if (!available) console.log(`SKIPPED: the browser suite needs ${CHROMIUM} (apt-g
  * Where the screenshot of the keys page is written: the README's copy with UPDATE_SCREENSHOTS=1
  * (so a plain test run leaves the tree clean), else a temp file.
  */
-const SCREENSHOT = process.env.UPDATE_SCREENSHOTS
-  ? fileURLToPath(new URL('../../../docs/keys-page.png', import.meta.url))
-  : join(tmpdir(), `listings-keys-page-${process.pid}.png`);
+const screenshotPath = (name: string) => process.env.UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL(`../../../docs/${name}.png`, import.meta.url))
+  : join(tmpdir(), `listings-${name}-${process.pid}.png`);
+const SCREENSHOT = screenshotPath('keys-page');
 
 /**
  * A tiny web page that calls the API from the browser with the key in its URL fragment (never sent
@@ -212,6 +213,25 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     assert.deepEqual(shown.listings, []);
   });
 
+  it('Failed requests: the refused page is listed with how to fix it; Allow this origin fixes it in one click and the page then works', async () => {
+    const origin = `http://127.0.0.1:${sitePort}`;
+    assert.equal((await clientPage(origin)).status, 'error 403 origin_not_allowed');
+    await server.service.usage!.flush();
+    await page.click('nav.tabs >> text=Failed requests');
+    await page.waitForSelector('ol.failures');
+    const row = page.locator(`li.failure:has(dd code:text-is("${origin}"))`).first();
+    assert.match(await row.locator('.fix').innerText(), new RegExp(`The origin ${origin.replace(/\./g, '\\.')} is not registered for Singapore`));
+    assert.match(await row.locator('.failure-head').innerText(), /403 origin_not_allowed[\s\S]*Website \(production\)/);
+    await row.locator('button:has-text("Allow this origin")').click();
+    await page.waitForSelector('.alert.success');
+    assert.match((await page.textContent('.alert.success'))!, new RegExp(`Allowed ${origin.replace(/\./g, '\\.')} for Singapore`));
+    const shown = await clientPage(origin);
+    assert.equal(shown.status, 'ok 2', 'the page works now');
+    assert.deepEqual(shown.listings, ['Office suite, Marina Bay', 'Ground-floor shop, Tanjong Pagar']);
+    await page.click('nav.tabs >> text=Activity');
+    assert.match((await page.textContent('ol.activity'))!, new RegExp(`allowed origin ${origin.replace(/\./g, '\\.')} for Singapore`));
+  });
+
   it('revokes the key after a confirmation step; the API answers 401 at once, in curl and in the browser', async () => {
     // A second key first, so the list (and the README screenshot) shows an active and a revoked key.
     await page.click('nav.tabs >> text=API keys');
@@ -241,6 +261,58 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     assert.ok(existsSync(SCREENSHOT));
+  });
+
+  it('Usage and Failed requests after a day of a widget\'s traffic: charts per five minutes (with the limit line) and per day, totals, and the failures with their fixes', async () => {
+    // A day of real requests, made by moving the injected clock through it (the API only: the
+    // dashboard session is not touched until the clock is back).
+    const now = server.clock.ms;
+    server.clock.ms = now - 24 * 3_600_000 + 10 * 60_000;
+    const widget = await server.createKey(accountId, 'sg', 'Listings widget');
+    await server.service.store.keys.setRateLimit(widget.id, 20);
+    const refused = 'https://www.harbourfront-realty.example';
+    const etag = String((await server.get('/v1/listings', { key: widget.key })).headers.etag);
+    for (let step = 0; step < 71; step++) {
+      const hour = (step / 3 + 8) % 24;
+      const busy = Math.round(4 + 14 * Math.max(0, Math.sin(((hour - 6) / 16) * Math.PI)));
+      for (let i = 0; i < busy; i++) await server.get('/v1/listings', { key: widget.key });
+      for (let i = 0; i < Math.round(busy / 2); i++) await server.get('/v1/listings', { key: widget.key, headers: { 'if-none-match': etag } });
+      if (step === 40) for (let i = 0; i < 25; i++) await server.get('/v1/listings', { key: widget.key }); // a polling loop: past the limit
+      if (step % 9 === 4) await server.get('/v1/listings', { key: widget.key, headers: { origin: refused } });
+      if (step % 17 === 8) await server.get('/v1/listings?per_page=abc', { key: widget.key });
+      server.clock.advance(20 * 60_000);
+    }
+    server.clock.ms = now;
+    assert.equal((await server.get('/v1/listings', { key })).status, 401, 'the revoked key');
+    await server.service.usage!.flush();
+
+    await page.click('nav.tabs >> text=Usage');
+    await page.waitForSelector('svg#chart-24h');
+    assert.match((await page.textContent('#chart-heading'))!, /Listings widget/);
+    assert.ok(await page.locator('svg#chart-24h line.limit').count() === 1, 'the limit line');
+    assert.ok(await page.locator('svg#chart-24h rect.o-200').count() > 50);
+    assert.ok(await page.locator('svg#chart-24h rect.o-rate_limited').count() >= 1);
+    assert.match((await page.textContent('.totals-grid'))!, /429 rate_limited: \d+/);
+    await page.click('details.numbers summary');
+    assert.ok(await page.locator('table.numbers-table tbody tr').first().isVisible(), 'the table of the same numbers opens');
+    await page.click('details.numbers summary');
+    await page.screenshot({ path: screenshotPath('usage-page'), fullPage: true });
+
+    await page.click('nav.tabs >> text=Failed requests');
+    await page.waitForSelector('ol.failures');
+    const fixes = (await page.locator('.fix').allInnerTexts()).join('\n');
+    assert.match(fixes, /This key was revoked/);
+    assert.match(fixes, /More than 20 requests a minute with this key/);
+    assert.match(fixes, /A query parameter is wrong: Query parameter "per_page"/);
+    assert.match(fixes, new RegExp(`The origin ${refused.replace(/\./g, '\\.')} is not registered for Singapore`));
+    // The widget's own failures, as a member filters them: a refused origin (with its button), the
+    // polling loop's 429s, a malformed parameter.
+    await page.selectOption('#filter-key', widget.id);
+    await page.click('button:has-text("Filter")');
+    await page.waitForSelector('ol.failures');
+    assert.equal(await page.locator('li.failure').first().getAttribute('data-code'), 'origin_not_allowed');
+    assert.ok(await page.locator('li.failure button:has-text("Allow this origin")').first().isVisible());
+    await page.screenshot({ path: screenshotPath('failed-requests-page'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1500 } });
   });
 
   describe('on a phone (390 x 844)', () => {

@@ -144,7 +144,7 @@ export function createGuard(opts: GuardOptions): onRequestHookHandler {
       throw new ApiError(
         403,
         'origin_not_allowed',
-        `The origin ${JSON.stringify(redactKeys(sent).slice(0, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer), or call the API from your server.`,
+        `The origin ${JSON.stringify(redactKeys(sent).slice(0, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
       );
     };
     const normalized = sent === 'null' ? undefined : normalizeOrigin(sent);

@@ -1,0 +1,184 @@
+import { createServer, type Server } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
+import type { ReadStats } from '../readmodel/index.js';
+import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
+
+/**
+ * Prometheus metrics (issue 12), with prom-client, served at GET /metrics on a port of their own
+ * (METRICS_PORT; the API's port answers 404 there). The request path only adds to plain integers
+ * (a Map per route of status -> count, and a histogram's bucket counts): prom-client reads them
+ * when scraped, so a request costs no label hashing.
+ *
+ * - `listings_http_requests_total{route, status, code}`: every answer of the API's app; `route` is
+ *   the route's pattern (`/v1/listings/:id`) or `unmatched`, `code` the error code (D6) or `none`.
+ * - `listings_http_request_duration_seconds{route}`: a histogram of the same answers' latency.
+ * - `listings_rate_limit_decisions_total{outcome}`: `admitted` (counted against the key),
+ *   `limited` (429), `revalidated` (a free 304, D21).
+ * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
+ *   origins, pages, details).
+ * - prom-client's process and Node.js defaults, the event-loop delay among them.
+ *
+ * In `serve --workers N` each worker keeps its own and the primary, which listens on METRICS_PORT,
+ * sums them per scrape (prom-client's AggregatorRegistry).
+ */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+const CODE_OF_OUTCOME: readonly string[] = OUTCOMES.map((o, i) => (i < 2 ? 'none' : o));
+
+class RouteStats {
+  readonly byStatus = new Map<number, number>();
+  /** Per bucket of DURATION_BUCKETS (and one more for +Inf): answers that took at most that long and more than the bucket before. */
+  readonly buckets = new Float64Array(DURATION_BUCKETS.length + 1);
+  sum = 0;
+  count = 0;
+}
+
+/** The label `code` of an answer's status. */
+export function codeOfStatus(status: number): string {
+  const outcome = outcomeOfStatus(status);
+  return outcome < 0 ? (status >= 400 ? 'other' : 'none') : CODE_OF_OUTCOME[outcome]!;
+}
+
+type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/** A histogram whose observations are plain array increments; prom-client reads it through get(). */
+class RouteHistogram {
+  readonly name = 'listings_http_request_duration_seconds';
+  readonly help = 'Latency of API answers, from the request to the end of the answer, by route.';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  constructor(private readonly routes: Map<string, RouteStats>) {}
+  async get() {
+    const values: MetricValue[] = [];
+    for (const [route, stats] of this.routes) {
+      let cumulative = 0;
+      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+        cumulative += stats.buckets[i]!;
+        values.push({ labels: { le: DURATION_BUCKETS[i]!, route }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: { le: '+Inf', route }, value: stats.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { route }, value: stats.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { route }, value: stats.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+  reset(): void {}
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly routes = new Map<string, RouteStats>();
+  private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
+
+  constructor(readStats: () => ReadStats) {
+    collectDefaultMetrics({ register: this.registry });
+    const routes = this.routes;
+    const decisions = this.decisions;
+    this.registry.registerMetric(new Counter({
+      name: 'listings_http_requests_total',
+      help: 'Answers of the API, by route pattern, status and error code (none for 2xx and 304).',
+      labelNames: ['route', 'status', 'code'],
+      registers: [],
+      collect() {
+        this.reset();
+        for (const [route, stats] of routes) {
+          for (const [status, n] of stats.byStatus) this.inc({ route, status: String(status), code: codeOfStatus(status) }, n);
+        }
+      },
+    }));
+    this.registry.registerMetric(new RouteHistogram(routes) as unknown as Metric);
+    this.registry.registerMetric(new Counter({
+      name: 'listings_rate_limit_decisions_total',
+      help: 'Rate-limit decisions: admitted (counted against the key), limited (429), revalidated (a free 304, D21).',
+      labelNames: ['outcome'],
+      registers: [],
+      collect() {
+        this.reset();
+        for (const outcome of ['admitted', 'limited', 'revalidated'] as const) this.inc({ outcome }, decisions[outcome]);
+      },
+    }));
+    this.registry.registerMetric(new Counter({
+      name: 'listings_cache_requests_total',
+      help: 'Look-ups in the read caches of keys, origins, list pages and listing details: hit or miss.',
+      labelNames: ['cache', 'result'],
+      registers: [],
+      collect() {
+        this.reset();
+        const stats = readStats();
+        for (const cache of ['keys', 'origins', 'pages', 'details'] as const) {
+          this.inc({ cache, result: 'hit' }, stats[cache].hits);
+          this.inc({ cache, result: 'miss' }, stats[cache].misses);
+        }
+      },
+    }));
+  }
+
+  /** The request path's one call, when an answer is complete: integer additions only. */
+  requestCompleted(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void {
+    const name = route ?? 'unmatched';
+    let stats = this.routes.get(name);
+    if (stats === undefined) {
+      stats = new RouteStats();
+      this.routes.set(name, stats);
+    }
+    const status = reply.statusCode;
+    stats.byStatus.set(status, (stats.byStatus.get(status) ?? 0) + 1);
+    const seconds = elapsedMs / 1000;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+    stats.buckets[i]!++;
+    stats.sum += seconds;
+    stats.count++;
+    // D14, D21: the limit step's decision, as the answer shows it (guard.ts, answer.ts).
+    const limit = request.rateLimit;
+    if (limit != null) {
+      if (status === 304) this.decisions.revalidated++;
+      else if (status === 429) this.decisions.limited++;
+      else if (!limit.deferred) this.decisions.admitted++;
+    }
+  }
+
+  /** The text exposition of this process's metrics. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** In a `serve --workers` worker: answer the primary's requests for these metrics (AggregatorRegistry). */
+  reportToPrimary(): void {
+    AggregatorRegistry.setRegistries([this.registry]);
+    // Constructing one adds the worker's listener for the primary's requests (prom-client's cluster.js).
+    new AggregatorRegistry();
+  }
+}
+
+/** The primary of `serve --workers`: one scrape sums every worker's metrics. */
+export function clusterScrape(): () => Promise<string> {
+  const aggregator = new AggregatorRegistry();
+  return () => aggregator.clusterMetrics();
+}
+
+/** GET /metrics on HOST:METRICS_PORT (anything else: 404). */
+export async function listenForScrapes(scrape: () => Promise<string>, port: number, host: string, onError: (error: unknown) => void): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?', 1)[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found: metrics are at GET /metrics.\n');
+      return;
+    }
+    scrape().then(
+      (text) => res.writeHead(200, { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }).end(req.method === 'HEAD' ? undefined : text),
+      (error: unknown) => {
+        onError(error);
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Could not collect the metrics; see the log.\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}

@@ -1,0 +1,115 @@
+import { sql, type Kysely } from '#kysely';
+import { timeOrderedId } from './audit.js';
+import type { ApiFailedRequestsTable, ApiUsageTable, Database } from './schema.js';
+import type { Write } from './write.js';
+
+export type UsageRow = ApiUsageTable;
+export type FailedRequest = ApiFailedRequestsTable;
+
+/** How many failed requests are kept per account (issue 12): older ones go in the batch that adds newer ones. */
+export const FAILED_REQUESTS_KEPT = 200;
+
+/** One flush of an instance's usage buffer (src/usage): counts to add, failures to keep, old rows to drop. */
+export interface UsageBatch {
+  counts: readonly UsageRow[];
+  failures: ReadonlyArray<Omit<FailedRequest, 'id'>>;
+  /** Buckets that start before these times are deleted (span in seconds -> ISO time). */
+  pruneBefore?: ReadonlyMap<number, string>;
+}
+
+/** Rows per INSERT statement (well under SQLite's limit of bound parameters). */
+const CHUNK = 400;
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Usage per key and the failed-request ring (migration 007). Written only in batches, never per
+ * request; read only by the dashboard. The API never reads these tables, so their writes record no
+ * change (that would only empty its caches).
+ */
+export function createUsageRepository(db: Kysely<Database>, write: Write) {
+  return {
+    /** One transaction: adds the counts (an upsert that adds, so instances sum), keeps the failures, prunes. */
+    async recordBatch(batch: UsageBatch): Promise<void> {
+      if (batch.counts.length === 0 && batch.failures.length === 0 && (batch.pruneBefore?.size ?? 0) === 0) return;
+      // In primary-key order, so that two instances' batches lock rows in the same order (PostgreSQL).
+      const counts = [...batch.counts].sort((a, b) =>
+        a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.span - b.span || (a.bucket_start < b.bucket_start ? -1 : a.bucket_start > b.bucket_start ? 1 : a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0));
+      await write(async (tx) => {
+        for (const chunk of chunks(counts, CHUNK)) {
+          await tx
+            .insertInto('api_usage')
+            .values(chunk)
+            .onConflict((oc) => oc.columns(['key_id', 'span', 'bucket_start', 'outcome']).doUpdateSet({ n: sql<number>`api_usage.n + excluded.n` }))
+            .execute();
+        }
+        const failures = batch.failures.map((f) => ({ ...f, id: timeOrderedId(Date.parse(f.at)) }));
+        for (const chunk of chunks(failures, CHUNK)) await tx.insertInto('api_failed_requests').values(chunk).execute();
+        // The ring: each account that got failures keeps its newest FAILED_REQUESTS_KEPT.
+        for (const accountId of new Set(failures.map((f) => f.account_id))) {
+          await tx
+            .deleteFrom('api_failed_requests')
+            .where('account_id', '=', accountId)
+            .where('id', 'not in', (qb) =>
+              qb.selectFrom('api_failed_requests').select('id').where('account_id', '=', accountId).orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT))
+            .execute();
+        }
+        for (const [span, before] of batch.pruneBefore ?? []) {
+          await tx.deleteFrom('api_usage').where('span', '=', span).where('bucket_start', '<', before).execute();
+        }
+      });
+    },
+
+    /** A key's buckets of one span from `since` on, oldest first. */
+    async bucketsOfKey(keyId: string, span: number, since: string): Promise<UsageRow[]> {
+      return db
+        .selectFrom('api_usage')
+        .selectAll()
+        .where('key_id', '=', keyId)
+        .where('span', '=', span)
+        .where('bucket_start', '>=', since)
+        .orderBy('bucket_start')
+        .orderBy('outcome')
+        .execute();
+    },
+
+    /** Per key of the account and outcome: the requests in buckets of `span` from `since` on. */
+    async totalsOfAccount(accountId: string, span: number, since: string): Promise<Array<{ key_id: string; outcome: string; n: number }>> {
+      const rows = await db
+        .selectFrom('api_usage')
+        .select(['key_id', 'outcome', (eb) => eb.fn.sum<number | string>('n').as('n')])
+        .where('account_id', '=', accountId)
+        .where('span', '=', span)
+        .where('bucket_start', '>=', since)
+        .groupBy(['key_id', 'outcome'])
+        .execute();
+      // PostgreSQL's sum of integers is a bigint, which the driver gives as text.
+      return rows.map((r) => ({ key_id: r.key_id, outcome: r.outcome, n: Number(r.n) }));
+    },
+
+    /** The account's kept failed requests, newest first, optionally of one key and one error code. */
+    async failures(accountId: string, filter: { keyId?: string; code?: string } = {}): Promise<FailedRequest[]> {
+      let query = db.selectFrom('api_failed_requests').selectAll().where('account_id', '=', accountId);
+      if (filter.keyId !== undefined) query = query.where('key_id', '=', filter.keyId);
+      if (filter.code !== undefined) query = query.where('code', '=', filter.code);
+      return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT).execute();
+    },
+
+    /** A kept failed request of the account by its request id (D19), or undefined. */
+    async failureByRequestId(accountId: string, requestId: string): Promise<FailedRequest | undefined> {
+      return db
+        .selectFrom('api_failed_requests')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('request_id', '=', requestId)
+        .orderBy('at', 'desc')
+        .executeTakeFirst();
+    },
+  };
+}
+
+export type UsageRepository = ReturnType<typeof createUsageRepository>;

@@ -1,0 +1,226 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken, type FindKeyByHash } from '../auth/authenticate.js';
+import { hashKey, redactKeys } from '../auth/key-format.js';
+import type { Clock } from '../core/clock.js';
+import { loggablePath } from '../http/request-log.js';
+import { FAILED_REQUESTS_KEPT, type FailedRequest, type UsageBatch, type UsageRow } from '../storage/index.js';
+import { FIRST_ERROR, OUTCOMES, outcomeOfStatus } from './outcomes.js';
+
+export { OUTCOMES, FIRST_ERROR, isOutcome, outcomeOfStatus, type Outcome } from './outcomes.js';
+
+/**
+ * Usage counted per key (issue 12) without a database write per request: each instance counts in
+ * memory (a Map per five-minute bucket of key id -> one integer per outcome) and writes every
+ * `intervalMs` one batch, in one transaction, that adds its counts to the stored ones (an upsert
+ * that adds, so every instance's counts sum) for the five-minute bucket and for its hour, keeps
+ * the failed requests (the last 200 per account), and prunes old buckets. A crash loses at most one
+ * interval; a failed write keeps its counts for the next one.
+ *
+ * What is attributed to a key: every answer to a request whose key passed the 401 stage
+ * (`request.apiKey`), and a 401 for a well-formed key whose hash is known (revoked, or sent to
+ * another country's host): that key, of that account. A missing, malformed or unknown key belongs
+ * to no account and is counted only by the metrics. Nothing of the Authorization header is kept:
+ * only the id of the stored key its hash matched.
+ */
+export const BUCKET_SPANS = { fiveMinutes: 300, hour: 3600 } as const;
+/** How long buckets are kept, per span in seconds. */
+export const RETENTION_MS: ReadonlyMap<number, number> = new Map([
+  [BUCKET_SPANS.fiveMinutes, 48 * 3_600_000],
+  [BUCKET_SPANS.hour, 90 * 86_400_000],
+]);
+const FIVE_MINUTES_MS = BUCKET_SPANS.fiveMinutes * 1000;
+const HOUR_MS = BUCKET_SPANS.hour * 1000;
+/** Old buckets are pruned by a flush at most this often. */
+const PRUNE_EVERY_MS = 60_000;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The message of the error answer, set by the app's error handler (kept with a failed request). */
+    errorMessage: string | null;
+  }
+}
+
+/** One key's counts in one bucket: one integer per outcome. */
+class KeyCounts {
+  readonly n = new Float64Array(OUTCOMES.length);
+  constructor(readonly accountId: string) {}
+}
+
+export interface UsageOptions {
+  /** Writes one batch (store.usage.recordBatch). */
+  write(batch: UsageBatch): Promise<void>;
+  /** The read path's key look-up, to attribute a 401 to a known (revoked or other-country) key. */
+  findKeyByHash: FindKeyByHash;
+  clock: Clock;
+  onError(error: unknown): void;
+  intervalMs?: number;
+}
+
+type PendingFailure = Omit<FailedRequest, 'id'>;
+
+export class UsageCounter {
+  private buckets = new Map<number, Map<string, KeyCounts>>();
+  private lastBucket = -1;
+  private lastMap: Map<string, KeyCounts> | undefined;
+  private failures = new Map<string, PendingFailure[]>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private lastPrune = Number.NEGATIVE_INFINITY;
+  readonly intervalMs: number;
+
+  constructor(private readonly options: UsageOptions) {
+    this.intervalMs = options.intervalMs ?? 5000;
+  }
+
+  /** The request path's one call, when an answer is complete. Memory only. */
+  requestCompleted(request: FastifyRequest, reply: FastifyReply): void {
+    const status = reply.statusCode;
+    const outcome = outcomeOfStatus(status);
+    if (outcome < 0) return;
+    const key = request.apiKey;
+    if (key != null) {
+      const at = this.options.clock();
+      this.count(key.id, key.accountId, outcome, at);
+      if (outcome >= FIRST_ERROR) this.fail(request, key.id, key.accountId, status, outcome, at);
+    } else if (status === 401 && key === null) {
+      // `null` (not undefined): a /v1 request, which reached the key step and was refused there.
+      this.unauthorized(request, status, outcome);
+    }
+  }
+
+  /** A 401 is attributed to the stored key whose hash the presented one matches, if any (revoked, or another country's). */
+  private unauthorized(request: FastifyRequest, status: number, outcome: number): void {
+    const header = request.headers.authorization;
+    if (typeof header !== 'string') return;
+    let token: string;
+    try {
+      token = bearerToken(header);
+    } catch {
+      return; // missing or malformed: no account to tell
+    }
+    const at = this.options.clock();
+    const attribute = (record: { id: string; account_id: string } | undefined) => {
+      if (record === undefined) return;
+      this.count(record.id, record.account_id, outcome, at);
+      this.fail(request, record.id, record.account_id, status, outcome, at);
+    };
+    const found = this.options.findKeyByHash(hashKey(token));
+    if (found instanceof Promise) found.then(attribute, () => undefined);
+    else attribute(found);
+  }
+
+  /** Adds `n` requests (default one) of a key with an outcome (an index of OUTCOMES) at a time. */
+  count(keyId: string, accountId: string, outcome: number, at: number, n = 1): void {
+    const bucket = at - (at % FIVE_MINUTES_MS);
+    let byKey = bucket === this.lastBucket ? this.lastMap : undefined;
+    if (byKey === undefined) {
+      byKey = this.buckets.get(bucket);
+      if (byKey === undefined) {
+        byKey = new Map();
+        this.buckets.set(bucket, byKey);
+      }
+      this.lastBucket = bucket;
+      this.lastMap = byKey;
+    }
+    let counts = byKey.get(keyId);
+    if (counts === undefined) {
+      counts = new KeyCounts(accountId);
+      byKey.set(keyId, counts);
+    }
+    counts.n[outcome]! += n;
+  }
+
+  private fail(request: FastifyRequest, keyId: string, accountId: string, status: number, outcome: number, at: number): void {
+    let list = this.failures.get(accountId);
+    if (list === undefined) {
+      list = [];
+      this.failures.set(accountId, list);
+    }
+    // Only the newest FAILED_REQUESTS_KEPT of an account can survive the flush anyway.
+    if (list.length >= FAILED_REQUESTS_KEPT) list.shift();
+    const origin = request.headers.origin;
+    list.push({
+      account_id: accountId,
+      key_id: keyId,
+      at: new Date(at).toISOString(),
+      status,
+      code: OUTCOMES[outcome]!,
+      method: request.method.slice(0, 16),
+      path: loggablePath(request.url),
+      origin: typeof origin === 'string' ? redactKeys(origin.slice(0, 200)) : null,
+      request_id: request.id.slice(0, 140),
+      message: redactKeys(request.errorMessage ?? '').slice(0, 300),
+    });
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Writes what was counted since the last flush in one batch (and prunes, once a minute). One at a time. */
+  flush(): Promise<void> {
+    if (this.running !== undefined) return this.running.then(() => this.flush());
+    this.running = this.flushOnce().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const now = this.options.clock();
+    const pruneDue = now - this.lastPrune >= PRUNE_EVERY_MS;
+    if (this.buckets.size === 0 && this.failures.size === 0 && !pruneDue) return;
+    const buckets = this.buckets;
+    const failures = this.failures;
+    this.buckets = new Map();
+    this.lastBucket = -1;
+    this.lastMap = undefined;
+    this.failures = new Map();
+
+    const rows = new Map<string, UsageRow>();
+    const add = (keyId: string, accountId: string, span: number, start: number, outcome: number, n: number) => {
+      const bucketStart = new Date(start).toISOString();
+      const id = `${keyId}\n${span}\n${bucketStart}\n${outcome}`;
+      const row = rows.get(id);
+      if (row !== undefined) row.n += n;
+      else rows.set(id, { key_id: keyId, account_id: accountId, span, bucket_start: bucketStart, outcome: OUTCOMES[outcome]!, n });
+    };
+    for (const [start, byKey] of buckets) {
+      for (const [keyId, counts] of byKey) {
+        for (let i = 0; i < counts.n.length; i++) {
+          const n = counts.n[i]!;
+          if (n === 0) continue;
+          add(keyId, counts.accountId, BUCKET_SPANS.fiveMinutes, start, i, n);
+          add(keyId, counts.accountId, BUCKET_SPANS.hour, start - (start % HOUR_MS), i, n);
+        }
+      }
+    }
+    const pruneBefore = pruneDue ? new Map([...RETENTION_MS].map(([span, ms]) => [span, new Date(now - ms).toISOString()])) : undefined;
+    try {
+      await this.options.write({ counts: [...rows.values()], failures: [...failures.values()].flat(), pruneBefore });
+      if (pruneDue) this.lastPrune = now;
+    } catch (error) {
+      // Kept for the next flush, added to what was counted meanwhile.
+      for (const [start, byKey] of buckets) {
+        for (const [keyId, counts] of byKey) {
+          for (let i = 0; i < counts.n.length; i++) {
+            if (counts.n[i]! > 0) this.count(keyId, counts.accountId, i, start, counts.n[i]!);
+          }
+        }
+      }
+      for (const [accountId, list] of failures) {
+        const newer = this.failures.get(accountId) ?? [];
+        this.failures.set(accountId, [...list, ...newer].slice(-FAILED_REQUESTS_KEPT));
+      }
+      this.options.onError(error);
+    }
+  }
+
+  /** Stops the timer and writes what is left (shutdown). */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+}

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TEST_STORE } from '../support/database.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { dev, signedIn, text, type DashboardClient } from './helpers.js';
+
+/**
+ * Settings > Developer > Usage, Failed requests and the request-id look-up (issue 12), through the
+ * real dashboard: what a member sees, the Allow-this-origin button (CSRF, audit, in force at once),
+ * and the account boundary (another account's usage and failures never shown; tampered ids 404).
+ */
+describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () => {
+  let server: TestServer;
+  let accountId: string;
+  let otherId: string;
+  let client: DashboardClient;
+  let other: DashboardClient;
+  let web: { id: string; key: string };
+  let otherKey: { id: string; key: string };
+  const flush = () => server.service.usage!.flush();
+
+  before(async () => {
+    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+    accountId = await server.createAccount();
+    otherId = await server.createAccount();
+    await server.addListings(accountId, [{ title: 'One' }]);
+    web = await server.createKey(accountId, 'sg', 'Website');
+    otherKey = await server.createKey(otherId, 'sg', 'Their site');
+    ({ client } = await signedIn(server, accountId));
+    ({ client: other } = await signedIn(server, otherId));
+  });
+  after(() => server?.close());
+
+  it('before any request, each page says what to do', async () => {
+    const usage = await client.get(dev(accountId, 'usage'));
+    assert.equal(usage.status, 200);
+    assert.match(text(usage.body), /No requests counted yet\. Call the API with one of your keys/);
+    const failures = await client.get(dev(accountId, 'failures'));
+    assert.equal(failures.status, 200);
+    assert.match(text(failures.body), /No failed requests\./);
+    assert.match(usage.body, /<a href="[^"]+\/usage" aria-current="page">Usage<\/a>/);
+    assert.match(failures.body, /<a href="[^"]+\/failures" aria-current="page">Failed requests<\/a>/);
+  });
+
+  it('Usage: per key, a chart of the last 24 hours with the limit line and of 30 days, each with a table of the same numbers, and totals', async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await server.get('/v1/listings', { key: web.key })).status, 200);
+    assert.equal((await server.get('/v1/listings?page=0', { key: web.key })).status, 400);
+    assert.equal((await server.get('/v1/listings', { key: web.key, headers: { origin: 'http://localhost:4321' } })).status, 403);
+    for (let i = 0; i < 5; i++) assert.equal((await server.get('/v1/listings', { key: otherKey.key, headers: { origin: 'https://theirs.example' } })).status, 403);
+    await flush();
+
+    const res = await client.get(dev(accountId, 'usage'));
+    assert.equal(res.status, 200);
+    const page = text(res.body);
+    assert.match(res.body, /<svg class="chart" id="chart-24h"[^>]* role="img"/);
+    assert.match(res.body, /<svg class="chart" id="chart-30d"/);
+    assert.match(res.body, /<line class="limit"/, 'the key\'s limit is drawn');
+    assert.match(page, /limit 60\/min/);
+    assert.match(page, /Last 24 hours: 5/);
+    assert.match(page, /200 OK: 3/);
+    assert.match(page, /400 bad_request: 1/);
+    assert.match(page, /403 origin_not_allowed: 1/);
+    // The table of the chart: the bucket of 10:00 holds 3, 1 and 1.
+    const table = /<table class="numbers-table">[\s\S]*?<\/table>/.exec(res.body)![0];
+    assert.match(text(table), /2026-11-22 10:00 3 1 1 5/);
+    assert.ok(!page.includes('Their site'), 'another account\'s key is not shown');
+  });
+
+  it('Usage: the other account sees only its own key and counts', async () => {
+    const res = await other.get(dev(otherId, 'usage'));
+    assert.equal(res.status, 200);
+    assert.match(text(res.body), /Their site/);
+    assert.match(text(res.body), /Last 24 hours: 5/);
+    assert.ok(!text(res.body).includes('Website'));
+  });
+
+  it('Failed requests: each row says how to fix it; filters by key and code', async () => {
+    const res = await client.get(dev(accountId, 'failures'));
+    assert.equal(res.status, 200);
+    const page = text(res.body);
+    assert.match(page, /403 origin_not_allowed .* Website sg_live_\w{4}…\w{4}/);
+    assert.match(page, /The origin http:\/\/localhost:4321 is not registered for Singapore: allow it, or call the API from your server\./);
+    assert.match(page, /A query parameter is wrong: Query parameter "page" must be 1 or more\./);
+    assert.match(res.body, /<button type="submit" class="primary small">Allow this origin/);
+    assert.ok(!page.includes('theirs.example'), 'another account\'s failures are never shown');
+
+    const onlyBad = text((await client.get(`${dev(accountId, 'failures')}?code=bad_request`)).body);
+    assert.match(onlyBad, /400 bad_request/);
+    assert.ok(!onlyBad.includes('403 origin_not_allowed 2026'), 'filtered by code');
+    const byKey = await client.get(`${dev(accountId, 'failures')}?key=${web.id}&code=`);
+    assert.equal(byKey.status, 200);
+    assert.match(text(byKey.body), /403 origin_not_allowed/);
+  });
+
+  it('tampered ids give 404: another account\'s key, a malformed key id, an unknown code, another account\'s pages', async () => {
+    for (const path of [
+      `${dev(accountId, 'usage')}?key=${otherKey.id}`,
+      `${dev(accountId, 'usage')}?key=not-a-uuid`,
+      `${dev(accountId, 'failures')}?key=${otherKey.id}`,
+      `${dev(accountId, 'failures')}?code=teapot`,
+      dev(otherId, 'usage'),
+      dev(otherId, 'failures'),
+      `${dev(otherId, 'requests')}?id=x`,
+    ]) {
+      const res = await client.get(path);
+      assert.equal(res.status, 404, path);
+      assert.ok(!res.body.includes('Their site') && !res.body.includes('theirs.example'), path);
+    }
+  });
+
+  it('request id look-up: a failed request of the account is shown; another account\'s, or an unknown id, is 404', async () => {
+    const mine = await server.service.store.usage.failures(accountId, { code: 'origin_not_allowed' });
+    const theirs = await server.service.store.usage.failures(otherId);
+    const shown = await client.get(`${dev(accountId, 'requests')}?id=${encodeURIComponent(mine[0]!.request_id)}`);
+    assert.equal(shown.status, 200);
+    assert.match(text(shown.body), /403 origin_not_allowed/);
+    assert.match(text(shown.body), /Origin http:\/\/localhost:4321/);
+    const form = await client.get(dev(accountId, 'requests'));
+    assert.equal(form.status, 200);
+    assert.match(form.body, /name="id"/);
+    for (const id of [theirs[0]!.request_id, 'req_unknown']) {
+      const res = await client.get(`${dev(accountId, 'requests')}?id=${encodeURIComponent(id)}`);
+      assert.equal(res.status, 404);
+      assert.match(text(res.body), /No such request is held/);
+      assert.ok(!res.body.includes('theirs.example'));
+    }
+  });
+
+  it('Allow this origin: refused without a valid CSRF token; then one click allows it, audit-logged, and the API answers that origin at once', async () => {
+    const origin = 'http://localhost:4321';
+    const call = async () => (await server.get('/v1/listings', { key: web.key, headers: { origin } })).status;
+    assert.equal(await call(), 403);
+    await client.get(dev(accountId, 'failures'));
+    const path = `${dev(accountId, 'failures')}/allow-origin`;
+    const forged = await client.post(path, { _csrf: 'forged', country: 'sg', origin });
+    assert.equal(forged.status, 403);
+    assert.equal(await server.service.store.origins.isAllowed(accountId, 'sg', origin), false, 'nothing changed');
+
+    const res = await client.post(path, { country: 'sg', origin, back: `${dev(accountId, 'failures')}?code=origin_not_allowed` });
+    assert.equal(res.status, 303);
+    assert.match(res.location!, new RegExp(`^${dev(accountId, 'failures')}\\?code=origin_not_allowed&done=added&country=sg&origin=`));
+    assert.equal(await call(), 200, 'in force on the very next request');
+    const after = await client.get(res.location!);
+    assert.match(text(after.body), /Allowed http:\/\/localhost:4321 for Singapore\./);
+    assert.match(text(after.body), /it is allowed now/);
+    assert.ok(!after.body.includes('Allow this origin'), 'no button once allowed');
+    const audit = await server.service.store.audit.listForAccount(accountId, 1);
+    assert.equal(audit[0]!.action, 'origin.added');
+    assert.equal(audit[0]!.origin, origin);
+
+    // A form naming an origin that cannot be registered changes nothing.
+    const bad = await client.post(path, { country: 'sg', origin: 'http://evil.example' });
+    assert.equal(bad.status, 400);
+    assert.equal(await server.service.store.origins.isAllowed(accountId, 'sg', 'http://evil.example'), false);
+  });
+
+  it('the 403 answer points at the dashboard page that explains it', async () => {
+    const res = await server.get('/v1/listings', { key: web.key, headers: { origin: 'https://elsewhere.example' } });
+    assert.equal(res.status, 403);
+    assert.match(res.json.message, /Settings > Developer > Failed requests/);
+  });
+});
