@@ -39,14 +39,20 @@ export interface NodeResponseLike {
   end(body?: Uint8Array | string): unknown;
 }
 
+/** What the handler did: answers by how they were served, and the look-ups it sent to the API. */
 export interface ProxyStats {
   /** Requests the handler answered (browser calls and server-side reads). */
   requests: number;
+  /**
+   * Look-ups sent to the API: one per copy due, however many visitors wait for it (each may be
+   * more than one HTTP request when the client retries).
+   */
+  refreshes: number;
   /** Answered from the shared copy without asking the API. */
   hits: number;
-  /** Answered after asking the API: a new body (200, counted by the API's limit). */
+  /** Answered after asking the API, with a new body (a 200, counted by the API's limit). */
   misses: number;
-  /** Answered after asking the API: unchanged (304, free, D21). */
+  /** Answered after asking the API, unchanged (a 304, free, D21). */
   revalidated: number;
   /** Answered with an older copy because the API failed. */
   stale: number;
@@ -117,7 +123,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
   const pending = new Map<string, Promise<Read>>();
-  const stats: ProxyStats = { requests: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0 };
+  const stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0 };
 
   function remember(key: string, entry: Entry): void {
     entries.delete(key);
@@ -126,6 +132,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
   }
 
   async function refresh(key: string, path: string, query: Record<string, string>, previous: Entry | undefined): Promise<Read> {
+    stats.refreshes++;
     try {
       const answer = await client.requestRaw(path, query, { signal: AbortSignal.timeout(upstreamTimeoutMs) });
       const at = now();
