@@ -7,13 +7,23 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-function testFiles(dir) {
+/**
+ * Where compiled tests are, and the folder of their TypeScript sources: the service's, and the
+ * workspaces' own (sdk/, examples/website/), each compiled to its dist-test/.
+ */
+const TEST_ROOTS = [
+  ['dist/test', 'test'],
+  ['sdk/dist-test', 'sdk/test'],
+  ['examples/website/dist-test', 'examples/website/test'],
+];
+
+function testFiles(dir, sourceDir) {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) return testFiles(path);
+    if (statSync(path).isDirectory()) return testFiles(path, join(sourceDir, name));
     // Only files whose TypeScript source still exists: a deleted test must not run from a stale build.
-    return name.endsWith('.test.js') && existsSync(path.replace(/^dist[/\\]/, '').replace(/\.js$/, '.ts')) ? [path] : [];
+    return name.endsWith('.test.js') && existsSync(join(sourceDir, name.replace(/\.js$/, '.ts'))) ? [path] : [];
   });
 }
 
@@ -43,7 +53,7 @@ function run(label, files, env) {
 }
 
 const only = process.argv.slice(2);
-const all = (only.length > 0 ? only : testFiles('dist/test')).sort();
+const all = (only.length > 0 ? only : TEST_ROOTS.flatMap(([dir, sourceDir]) => testFiles(dir, sourceDir))).sort();
 const runs = [await run('SQLite (embedded default)', all, { TEST_STORE: 'sqlite' })];
 
 const storeFiles = all.filter((f) => STORE_SUITES.some((dir) => f.startsWith(dir)));

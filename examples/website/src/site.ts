@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createListingsHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
+import { detailPage, listPage, messagePage, USAGE_CHOICES } from './render.js';
+
+export * from './render.js';
+
+export interface SiteOptions {
+  /** The SDK client that holds the key (server side only). */
+  client: ListingsClient;
+  /** Listings per page (default 12). */
+  perPage?: number;
+  /** How long one copy of an answer is shared by every visitor (default 10 s): see the proxy handler. */
+  freshMs?: number;
+  /**
+   * The site's public origin for canonical URLs and JSON-LD (e.g. `https://www.example.com`).
+   * Without it they use the request's Host header, which is fine locally but should be fixed behind
+   * a proxy or in production.
+   */
+  siteUrl?: string;
+  /** Testing hook: the proxy's clock. */
+  now?: () => number;
+}
+
+export interface Site {
+  server: Server;
+  /** The proxy handler: the browser's "load more" calls it under /api, and the pages read through it. */
+  handler: ListingsHandler;
+  listen(port: number, host?: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+const PUBLIC = fileURLToPath(new URL('../public/', import.meta.url));
+/** The SDK's browser build is its ESM dist/, served as it is. */
+const SDK_DIST = dirname(fileURLToPath(import.meta.resolve('@listings-api/sdk')));
+
+const CSP = "default-src 'none'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': type, 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin', ...extra });
+  res.end(body);
+}
+
+function html(res: ServerResponse, status: number, body: string): void {
+  send(res, status, 'text/html; charset=utf-8', body, { 'content-security-policy': CSP, 'cache-control': 'no-cache' });
+}
+
+/** Static files of public/ and the SDK's dist/, by exact name only. */
+function asset(res: ServerResponse, path: string): boolean {
+  let file: string | undefined;
+  let m: RegExpExecArray | null;
+  if ((m = /^\/assets\/(site\.(?:css|js))$/.exec(path))) file = join(PUBLIC, m[1]!);
+  else if ((m = /^\/assets\/sdk\/([a-z-]+\.js)$/.exec(path))) file = join(SDK_DIST, m[1]!);
+  if (file === undefined) return false;
+  let body: Buffer;
+  try {
+    body = readFileSync(file);
+  } catch {
+    return false;
+  }
+  send(res, 200, file.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8', body, { 'cache-control': 'public, max-age=300' });
+  return true;
+}
+
+/**
+ * The example site: `/` (the listings, filter by `?usage=`, pages by `?page=`), `/listings/<id>` (one
+ * listing with JSON-LD), `/api/...` (the SDK's proxy handler, for the browser's "load more"), and
+ * its assets. node:http only.
+ */
+export function createSite(options: SiteOptions): Site {
+  const perPage = options.perPage ?? 12;
+  const handler = createListingsHandler({ client: options.client, basePath: '/api', freshMs: options.freshMs ?? 10_000, ...(options.now ? { now: options.now } : {}) });
+
+  async function page(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://site.invalid');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'Method not allowed', { allow: 'GET, HEAD' });
+    if (asset(res, url.pathname)) return;
+    if (url.pathname === '/') {
+      const usageParam = url.searchParams.get('usage') ?? '';
+      const usage = (USAGE_CHOICES as readonly string[]).includes(usageParam) ? usageParam : undefined;
+      const pageNo = /^[1-9][0-9]{0,5}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
+      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) });
+      return html(res, 200, listPage({ page: answer, usage, perPage }));
+    }
+    const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);
+    if (detail !== null) {
+      const listing = await handler.listings.get(decodeURIComponent(detail[1]!));
+      const origin = options.siteUrl?.replace(/\/+$/, '') ?? `http://${req.headers.host ?? 'localhost'}`;
+      return html(res, 200, detailPage(listing, `${origin}/listings/${encodeURIComponent(listing.id)}`));
+    }
+    html(res, 404, messagePage('Page not found', 'There is no page at this address.'));
+  }
+
+  const server = createServer((req, res) => {
+    handler.node(req, res, () => {
+      page(req, res).catch((error: unknown) => {
+        if (error instanceof ListingsApiError && error.status === 404) return html(res, 404, messagePage('Listing not found', 'This listing is no longer available.'));
+        console.error(`example website: ${error instanceof Error ? error.message : String(error)}`);
+        html(res, 502, messagePage('Listings unavailable', 'The listings could not be loaded just now. Please try again in a moment.'));
+      });
+    });
+  });
+
+  return {
+    server,
+    handler,
+    listen: (port, host = '127.0.0.1') =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+      }),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

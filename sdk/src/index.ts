@@ -1,0 +1,18 @@
+export { ListingsClient, Listings, type ClientOptions, type CallOptions, type ListParams, type ListingFilters, type ChangesParams, type ListingStore, type RawAnswer } from './client.js';
+export { ListingsApiError, type RateLimit, type ClientErrorCode } from './errors.js';
+export { baseUrlFor, countryOfKey, isLocalhostName, COUNTRIES, type Country } from './hosts.js';
+export { fetchWithLocalhost, type FetchLike } from './transport.js';
+export { createListingsHandler, type ListingsHandler, type ListingsHandlerOptions } from './proxy.js';
+export {
+  ERROR_CODES,
+  LIST_LISTINGS_PARAMETERS,
+  LIST_CHANGES_PARAMETERS,
+  type ErrorCode,
+  type ErrorBody,
+  type Listing,
+  type ListingPage,
+  type ChangePage,
+  type ListingUpserted,
+  type ListingRemoved,
+  type SortKey,
+} from './openapi.js';

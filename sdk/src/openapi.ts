@@ -1,0 +1,114 @@
+// Generated from openapi.json by sdk/scripts/generate-types.mjs (npm run generate -w sdk): do not edit.
+// A test fails when this file is not what the document gives.
+
+/** An active listing. Every field is always present; null means "not set". New fields may be added within v1: ignore fields you do not know. */
+export interface Listing {
+  /** The listing's stable, unique id. */
+  id: string;
+  /** The building the unit is in. */
+  building_id: string;
+  /** The owning organisation's id; null when the owner is an individual landlord. */
+  org_id: string | null;
+  /** The listing's headline. */
+  title: string | null;
+  /** Floor area in square feet. */
+  size_sqft: number | null;
+  /** Usage tags: the main type, then the sub-type where one is set. Main types and their sub-types: Office (Shared Office); F&B (Pub, Cafe, Restaurant, Cloud Kitchen); Industrial (Food Factory, Warehouse); Retail (Kiosk, Shop, Anchor); Clinic (none). */
+  usage_types: string[];
+  /** Asking rent in `currency`, per the listing's pricing basis (typically per square foot per month). There is no formatted price string. */
+  price: number | null;
+  /** The ISO 4217 code of `price`. */
+  currency: string;
+  /** True when the listing is a lease takeover (assignment). */
+  is_takeover: boolean;
+  /** True when the listing is promoted. Featured listings come first in the list. */
+  is_featured: boolean;
+  /** Always `active`: the API shows active listings only. */
+  status: 'active';
+  /** When the listing expires; it drops out of the API at that instant. ISO 8601 in UTC, always with milliseconds and a trailing Z, e.g. 2026-10-01T08:30:00.000Z. */
+  expiry_date: string | null;
+  /** When the space becomes available. ISO 8601 in UTC, always with milliseconds and a trailing Z, e.g. 2026-10-01T08:30:00.000Z. */
+  available_from: string | null;
+  /** Minimum lease term as free text, in the form "<number> months". */
+  min_lease_tenure: string | null;
+  /** Total views on the public site. */
+  view_count: number;
+  /** Total inquiries received. */
+  inquiry_count: number;
+  /** The building or complex name. */
+  building_name: string | null;
+  /** The building's street address. */
+  street_address: string | null;
+  /** Public, watermarked image URLs (absolute https); fetching them needs no key and no CORS. [] means no photos. */
+  images: string[];
+  /** The cover image is `images[cover_image_index]`; 0 when there are no images. */
+  cover_image_index: number;
+  /** The listing's canonical public page. */
+  url: string;
+  /** When the listing was created. ISO 8601 in UTC, always with milliseconds and a trailing Z, e.g. 2026-10-01T08:30:00.000Z. */
+  created_at: string;
+}
+
+/** A page of listings. New fields may be added within v1: ignore fields you do not know. */
+export interface ListingPage {
+  /** The listings on this page, in the list's order. */
+  items: Listing[];
+  /** This page's number, from 1. */
+  page: number;
+  /** The page size applied, after clamping to 100. */
+  per_page: number;
+  /** How many active listings the key's account has in the key's country. */
+  total: number;
+  /** How many pages there are at this `per_page`: max(1, ceil(total / per_page)), so never 0. */
+  pages: number;
+}
+
+/** Changes since the cursor, in the order they took effect. New fields may be added within v1: ignore fields you do not know. */
+export interface ChangePage {
+  /** Events; the last one of an id is its current state. An answer holds `limit` events whenever that many are pending. */
+  items: Array<ListingUpserted | ListingRemoved>;
+  /** The cursor to send next (opaque). When `has_more` is false, keep it for the next poll. */
+  next_cursor: string;
+  /** True while more events are pending: ask again at once with `next_cursor`. False: caught up. */
+  has_more: boolean;
+}
+
+/** The listing is visible to the key, in this state: store it (put), replacing any copy you hold. */
+export interface ListingUpserted {
+  type: 'listing.upserted';
+  /** The listing's id. */
+  id: string;
+  /** When the change took effect (for an expiry: the expiry instant). ISO 8601 in UTC with milliseconds and Z. Events come in this order. */
+  at: string;
+  listing: Listing;
+}
+
+/** The listing is no longer visible to the key (it was leased or otherwise made inactive, moved to another owner or country, or expired): delete your copy. A removal of an id you do not hold is nothing to do. */
+export interface ListingRemoved {
+  type: 'listing.removed';
+  /** The listing's id. */
+  id: string;
+  /** When the change took effect (for an expiry: the expiry instant). ISO 8601 in UTC with milliseconds and Z. Events come in this order. */
+  at: string;
+}
+
+/** Every error answer. More fields may be added within v1. */
+export interface ErrorBody {
+  /** A stable, machine-readable code: branch on this. */
+  error: 'bad_request' | 'unauthorized' | 'origin_not_allowed' | 'not_found' | 'method_not_allowed' | 'rate_limited' | 'internal_error';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** The query parameters of GET /v1/listings, as the API names them. */
+export const LIST_LISTINGS_PARAMETERS = ['page', 'per_page', 'usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'sort'] as const;
+
+/** The query parameters of GET /v1/listings/changes, as the API names them. */
+export const LIST_CHANGES_PARAMETERS = ['cursor', 'limit'] as const;
+
+/** Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first. */
+export type SortKey = 'price' | '-price' | 'size_sqft' | '-size_sqft' | 'created_at' | '-created_at';
+
+/** The stable error codes of the API (the `error` of every error answer). */
+export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -1,0 +1,365 @@
+import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
+import { ListingsApiError } from './errors.js';
+import { LIST_CHANGES_PARAMETERS, LIST_LISTINGS_PARAMETERS, type ChangePage, type Listing, type ListingPage } from './openapi.js';
+
+export interface ListingsHandlerOptions {
+  /** The client that holds the key; only the server ever sees it. */
+  client: ListingsClient;
+  /** Where the handler answers (default `/api`): `GET {basePath}/v1/listings`, `.../v1/listings/changes`, `.../v1/listings/{id}`. */
+  basePath?: string;
+  /**
+   * How long one copy is served to every visitor without asking the API (default 10,000 ms). After
+   * that the next visitor's request revalidates it (a free 304 while nothing changed, D21), and the
+   * visitors asking meanwhile wait for that one request.
+   */
+  freshMs?: number;
+  /** How old a copy may be and still be served when the API fails (429 after the retries, 5xx, no answer); default 10 minutes. */
+  staleIfErrorMs?: number;
+  /** How many answers (URLs) are kept; least recently used out first (default 1,000). */
+  maxEntries?: number;
+  /** How long one refresh may take, waits before retries included, before visitors get an error or the stale copy (default 10,000 ms). */
+  upstreamTimeoutMs?: number;
+  /** `Cache-Control` of the answers to browsers (default `public, max-age=<freshMs in s>`). */
+  cacheControl?: string;
+  /** Testing hook: the clock (default Date.now). */
+  now?: () => number;
+}
+
+/** Minimal shapes of node:http's (and Express's) request and response, so browser builds need no Node types. */
+export interface NodeRequestLike {
+  method?: string | undefined;
+  url?: string | undefined;
+  /** Express keeps the full path here when the handler is mounted under a path. */
+  originalUrl?: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+}
+export interface NodeResponseLike {
+  statusCode: number;
+  setHeader(name: string, value: string): unknown;
+  end(body?: Uint8Array | string): unknown;
+}
+
+/** What the handler did: answers by how they were served, and the look-ups it sent to the API. */
+export interface ProxyStats {
+  /** Requests the handler answered (browser calls and server-side reads). */
+  requests: number;
+  /**
+   * Look-ups sent to the API: one per copy due, however many visitors wait for it (each may be
+   * more than one HTTP request when the client retries).
+   */
+  refreshes: number;
+  /** Answered from the shared copy without asking the API. */
+  hits: number;
+  /** Answered after asking the API, with a new body (a 200, counted by the API's limit). */
+  misses: number;
+  /** Answered after asking the API, unchanged (a 304, free, D21). */
+  revalidated: number;
+  /** Answered with an older copy because the API failed. */
+  stale: number;
+  /** Answered with an error. */
+  errors: number;
+}
+
+/**
+ * A Fetch API handler, `(request: Request) => Promise<Response>` (Next.js route handlers, Hono, Deno,
+ * Bun, Cloudflare Workers), with a node:http / Express adapter and the same shared copy for server code.
+ */
+export interface ListingsHandler {
+  (request: Request): Promise<Response>;
+  /** For node:http and Express: `createServer(handler.node)` or `app.use(handler.node)`. Outside basePath it calls `next` (404 without one). */
+  node(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void;
+  /** Server-side reads through the same shared copy (for server-rendered pages); errors as ListingsApiError. */
+  listings: {
+    list(params?: ListParams): Promise<ListingPage>;
+    get(id: string): Promise<Listing>;
+    changes(params?: ChangesParams): Promise<ChangePage>;
+  };
+  readonly stats: ProxyStats;
+  readonly basePath: string;
+}
+
+interface Good {
+  text: string;
+  etag: string | undefined;
+  fetchedAt: number;
+}
+interface Entry {
+  good: Good | undefined;
+  /** The answer to give while the entry is fresh, when the last look-up failed with no copy to show. */
+  failure: ListingsApiError | undefined;
+  checkedAt: number;
+}
+type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error';
+interface Read {
+  entry: Entry;
+  how: How;
+}
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/**
+ * The server-side proxy: the site's own browser code calls it (same origin, no key), it calls the API
+ * with the key the server holds, and every visitor shares one revalidated copy of each answer.
+ *
+ * - Only the list (with its filters and sort), the change feed and the detail are served, under
+ *   `basePath`, with GET and HEAD. Only the API's known query parameters are passed on, in a fixed
+ *   order (so `?x=random` cannot make a new copy), and nothing of the visitor's request: no headers,
+ *   no cookies, no address.
+ * - A copy younger than `freshMs` is served as it is; an older one is revalidated with its ETag by
+ *   one request (a free 304 while unchanged) for all the visitors asking meanwhile. With 10 s,
+ *   1,000 page views a minute of one page cost one counted request and at most six free 304s.
+ * - 400 and 404 answers are kept like copies (a bot asking for one missing id again and again costs one
+ *   request per `freshMs`); an id that is not a UUID is a 404 without asking.
+ * - When the API fails, the last copy younger than `staleIfErrorMs` is served instead.
+ */
+export function createListingsHandler(options: ListingsHandlerOptions): ListingsHandler {
+  const { client } = options;
+  const basePath = `/${(options.basePath ?? '/api').replace(/^\/+|\/+$/g, '')}`.replace(/^\/$/, '');
+  const freshMs = options.freshMs ?? 10_000;
+  const staleIfErrorMs = options.staleIfErrorMs ?? 600_000;
+  const maxEntries = options.maxEntries ?? 1000;
+  const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 10_000;
+  const cacheControl = options.cacheControl ?? `public, max-age=${Math.floor(freshMs / 1000)}`;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+  const pending = new Map<string, Promise<Read>>();
+  const stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0 };
+
+  function remember(key: string, entry: Entry): void {
+    entries.delete(key);
+    entries.set(key, entry);
+    while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+  }
+
+  async function refresh(key: string, path: string, query: Record<string, string>, previous: Entry | undefined): Promise<Read> {
+    stats.refreshes++;
+    try {
+      const answer = await client.requestRaw(path, query, { signal: AbortSignal.timeout(upstreamTimeoutMs) });
+      const at = now();
+      const entry: Entry = { good: { text: answer.text, etag: answer.etag, fetchedAt: at }, failure: undefined, checkedAt: at };
+      remember(key, entry);
+      return { entry, how: answer.notModified ? 'revalidated' : 'miss' };
+    } catch (error) {
+      const failure = asApiError(error);
+      const at = now();
+      if (failure.status === 400 || failure.status === 404) {
+        const entry: Entry = { good: undefined, failure, checkedAt: at };
+        remember(key, entry);
+        return { entry, how: 'error' };
+      }
+      const good = previous?.good;
+      if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) {
+        // Serve the last copy, and ask again only once it is due again.
+        const entry: Entry = { good, failure: undefined, checkedAt: at };
+        remember(key, entry);
+        return { entry, how: 'stale' };
+      }
+      // No copy to show: the error itself is kept while fresh, so that a failing API is not asked once per visitor.
+      const entry: Entry = { good, failure, checkedAt: at };
+      remember(key, entry);
+      return { entry, how: 'error' };
+    }
+  }
+
+  function read(path: string, query: Record<string, string>): Promise<Read> {
+    const key = `${path}?${new URLSearchParams(query)}`;
+    const entry = entries.get(key);
+    if (entry !== undefined && now() - entry.checkedAt < freshMs) {
+      entries.delete(key);
+      entries.set(key, entry);
+      return Promise.resolve({ entry, how: entry.failure === undefined ? 'hit' : 'error' });
+    }
+    let flight = pending.get(key);
+    if (flight === undefined) {
+      flight = refresh(key, path, query, entry).finally(() => pending.delete(key));
+      pending.set(key, flight);
+    }
+    return flight;
+  }
+
+  function count(how: How): void {
+    stats.requests++;
+    if (how === 'hit') stats.hits++;
+    else if (how === 'miss') stats.misses++;
+    else if (how === 'revalidated') stats.revalidated++;
+    else if (how === 'stale') stats.stale++;
+    else stats.errors++;
+  }
+
+  /** The route of a path under basePath, and the API query built from the visitor's (known parameters only). */
+  function route(pathname: string, search: URLSearchParams): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
+    const rest = pathname.slice(basePath.length);
+    const pick = (names: readonly string[]) => {
+      const query: Record<string, string> = {};
+      for (const name of names) {
+        const values = search.getAll(name);
+        if (values.length > 1) return new ListingsApiError({ status: 400, code: 'bad_request', message: `Query parameter "${name}" was given ${values.length} times; give it once.` });
+        if (values.length === 1) query[name] = values[0]!;
+      }
+      return query;
+    };
+    if (rest === '/v1/listings') {
+      const query = pick(LIST_LISTINGS_PARAMETERS);
+      return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
+    }
+    if (rest === '/v1/listings/changes') {
+      const query = pick(LIST_CHANGES_PARAMETERS);
+      return query instanceof ListingsApiError ? query : { path: '/v1/listings/changes', query };
+    }
+    const detail = /^\/v1\/listings\/([^/]+)$/.exec(rest);
+    if (detail !== null) {
+      let id: string;
+      try {
+        id = decodeURIComponent(detail[1]!);
+      } catch {
+        id = '';
+      }
+      if (!UUID.test(id)) return new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' });
+      return { path: `/v1/listings/${id.toLowerCase()}`, query: {} };
+    }
+    return undefined;
+  }
+
+  const handler = async function handleListings(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
+    const found = route(url.pathname, url.searchParams);
+    if (found === undefined) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      const response = errorResponse(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${request.method} is not allowed here; use GET or HEAD.` }), request);
+      response.headers.set('allow', 'GET, HEAD');
+      return response;
+    }
+    if (found instanceof ListingsApiError) {
+      count('error');
+      return errorResponse(found, request);
+    }
+    const { entry, how } = await read(found.path, found.query);
+    count(how);
+    if (entry.failure !== undefined || entry.good === undefined) return errorResponse(entry.failure!, request, how);
+    const headers = new Headers({
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': cacheControl,
+      'x-content-type-options': 'nosniff',
+      'x-listings-cache': how,
+    });
+    if (entry.good.etag !== undefined) {
+      headers.set('etag', entry.good.etag);
+      if (etagMatches(request.headers.get('if-none-match'), entry.good.etag)) return new Response(null, { status: 304, headers });
+    }
+    return new Response(request.method === 'HEAD' ? null : entry.good.text, { status: 200, headers });
+  } as ListingsHandler;
+
+  async function serverRead<T>(path: string, query: Record<string, string>): Promise<T> {
+    const { entry, how } = await read(path, query);
+    count(how);
+    if (entry.failure !== undefined || entry.good === undefined) throw entry.failure;
+    return JSON.parse(entry.good.text) as T;
+  }
+
+  Object.defineProperties(handler, {
+    stats: { value: stats, enumerable: true },
+    basePath: { value: basePath, enumerable: true },
+    listings: {
+      enumerable: true,
+      value: {
+        list: (params: ListParams = {}) => serverRead<ListingPage>('/v1/listings', orderedQuery(listQuery(params), LIST_LISTINGS_PARAMETERS)),
+        get: (id: string) => {
+          if (!UUID.test(id)) return Promise.reject(new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' }));
+          return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {});
+        },
+        changes: (params: ChangesParams = {}) => {
+          const query: Record<string, string> = {};
+          if (params.cursor !== undefined) query.cursor = params.cursor;
+          if (params.limit !== undefined) query.limit = String(params.limit);
+          return serverRead<ChangePage>('/v1/listings/changes', query);
+        },
+      },
+    },
+    node: {
+      enumerable: true,
+      value(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
+        const target = req.originalUrl ?? req.url ?? '/';
+        const pathname = target.split('?')[0]!;
+        if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) {
+          if (next !== undefined) return next();
+        }
+        // Only what the handler looks at is carried over: the path, the method and If-None-Match
+        // (for a 304 to this browser; it is never sent upstream).
+        const inm = req.headers['if-none-match'];
+        const request = new Request(new URL(target, 'http://proxy.invalid'), {
+          method: req.method ?? 'GET',
+          headers: typeof inm === 'string' ? { 'if-none-match': inm } : {},
+        });
+        handler(request)
+          .then(async (response) => {
+            res.statusCode = response.status;
+            response.headers.forEach((value, name) => res.setHeader(name, value));
+            res.end(response.body === null ? undefined : new Uint8Array(await response.arrayBuffer()));
+          })
+          .catch((error: unknown) => {
+            if (next !== undefined) return next(error);
+            res.statusCode = 500;
+            res.setHeader('content-type', 'application/json; charset=utf-8');
+            res.end(JSON.stringify({ error: 'internal_error', message: 'The listings proxy failed.' }));
+          });
+      },
+    },
+  });
+  return handler;
+}
+
+/** The same query in the parameters' fixed order, so that equal requests share one copy. */
+function orderedQuery(query: Record<string, string>, names: readonly string[]): Record<string, string> {
+  const ordered: Record<string, string> = {};
+  for (const name of names) if (query[name] !== undefined) ordered[name] = query[name];
+  return ordered;
+}
+
+function asApiError(error: unknown): ListingsApiError {
+  if (error instanceof ListingsApiError) return error;
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return new ListingsApiError({ status: 0, code: 'timeout', message: 'The Listings API did not answer in time.', cause: error });
+  }
+  return new ListingsApiError({ status: 0, code: 'network_error', message: 'The Listings API could not be reached.', cause: error });
+}
+
+function etagMatches(header: string | null, etag: string): boolean {
+  if (header === null) return false;
+  const bare = (tag: string) => (tag.startsWith('W/') ? tag.slice(2) : tag);
+  return header.split(',').some((raw) => raw.trim() === '*' || bare(raw.trim()) === bare(etag));
+}
+
+/**
+ * What the browser gets when the API could not give an answer: the API's own status and code for
+ * 400 and 404 (the visitor asked for something wrong or gone); otherwise a gateway error that says
+ * the site, not the visitor, has a problem, without any detail of the key.
+ */
+function errorResponse(error: ListingsApiError, request: Request, how: How = 'error'): Response {
+  let status: number;
+  let code: string;
+  let message: string;
+  const headers = new Headers({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how });
+  if (error.status === 400 || error.status === 404 || error.status === 405) {
+    ({ status, code, message } = error);
+  } else if (error.status === 429) {
+    status = 503;
+    code = 'rate_limited';
+    message = 'The listings are busy right now; try again shortly.';
+    if (error.retryAfter !== undefined) headers.set('retry-after', String(error.retryAfter));
+  } else if (error.code === 'timeout') {
+    status = 504;
+    code = 'timeout';
+    message = 'The listings service did not answer in time.';
+  } else if (error.status === 401 || error.status === 403) {
+    status = 502;
+    code = 'bad_gateway';
+    message = `The listings service refused this site's key (${error.code}); the site's operator must fix its configuration.`;
+  } else {
+    status = 502;
+    code = 'bad_gateway';
+    message = 'The listings service is unavailable; try again shortly.';
+  }
+  const body = JSON.stringify({ error: code, message, ...(error.requestId === undefined ? {} : { request_id: error.requestId }) });
+  return new Response(request.method === 'HEAD' ? null : body, { status, headers });
+}
