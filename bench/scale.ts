@@ -689,7 +689,46 @@ export async function runScale(): Promise<number> {
     step(`${int(s.big)} tenant, detail rotating over ${int(detailIds.length)} different ids:`);
     const details = await runsOf(`detail over ${int(detailIds.length)} ids`, detailIds.map((id) => `/v1/listings/${id}`), bigHeaders);
 
+    // D23: a filtered and sorted page. Its first request computes the view of the index (once per
+    // index generation, in slices); the load then reads pages of it, as it would an unfiltered one.
+    const filteredPath = '/v1/listings?page=1&per_page=20&usage_type=Office,Retail&min_size_sqft=1000&sort=-price';
+    const firstFiltered = await phase(off, 'first filtered page (view computed)', () =>
+      runEach({ port: off.child.port, concurrency: 1, headers: { ...baseHeaders, ...bigHeaders }, requests: [{ path: filteredPath }] }),
+    );
+    checkClient('first filtered page', firstFiltered.value);
+    off.requests += firstFiltered.value.requests;
+    const filteredTotal = (JSON.parse((await httpGet(off.child.port, filteredPath, { ...baseHeaders, ...bigHeaders })).body.toString('utf8')) as { total: number }).total;
+    step(`${int(s.big)} tenant, filtered and sorted page 1 at per_page=20 (${filteredPath.split('?')[1]}; ${int(filteredTotal)} match), first request ${dec(firstFiltered.value.maxMs, 1)} ms; ${eldLine(firstFiltered.probe)}:`);
+    const filtered = await runsOf('filtered page 1, per_page=20', [filteredPath], bigHeaders);
+
+    // D22: replaying the whole feed from no cursor (what a new mirror does), then polling at its end.
+    const replay = await phase(off, 'change feed replay', async () => {
+      const t0 = performance.now();
+      let cursor: string | undefined;
+      let events = 0;
+      let requests = 0;
+      for (;;) {
+        const res = await httpGet(off.child.port, `/v1/listings/changes?limit=1000${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, { ...baseHeaders, ...bigHeaders });
+        requests++;
+        if (res.status !== 200) throw new Error(`the change feed answered ${res.status}: ${res.body.toString('utf8').slice(0, 200)}`);
+        const page = JSON.parse(res.body.toString('utf8')) as { items: unknown[]; next_cursor: string; has_more: boolean };
+        events += page.items.length;
+        cursor = page.next_cursor;
+        if (!page.has_more) break;
+      }
+      return { events, requests, ms: performance.now() - t0, cursor: cursor! };
+    });
+    off.requests += replay.value.requests;
+    if (replay.value.events !== s.big) problems.push(`the change feed replay gave ${replay.value.events} events, expected ${s.big}`);
+    step(`${int(s.big)} tenant, change feed replayed from no cursor at limit=1000: ${int(replay.value.events)} events in ${int(replay.value.requests)} requests, ${secs(replay.value.ms)} (${int(replay.value.events / (replay.value.ms / 1000))} events/s); ${eldLine(replay.probe)}.`);
+    step(`${int(s.big)} tenant, change feed polled at its end (no new events):`);
+    const polls = await runsOf('change feed at its end', [`/v1/listings/changes?cursor=${encodeURIComponent(replay.value.cursor)}`], bigHeaders);
+
     const list20Rps = median(list20.map((m) => m.result.reqPerSec));
+    const filteredRps = median(filtered.map((m) => m.result.reqPerSec));
+    const filteredP99 = median(filtered.map((m) => m.result.p99Ms));
+    const pollRps = median(polls.map((m) => m.result.reqPerSec));
+    const pollP99 = median(polls.map((m) => m.result.p99Ms));
     const list20P99 = median(list20.map((m) => m.result.p99Ms));
     const first100Rps = median(first100.map((m) => m.result.reqPerSec));
     const pageCpuRatio = cpuOf(first100) / cpuOf(last100);
@@ -757,6 +796,9 @@ export async function runScale(): Promise<number> {
       [`${int(s.big)} tenant, caches off: list page 1 at per_page=20`, `${int(list20Rps)} req/s (p99 ${dec(list20P99, 1)} ms)`, '>= 2,000 req/s', list20Rps >= 2000],
       [`${int(s.big)} tenant, caches off: last page / first page at per_page=100`, `${dec(last100Rps / first100Rps)} (last ${int(last100Rps)}, first ${int(first100Rps)} req/s; by CPU per request ${dec(pageCpuRatio)})`, 'last >= 0.8 x first', last100Rps >= 0.8 * first100Rps],
       [`${int(s.big)} tenant, caches off: detail over ${int(detailIds.length)} different ids`, `${int(detailRps)} req/s, p99 ${dec(detailP99, 1)} ms`, '>= 5,000 req/s, p99 < 20 ms', detailRps >= 5000 && detailP99 < 20],
+      [`${int(s.big)} tenant, caches off: filtered and sorted page 1 at per_page=20 / unfiltered`, `${dec(filteredRps / list20Rps)} (${int(filteredRps)} req/s, p99 ${dec(filteredP99, 1)} ms; ${int(filteredTotal)} match; first request ${dec(firstFiltered.value.maxMs, 1)} ms)`, 'about 1', undefined],
+      [`${int(s.big)} tenant: change feed replayed from no cursor (limit=1000)`, `${int(replay.value.events / (replay.value.ms / 1000))} events/s (${secs(replay.value.ms)} for ${int(replay.value.events)})`, '-', undefined],
+      [`${int(s.big)} tenant, caches off: change feed polled at its end`, `${int(pollRps)} req/s, p99 ${dec(pollP99, 1)} ms`, '-', undefined],
       [`tenant B (${int(s.b)}) read hot while A gets a one-listing import about every ${dec(s.writeIntervalMs / 1000, 1)} s, vs an equal non-writing load`, `${dec(hotRatio)} (${int(hotWrites)} vs ${int(hotControl)} req/s; by CPU per request ${dec(hotCpuRatio)})`, '>= 0.9', hotRatio >= 0.9],
       [`event-loop delay p99 under mixed cold load (${s.tenants} tenants read for the first time, ${int(s.big)} tenant cold)`, `${dec(eldMixedP99)} ms (max ${dec(mixed.probe.eld_ms.max ?? NaN, 1)} ms)`, '< 10 ms', eldMixedP99 < 10],
       [`import of ${int(s.big)} listings (wall time, the real CLI)`, `${secs(bigImport.wallMs)} (${int(bigImport.linesPerSec)} lines/s${bigImport.cpuMs === undefined ? '' : `; CPU ${secs(bigImport.cpuMs)}`})`, '<= 6 s', bigImport.wallMs <= 6000],
@@ -809,6 +851,8 @@ export async function runScale(): Promise<number> {
         list20: { medianReqPerSec: list20Rps, medianP99Ms: list20P99, runs: list20.map((m) => m.result) },
         perPage100: { lastPage, firstMedianReqPerSec: first100Rps, lastMedianReqPerSec: last100Rps, cpuRatio: pageCpuRatio, first: first100.map((m) => m.result), last: last100.map((m) => m.result) },
         detail: { ids: detailIds.length, medianReqPerSec: detailRps, medianP99Ms: detailP99, runs: details.map((m) => m.result) },
+        filtered: { path: filteredPath, total: filteredTotal, firstMs: firstFiltered.value.maxMs, medianReqPerSec: filteredRps, medianP99Ms: filteredP99, runs: filtered.map((m) => m.result) },
+        changeFeed: { replay: replay.value, poll: { medianReqPerSec: pollRps, medianP99Ms: pollP99, runs: polls.map((m) => m.result) } },
         tenantB: { ratio: hotRatio, cpuRatio: hotCpuRatio, writesMedian: hotWrites, controlMedian: hotControl, writes: hot.writes, control: hot.control, aVisible },
         mixedCold: { probe: mixed.probe, bigFirstMs, bFirstMs, small: { ...prodSmallCold, latencies: undefined }, big: { ...bigReads, latencies: undefined }, b: { ...bReads, latencies: undefined } },
         small: {
