@@ -57,11 +57,13 @@ export function bearerToken(authorization: string | readonly string[] | undefine
 /** The key record, if it exists, is not revoked and belongs to the host's country (D3, D4); else 401. */
 function trusted(record: ApiKeyRecord | undefined, hostCountry: Country): AuthenticatedKey {
   if (record === undefined || record.revoked_at !== null) {
-    throw unauthorized('Unknown or revoked API key.');
+    // The dashboard holds what explains it: the account's keys, and (for a revoked key of the
+    // account) the request itself under Failed requests (issue 12).
+    throw unauthorized('Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.');
   }
   if (record.country !== hostCountry) {
     // D3: a key works only against its own country's host.
-    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host.`);
+    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`);
   }
   return {
     id: record.id,

@@ -184,8 +184,8 @@ export const ERROR_EXAMPLES = {
   cursorRefused: errorExample('A cursor that cannot be used (edited, another key\'s, or older than the history kept)', 'bad_request', CURSOR_REFUSED),
   missingKey: errorExample('No Authorization header', 'unauthorized', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".'),
   malformedKey: errorExample('A key that is not one the service issued (e.g. truncated)', 'unauthorized', 'Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.'),
-  unknownKey: errorExample('A revoked or unknown key', 'unauthorized', 'Unknown or revoked API key.'),
-  otherCountry: errorExample('A key sent to another country\'s host', 'unauthorized', 'This API key is for country "sg" and cannot be used on the "my" host.'),
+  unknownKey: errorExample('A revoked or unknown key', 'unauthorized', 'Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.'),
+  otherCountry: errorExample('A key sent to another country\'s host', 'unauthorized', 'This API key is for country "sg" and cannot be used on the "my" host. Call the "sg" host with it, or create a key for "my" in the dashboard (Settings > Developer).'),
   originNotAllowed: errorExample(
     'A browser page on an origin that is not registered',
     'origin_not_allowed',

@@ -114,6 +114,20 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     assertError(await call(`Bearer ${ukKey}`, 'api.nz.localhost'), 401, 'unauthorized', 'uk key on nz');
     const detail = await server.get('/v1/listings/a0000000-0000-4000-8000-000000000001', { key: myKey });
     assertError(detail, 401, 'unauthorized', 'detail, my key on sg');
+    // The message says which host the key belongs to and where to get one for this host (issue 12).
+    assert.match(detail.json.message, /for country "my" and cannot be used on the "sg" host\. Call the "my" host with it, or create a key for "sg" in the dashboard \(Settings > Developer\)/);
+  });
+
+  it('a 401 for an unknown or revoked key points at the dashboard, where keys and failed requests are (issue 12)', async () => {
+    const victim = await server.createKey(orgId, 'sg', 'revoked for the message');
+    await server.service.store.keys.revoke(victim.id, new Date(server.clock.now()).toISOString());
+    // Revoked, and well-formed but never issued.
+    for (const sent of [victim.key, generateKey('sg')]) {
+      const res = await call(`Bearer ${sent}`);
+      assertError(res, 401, 'unauthorized');
+      assert.match(res.json.message, /^Unknown or revoked API key\. Compare it with your keys in the dashboard \(Settings > Developer\); .* Failed requests\.$/);
+      assert.ok(!res.json.message.includes(sent), 'never echoes the key (D20)');
+    }
   });
 
   it('a host that serves no country gives 404 not_found, with or without a key (D3)', async () => {
