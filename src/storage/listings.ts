@@ -146,35 +146,13 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
     async importing<T>(fn: (session: ImportSession) => Promise<T>): Promise<T> {
       return db.connection().execute(async (conn) => {
         await conn.schema.dropTable('import_staging').ifExists().execute();
-        await conn.schema
-          .createTable('import_staging')
-          .temporary()
-          .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
-          .addColumn('line', 'integer', (c) => c.notNull())
-          .addColumn('owner_account_id', 'varchar(36)', (c) => c.notNull())
-          .addColumn('country', 'varchar(2)', (c) => c.notNull())
-          .addColumn('org_id', 'varchar(36)')
-          .addColumn('building_id', 'varchar(36)', (c) => c.notNull())
-          .addColumn('title', 'text')
-          .addColumn('size_sqft', 'double precision')
-          .addColumn('usage_types', 'text', (c) => c.notNull())
-          .addColumn('price', 'double precision')
-          .addColumn('currency', 'varchar(3)', (c) => c.notNull())
-          .addColumn('is_takeover', 'integer', (c) => c.notNull())
-          .addColumn('is_featured', 'integer', (c) => c.notNull())
-          .addColumn('status', 'varchar(32)', (c) => c.notNull())
-          .addColumn('expiry_date', 'varchar(30)')
-          .addColumn('available_from', 'varchar(30)')
-          .addColumn('min_lease_tenure', 'text')
-          .addColumn('view_count', 'integer', (c) => c.notNull())
-          .addColumn('inquiry_count', 'integer', (c) => c.notNull())
-          .addColumn('building_name', 'text')
-          .addColumn('street_address', 'text')
-          .addColumn('images', 'text', (c) => c.notNull())
-          .addColumn('cover_image_index', 'integer', (c) => c.notNull())
-          .addColumn('url', 'text', (c) => c.notNull())
-          .addColumn('created_at', 'varchar(30)')
-          .execute();
+        // The staging table takes its columns from the listings table itself (a new field is a
+        // migration of listings, not a second declaration here): no rows, the same types on both
+        // engines, a line number, and a unique id, which the duplicate check and the swap seek by.
+        // Values arrive validated; the swap's insert into listings enforces NOT NULL again.
+        const staged = sql.join(['id', ...LISTING_DATA_COLUMNS, 'created_at'].map((c) => sql.ref(c)), sql`, `);
+        await sql`create temporary table import_staging as select ${staged}, 0 as line from listings where 1 = 0`.execute(conn);
+        await sql`create unique index import_staging_id on import_staging (id)`.execute(conn);
         // SQLite: `importing` holds the connection (Kysely runs one query at a time on it), so
         // statements run on it directly cannot interleave with anyone else's. The swap writes
         // every index of the listings at random places: with SQLite's default 2 MB page cache
