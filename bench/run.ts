@@ -6,6 +6,7 @@ import { seed } from './dataset.js';
 import { runLoad, type LoadResult } from './load.js';
 import { modeNamed, type PreparedMode } from './modes.js';
 import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+import { median, numberEnv, spread } from './settings.js';
 
 /**
  * `npm run bench`: the real service (a separate `serve` process, logging on) against a bare
@@ -37,14 +38,6 @@ interface Settings {
   compareCounting: boolean;
   /** With BENCH_COUNTING=compare: rounds of BENCH_DURATION seconds each, alternating the two services (BENCH_ROUNDS). */
   rounds: number;
-}
-
-function numberEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
-  return n;
 }
 
 /** What is measured. `ratioGoal`: the issue's goal for service req/s over the baseline's. */
@@ -85,12 +78,6 @@ function settings(): Settings {
   };
 }
 
-/** `count` ids spread evenly over the data set (import order is random with respect to sort order). */
-function spread(ids: readonly string[], count: number): string[] {
-  const n = Math.min(count, ids.length);
-  return Array.from({ length: n }, (_, i) => ids[Math.floor((i * ids.length) / n)]!);
-}
-
 interface Row {
   target: string;
   server: 'baseline' | 'service' | 'counted';
@@ -99,12 +86,6 @@ interface Row {
   /** BENCH_COUNTING=compare: the rounds `result` sums. */
   rounds?: LoadResult[];
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** Rounds as one result: requests and time summed (so req/s is over all of them), latency percentiles the rounds' medians. */
 function combine(parts: LoadResult[]): LoadResult {

@@ -10,6 +10,7 @@ import { prng } from '../test/support/random.js';
 import { generateListings } from './dataset.js';
 import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
 import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+import { median, numberEnv, spread } from './settings.js';
 
 /**
  * `BENCH_MODE=scale npm run bench` (or `npm run bench -- scale`): the read path and the importer
@@ -57,14 +58,6 @@ interface Settings {
   keep: boolean;
 }
 
-function numberEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
-  return n;
-}
-
 function settings(): Settings {
   // BENCH_SCALE_QUICK=1: a smaller data set and shorter loads, for trying the bench (about 1 minute).
   const quick = process.env.BENCH_SCALE_QUICK === '1';
@@ -96,19 +89,6 @@ const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('e
 const dec = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 const mb = (bytes: number) => `${int(bytes / (1024 * 1024))} MB`;
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-/** `count` items spread evenly over `items` (import order is random with respect to D9 order). */
-function spread<T>(items: readonly T[], count: number): T[] {
-  const n = Math.min(count, items.length);
-  return Array.from({ length: n }, (_, i) => items[Math.floor((i * items.length) / n)]!);
-}
 
 /** Writes lines to a file as they come, waiting for the stream to drain: nothing is held in memory. */
 async function writeLines(file: string, lines: Iterable<string>): Promise<number> {
