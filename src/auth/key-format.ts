@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { COUNTRY_CODES, type Country } from '../core/countries.js';
 
@@ -58,7 +58,8 @@ export function parseKey(token: string): Country | undefined {
 
 /** The only form in which a key is stored (D2): SHA-256, hex. Right for keys of 190 bits. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One-shot: half the cost of createHash().update().digest() on every request's key check.
+  return hash('sha256', key, 'hex');
 }
 
 /**
