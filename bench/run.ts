@@ -18,6 +18,7 @@ import { median, numberEnv, spread } from './settings.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'listings-api.js');
 const BASELINE = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
+const FASTIFY_FLOOR = fileURLToPath(new URL('./fastify-floor-server.js', import.meta.url));
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const API_HOST = 'api.localhost'; // the sg host with API_DOMAIN=localhost (D3)
 const P99_GOAL_MS = 10;
@@ -80,7 +81,7 @@ function settings(): Settings {
 
 interface Row {
   target: string;
-  server: 'baseline' | 'service' | 'counted';
+  server: 'baseline' | 'fastify' | 'service' | 'counted';
   warmup: LoadResult | undefined;
   result: LoadResult;
   /** BENCH_COUNTING=compare: the rounds `result` sums. */
@@ -223,10 +224,20 @@ async function main(): Promise<number> {
       port: baselinePort,
       stdoutFile: '/dev/null',
     });
+    // The framework's floor: the same bytes from a Fastify app with nothing of the service in it.
+    const floorPort = await freePort();
+    const floor = await startChild({
+      name: 'fastify',
+      args: [FASTIFY_FLOOR, routesFile],
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PORT: String(floorPort), HOST: '127.0.0.1' },
+      port: floorPort,
+      stdoutFile: '/dev/null',
+    });
 
-    // Per target: baseline, then service, back to back. BENCH_COUNTING=compare: then both services
-    // warmed up, and measured in BENCH_ROUNDS alternating rounds, so that what else the machine does
-    // meanwhile weighs on both alike.
+    // Per target: baseline, the Fastify floor, then the service, back to back. BENCH_COUNTING=compare:
+    // the baseline, then both services warmed up and measured in BENCH_ROUNDS alternating rounds, so
+    // that what else the machine does meanwhile weighs on both alike.
     const rows: Row[] = [];
     const firstOrder = Math.random() < 0.5 ? 0 : 1;
     for (const [t, target] of targets.entries()) {
@@ -252,7 +263,7 @@ async function main(): Promise<number> {
         }
         continue;
       }
-      for (const [server, child] of [['baseline', baseline], ['service', service]] as const) {
+      for (const [server, child] of [['baseline', baseline], ['fastify', floor], ['service', service]] as const) {
         const load = { port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
         const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
         const result = await runLoad({ ...load, durationS: s.durationS });
@@ -267,6 +278,7 @@ async function main(): Promise<number> {
     await service.stop();
     await counted?.child.stop();
     await baseline.stop();
+    await floor.stop();
     const logLines = await countLines(serviceLog);
     const serviceRequests = rows.filter((r) => r.server === 'service').reduce((n, r) => n + r.result.requests + (r.warmup?.requests ?? 0), 0);
     const countedLines = counted === undefined ? 0 : await countLines(counted.logFile);
@@ -299,7 +311,7 @@ async function main(): Promise<number> {
     // Ratios and the issue's goals (informational).
     const checks: Check[] = [];
     const ratios: Record<string, number> = {};
-    const table: string[][] = [['target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'service/baseline', 'goals']];
+    const table: string[][] = [['target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'x baseline', 'goals']];
     for (const target of targets) {
       const base = rows.find((r) => r.target === target.name && r.server === 'baseline')!.result;
       const svc = rows.find((r) => r.target === target.name && r.server === 'service')!.result;
@@ -315,6 +327,13 @@ async function main(): Promise<number> {
       checks.push({ target: target.name, goal: `p99 < ${P99_GOAL_MS} ms at ${s.connections} connections`, value: svc.p99Ms, pass: p99Pass });
       marks.push(`p99 < ${P99_GOAL_MS} ms: ${p99Pass ? 'PASS' : 'MISS'}`);
       table.push([target.name, 'baseline', fmt(base.reqPerSec, 0), fmt(base.p50Ms), fmt(base.p99Ms), '', '']);
+      const framework = rows.find((r) => r.target === target.name && r.server === 'fastify')?.result;
+      if (framework !== undefined) {
+        ratios[`${target.name}:fastify`] = framework.reqPerSec / base.reqPerSec;
+        ratios[`${target.name}:service/fastify`] = svc.reqPerSec / framework.reqPerSec;
+        table.push([target.name, 'fastify', fmt(framework.reqPerSec, 0), fmt(framework.p50Ms), fmt(framework.p99Ms), fmt(framework.reqPerSec / base.reqPerSec), 'the framework alone']);
+        marks.push(`service/fastify ${fmt(svc.reqPerSec / framework.reqPerSec)}`);
+      }
       table.push([target.name, 'service', fmt(svc.reqPerSec, 0), fmt(svc.p50Ms), fmt(svc.p99Ms), fmt(ratio), marks.join('; ')]);
       const on = rows.find((r) => r.target === target.name && r.server === 'counted')?.result;
       if (on !== undefined) {
