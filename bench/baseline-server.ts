@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { loadCapturedRoutes } from './captured-routes.js';
 
 /**
  * The ceiling: a bare node:http server answering each benchmarked path with the exact bytes the
@@ -7,22 +7,11 @@ import { createServer } from 'node:http';
  * work per request beyond one Map look-up, so what the load generator gets from it is the most
  * this machine can do for a response of that size.
  *
- * Usage: PORT=... node dist/bench/baseline-server.js <routes.json>
- * where routes.json is { "<path>": { "status": 200, "contentType": "...", "body": "<base64>" } }.
+ * Usage: PORT=... node dist/bench/baseline-server.js <routes.json> (see captured-routes.ts).
  */
-interface RouteFile {
-  [path: string]: { status: number; contentType: string; body: string };
-}
-
-const file = process.argv[2];
-if (file === undefined) {
-  process.stderr.write('usage: baseline-server.js <routes.json>\n');
-  process.exit(2);
-}
 const routes = new Map<string, { status: number; headers: Record<string, string>; body: Buffer }>();
-for (const [path, route] of Object.entries(JSON.parse(readFileSync(file, 'utf8')) as RouteFile)) {
-  const body = Buffer.from(route.body, 'base64');
-  routes.set(path, { status: route.status, headers: { 'content-type': route.contentType, 'content-length': String(body.length) }, body });
+for (const [path, route] of loadCapturedRoutes('baseline-server.js')) {
+  routes.set(path, { status: route.status, headers: { 'content-type': route.contentType, 'content-length': String(route.body.length) }, body: route.body });
 }
 const health = Buffer.from('{"status":"ok"}');
 

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
+import { loadCapturedRoutes } from './captured-routes.js';
 
 /**
  * The framework's floor: the same bytes as the baseline (bench/baseline-server.ts), served by a
@@ -8,21 +8,9 @@ import Fastify from 'fastify';
  * floor is the service's own work per request; what separates the floor from the bare baseline is
  * the framework's (issue 9 item 4: "if a part of Fastify is the cost, say so").
  *
- * Usage: PORT=... node dist/bench/fastify-floor-server.js <routes.json> (the baseline's file).
+ * Usage: PORT=... node dist/bench/fastify-floor-server.js <routes.json> (see captured-routes.ts).
  */
-interface RouteFile {
-  [path: string]: { status: number; contentType: string; body: string };
-}
-
-const file = process.argv[2];
-if (file === undefined) {
-  process.stderr.write('usage: fastify-floor-server.js <routes.json>\n');
-  process.exit(2);
-}
-const routes = new Map<string, { status: number; contentType: string; body: Buffer }>();
-for (const [path, route] of Object.entries(JSON.parse(readFileSync(file, 'utf8')) as RouteFile)) {
-  routes.set(path, { status: route.status, contentType: route.contentType, body: Buffer.from(route.body, 'base64') });
-}
+const routes = loadCapturedRoutes('fastify-floor-server.js');
 
 const app = Fastify({ logger: false });
 app.get('/healthz', (_request, reply) => {

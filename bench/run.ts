@@ -215,25 +215,14 @@ async function main(): Promise<number> {
     writeFileSync(routesFile, JSON.stringify(routes));
     log(`Captured ${Object.keys(routes).length} real responses in ${Date.now() - t0} ms; body sizes: ${targets.map((t) => `${t.name} ${bodyBytes[t.name]} B`).join(', ')}.`);
 
-    const baselinePort = await freePort();
-    const baseline = await startChild({
-      name: 'baseline',
-      args: [BASELINE, routesFile],
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: String(baselinePort), HOST: '127.0.0.1' },
-      port: baselinePort,
-      stdoutFile: '/dev/null',
-    });
+    // A server of the captured bytes (the ceiling, or the framework's floor) in its own process.
+    const startReplay = async (name: string, script: string): Promise<Child> => {
+      const port = await freePort();
+      return startChild({ name, args: [script, routesFile], cwd: ROOT, env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }, port, stdoutFile: '/dev/null' });
+    };
+    const baseline = await startReplay('baseline', BASELINE);
     // The framework's floor: the same bytes from a Fastify app with nothing of the service in it.
-    const floorPort = await freePort();
-    const floor = await startChild({
-      name: 'fastify',
-      args: [FASTIFY_FLOOR, routesFile],
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: String(floorPort), HOST: '127.0.0.1' },
-      port: floorPort,
-      stdoutFile: '/dev/null',
-    });
+    const floor = await startReplay('fastify', FASTIFY_FLOOR);
 
     // Per target: baseline, the Fastify floor, then the service, back to back. BENCH_COUNTING=compare:
     // the baseline, then both services warmed up and measured in BENCH_ROUNDS alternating rounds, so
