@@ -49,8 +49,13 @@ export interface ImportSession {
 }
 
 const CHUNK = 500;
-/** SQLite `cache_size` while importing: negative is KiB, so 32 MB. */
-const IMPORT_CACHE_SIZE = -32_768;
+/**
+ * SQLite `cache_size` while importing: negative is KiB, so 64 MB. The swap writes four indexes of
+ * the listings at random places; at 100,000 new listings into a database of 100,000, 64 MB made
+ * the swap's insert 3.5 s where 32 MB took 4.4 s, and the importing process's peak RSS stays
+ * bounded by it (1,000,000 lines: see the README).
+ */
+const IMPORT_CACHE_SIZE = -65_536;
 
 /** The columns of the staging table, in its order. */
 const STAGED_COLUMNS = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at'] as const satisfies ReadonlyArray<keyof StagedListing>;
@@ -157,7 +162,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         // statements run on it directly cannot interleave with anyone else's. The swap writes
         // every index of the listings at random places: with SQLite's default 2 MB page cache
         // it keeps evicting and re-reading pages (half the CPU of a 100,000-line import is
-        // system time); 32 MB, for this connection and only while importing, halves that.
+        // system time); 64 MB, for this connection and only while importing, more than halves that.
         const cacheSize = sqlite?.pragma('cache_size', { simple: true });
         sqlite?.pragma(`cache_size = ${IMPORT_CACHE_SIZE}`);
         const stageOnSqlite =
@@ -250,9 +255,13 @@ async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder
     from import_staging s where l.id = s.id and ${differs()}`.execute(tx);
   const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
   const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
+  // In id order: the id index (and the one by update time, whose rows of one import share a time)
+  // is then written front to back instead of at random: 6.1 s -> 4.4 s for 100,000 new listings
+  // into a database of 100,000 (SQLite, 32 MB of cache).
   await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq)
     select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq} from import_staging s
-    where not exists (select 1 from listings l where l.id = s.id)`.execute(tx);
+    where not exists (select 1 from listings l where l.id = s.id)
+    order by s.id`.execute(tx);
 
   await changes.finishListingChanges(before);
   const inserted = Number(total) - Number(existing);
