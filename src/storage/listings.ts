@@ -50,12 +50,11 @@ export interface ImportSession {
 
 const CHUNK = 500;
 /**
- * SQLite `cache_size` while importing: negative is KiB, so 64 MB. The swap writes four indexes of
- * the listings at random places; at 100,000 new listings into a database of 100,000, 64 MB made
- * the swap's insert 3.5 s where 32 MB took 4.4 s, and the importing process's peak RSS stays
- * bounded by it (1,000,000 lines: see the README).
+ * SQLite `cache_size` while importing: negative is KiB, so 32 MB. 64 MB made a 100,000-line
+ * import a little faster but a 1,000,000-line one no faster, and raised its peak RSS by the same
+ * 32 MB (268 -> 300 MB into a database of 100,000).
  */
-const IMPORT_CACHE_SIZE = -65_536;
+const IMPORT_CACHE_SIZE = -32_768;
 
 /** The columns of the staging table, in its order. */
 const STAGED_COLUMNS = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at'] as const satisfies ReadonlyArray<keyof StagedListing>;
@@ -162,7 +161,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         // statements run on it directly cannot interleave with anyone else's. The swap writes
         // every index of the listings at random places: with SQLite's default 2 MB page cache
         // it keeps evicting and re-reading pages (half the CPU of a 100,000-line import is
-        // system time); 64 MB, for this connection and only while importing, more than halves that.
+        // system time); 32 MB, for this connection and only while importing, halves that.
         const cacheSize = sqlite?.pragma('cache_size', { simple: true });
         sqlite?.pragma(`cache_size = ${IMPORT_CACHE_SIZE}`);
         const stageOnSqlite =
