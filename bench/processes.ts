@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, createReadStream, openSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 
@@ -159,4 +159,32 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Lines in a file (a child's log): read as a stream, so a log of any size costs little memory. */
+export async function countLines(file: string): Promise<number> {
+  let lines = 0;
+  for await (const chunk of createReadStream(file)) {
+    const buf = chunk as Buffer;
+    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
+  }
+  return lines;
+}
+
+/**
+ * The environment a benchmarked service runs with: this process's, then the service on `port` of
+ * 127.0.0.1 under API_DOMAIN=localhost (so `api.localhost` is the sg host, D3), request logging
+ * on as in production (stdout goes to a file), and no dashboard port (the API alone is measured).
+ */
+export function serviceEnv(port: number, databaseUrl: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    API_DOMAIN: 'localhost',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+    DASHBOARD_PORT: 'off',
+    ...extra,
+  };
 }

@@ -1,11 +1,11 @@
-import { createReadStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seed } from './dataset.js';
 import { runLoad, type LoadResult } from './load.js';
 import { modeNamed, type PreparedMode } from './modes.js';
-import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { median, numberEnv, spread } from './settings.js';
 
 /**
@@ -121,15 +121,6 @@ interface Check {
 const log = (text: string) => process.stdout.write(`${text}\n`);
 const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
-async function countLines(file: string): Promise<number> {
-  let lines = 0;
-  for await (const chunk of createReadStream(file)) {
-    const buf = chunk as Buffer;
-    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
-  }
-  return lines;
-}
-
 async function main(): Promise<number> {
   const s = settings();
   const mode = modeNamed(s.mode);
@@ -170,17 +161,7 @@ async function main(): Promise<number> {
         name,
         args: [BIN, ...(prepared!.serveArgs ?? ['serve'])],
         cwd: ROOT,
-        env: {
-          ...process.env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          API_DOMAIN: 'localhost',
-          DATABASE_URL: prepared!.databaseUrl,
-          LOG_LEVEL: 'info', // logging stays on, as in production; stdout goes to a file
-          DASHBOARD_PORT: 'off', // the API alone is measured; the dashboard would also take port 3001
-          ...prepared!.serviceEnv,
-          ...extraEnv,
-        },
+        env: serviceEnv(port, prepared!.databaseUrl, { ...prepared!.serviceEnv, ...extraEnv }),
         port,
         stdoutFile: logFile,
       });

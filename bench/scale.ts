@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import { openStore } from '../src/storage/index.js';
 import { prng } from '../test/support/random.js';
 import { generateListings } from './dataset.js';
 import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
-import { freePort, httpGet, killAllNow, startChild, stopAll, type Child } from './processes.js';
+import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { median, numberEnv, spread } from './settings.js';
 
 /**
@@ -101,15 +101,6 @@ async function writeLines(file: string, lines: Iterable<string>): Promise<number
   }
   await Promise.race([new Promise<void>((resolve) => out.end(resolve)), failed]);
   return count;
-}
-
-async function countLines(file: string): Promise<number> {
-  let lines = 0;
-  for await (const chunk of createReadStream(file)) {
-    const buf = chunk as Buffer;
-    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
-  }
-  return lines;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,16 +416,7 @@ export async function runScale(): Promise<number> {
         name: label,
         args: [PROBE],
         cwd: ROOT,
-        env: {
-          ...process.env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          API_DOMAIN: 'localhost',
-          DATABASE_URL: dbUrl,
-          LOG_LEVEL: 'info', // request logging on, as in production; stdout goes to a file
-          DASHBOARD_PORT: 'off',
-          ...extraEnv,
-        },
+        env: serviceEnv(port, dbUrl, extraEnv),
         port,
         stdoutFile: logFile,
         startTimeoutMs: 60_000,
