@@ -179,6 +179,13 @@ function assertExampleMessage(res: TestResponse, example: { value: { error: stri
   assert.deepEqual(res.json, example.value, 'the documented example is what the server says');
 }
 
+/** A GET error answer: documented for its operation and status (check), and worded as its example. Returns it. */
+function checkDocumentedError(path: string, res: TestResponse, status: number, example: { value: { error: string; message: string } }): TestResponse {
+  check(path, 'get', res, status);
+  assertExampleMessage(res, example);
+  return res;
+}
+
 const LIST = '/v1/listings';
 const DETAIL = '/v1/listings/{id}';
 const CHANGES = '/v1/listings/changes';
@@ -579,15 +586,9 @@ describe('OpenAPI document (item 10)', () => {
       for (const query of ['usage_type=Office,F%26B', 'min_price=0&max_price=1000', 'featured=true', 'takeover=false&sort=-price', 'sort=size_sqft&per_page=1&page=2']) {
         check(LIST, 'get', await server.get(`/v1/listings?${query}`, { key: orgKey }), 200);
       }
-      const unknownUsage = await server.get('/v1/listings?usage_type=Offices', { key: orgKey });
-      check(LIST, 'get', unknownUsage, 400);
-      assertExampleMessage(unknownUsage, ERROR_EXAMPLES.usageTypeUnknown);
-      const inverted = await server.get('/v1/listings?min_price=9&max_price=8.5', { key: orgKey });
-      check(LIST, 'get', inverted, 400);
-      assertExampleMessage(inverted, ERROR_EXAMPLES.minAboveMax);
-      const sort = await server.get('/v1/listings?sort=rank', { key: orgKey });
-      check(LIST, 'get', sort, 400);
-      assertExampleMessage(sort, ERROR_EXAMPLES.sortUnknown);
+      checkDocumentedError(LIST, await server.get('/v1/listings?usage_type=Offices', { key: orgKey }), 400, ERROR_EXAMPLES.usageTypeUnknown);
+      checkDocumentedError(LIST, await server.get('/v1/listings?min_price=9&max_price=8.5', { key: orgKey }), 400, ERROR_EXAMPLES.minAboveMax);
+      checkDocumentedError(LIST, await server.get('/v1/listings?sort=rank', { key: orgKey }), 400, ERROR_EXAMPLES.sortUnknown);
     });
 
     it('the change feed (D22): both kinds of event, a 304 of a caught-up poll, and its 400s with the documented messages', async () => {
@@ -604,12 +605,8 @@ describe('OpenAPI document (item 10)', () => {
       assert.deepEqual(removal.json.items.map((e: Json) => [e.type, e.id]), [['listing.removed', full]]);
       await server.addListings(orgId, [{ id: full, status: 'active' }]);
       check(CHANGES, 'head', await server.get('/v1/listings/changes', { key: orgKey, method: 'HEAD' }), 200);
-      const zero = await server.get('/v1/listings/changes?limit=0', { key: orgKey });
-      check(CHANGES, 'get', zero, 400);
-      assertExampleMessage(zero, ERROR_EXAMPLES.limitZero);
-      const refused = await server.get(`/v1/listings/changes?cursor=${cursor.slice(2)}`, { key: orgKey });
-      check(CHANGES, 'get', refused, 400);
-      assertExampleMessage(refused, ERROR_EXAMPLES.cursorRefused);
+      checkDocumentedError(CHANGES, await server.get('/v1/listings/changes?limit=0', { key: orgKey }), 400, ERROR_EXAMPLES.limitZero);
+      checkDocumentedError(CHANGES, await server.get(`/v1/listings/changes?cursor=${cursor.slice(2)}`, { key: orgKey }), 400, ERROR_EXAMPLES.cursorRefused);
       check(CHANGES, 'get', await server.get('/v1/listings/changes'), 401);
     });
 
@@ -678,40 +675,24 @@ describe('OpenAPI document (item 10)', () => {
     });
 
     it('400, 401 and 404 bodies and headers, with the documented examples\' messages', async () => {
-      const notANumber = await server.get('/v1/listings?page=abc', { key: orgKey });
-      check(LIST, 'get', notANumber, 400);
-      assertExampleMessage(notANumber, ERROR_EXAMPLES.pageNotANumber);
-      const zero = await server.get('/v1/listings?per_page=0', { key: orgKey });
-      check(LIST, 'get', zero, 400);
-      assertExampleMessage(zero, ERROR_EXAMPLES.perPageZero);
-      const twice = await server.get('/v1/listings?per_page=1&per_page=2', { key: orgKey });
-      check(LIST, 'get', twice, 400);
-      assertExampleMessage(twice, ERROR_EXAMPLES.perPageTwice);
+      const notANumber = checkDocumentedError(LIST, await server.get('/v1/listings?page=abc', { key: orgKey }), 400, ERROR_EXAMPLES.pageNotANumber);
+      const zero = checkDocumentedError(LIST, await server.get('/v1/listings?per_page=0', { key: orgKey }), 400, ERROR_EXAMPLES.perPageZero);
+      const twice = checkDocumentedError(LIST, await server.get('/v1/listings?per_page=1&per_page=2', { key: orgKey }), 400, ERROR_EXAMPLES.perPageTwice);
       // A parameter 400 comes after the key and limit checks: it carries the rate-limit headers (D15).
       for (const res of [notANumber, zero, twice]) assert.ok(res.headers['x-ratelimit-limit'] && res.headers['x-ratelimit-remaining'] && res.headers['x-ratelimit-reset']);
       check(LIST, 'get', await server.get('/v1/listings?page=1&page=2', { key: orgKey }), 400);
       check(DETAIL, 'get', await server.get('/v1/listings/%ZZ', { key: orgKey }), 404);
 
-      const missing = await server.get('/v1/listings');
-      check(LIST, 'get', missing, 401);
-      assertExampleMessage(missing, ERROR_EXAMPLES.missingKey);
-      const malformed = await server.get('/v1/listings', { key: 'sg_live_nope' });
-      check(LIST, 'get', malformed, 401);
-      assertExampleMessage(malformed, ERROR_EXAMPLES.malformedKey);
+      checkDocumentedError(LIST, await server.get('/v1/listings'), 401, ERROR_EXAMPLES.missingKey);
+      checkDocumentedError(LIST, await server.get('/v1/listings', { key: 'sg_live_nope' }), 401, ERROR_EXAMPLES.malformedKey);
       const revokedKey = await server.createKey(orgId);
       await server.service.store.keys.revoke(revokedKey.id, new Date(server.clock.now()).toISOString());
-      const revoked = await server.get('/v1/listings', { key: revokedKey.key });
-      check(LIST, 'get', revoked, 401);
-      assertExampleMessage(revoked, ERROR_EXAMPLES.unknownKey);
-      const otherCountry = await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.my.localhost' });
-      check(DETAIL, 'get', otherCountry, 401);
-      assertExampleMessage(otherCountry, ERROR_EXAMPLES.otherCountry);
+      checkDocumentedError(LIST, await server.get('/v1/listings', { key: revokedKey.key }), 401, ERROR_EXAMPLES.unknownKey);
+      checkDocumentedError(DETAIL, await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.my.localhost' }), 401, ERROR_EXAMPLES.otherCountry);
 
       check(DETAIL, 'get', await server.get(`/v1/listings/${full}`, { key: orgKey, host: 'api.nowhere.localhost' }), 404);
       check(LIST, 'get', await server.get('/v1/listings', { key: orgKey, host: 'api.nowhere.localhost' }), 404);
-      const noListing = await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ff', { key: orgKey });
-      check(DETAIL, 'get', noListing, 404);
-      assertExampleMessage(noListing, ERROR_EXAMPLES.noListing);
+      checkDocumentedError(DETAIL, await server.get('/v1/listings/a0000000-0000-4000-8000-0000000000ff', { key: orgKey }), 404, ERROR_EXAMPLES.noListing);
       check(DETAIL, 'get', await server.get('/v1/listings/not-a-uuid', { key: orgKey }), 404);
       check(DETAIL, 'get', await server.get(`/v1/listings/${landlordListing}`, { key: orgKey }), 404);
     });
