@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,14 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { addMember } from '../dashboard/helpers.js';
+import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
  * The dashboard and the API in a real browser: Debian's Chromium driven by playwright-core. Runs
  * whenever /usr/bin/chromium exists (CI installs it) and says plainly that it was skipped when not.
  */
-const CHROMIUM = process.env.BROWSER_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
+const available = chromiumAvailable;
 if (!available) console.log(`SKIPPED: the browser suite needs ${CHROMIUM} (apt-get install chromium); it did not run.`);
 
 /**
@@ -56,9 +56,9 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
   let server: TestServer;
   let accountId: string;
   let member: { email: string; password: string };
+  let browser: Browser | undefined;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
   let sitePort: number;
   let site: Server;
   let key: string;
@@ -82,15 +82,8 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     sitePort = (site.address() as { port: number }).port;
 
-    const { chromium } = await import('playwright-core');
-    // A fresh profile: Playwright passes it to Chromium as --user-data-dir.
-    profile = mkdtempSync(join(tmpdir(), 'listings-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 860 },
-    });
+    browser = await launchChromium({ viewport: { width: 1280, height: 860 } });
+    context = browser.context;
     page = watched(context.pages()[0] ?? (await context.newPage()));
   });
 
@@ -108,8 +101,7 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
   }
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await new Promise((resolve) => site?.close(resolve));
     await server?.close();
   });

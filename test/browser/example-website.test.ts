@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { ListingsClient } from '@listings-api/sdk';
 import { createSite, type Site } from '@listings-api/example-website';
+import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -16,8 +16,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
  * with its JSON-LD, and the same pages with JavaScript off. Runs whenever /usr/bin/chromium exists
  * (CI installs it) and says plainly that it was skipped when not.
  */
-const CHROMIUM = process.env.BROWSER_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
+const available = chromiumAvailable;
 if (!available) console.log(`SKIPPED: the example website's browser test needs ${CHROMIUM} (apt-get install chromium); it did not run.`);
 
 /** The README's screenshot with UPDATE_SCREENSHOTS=1 (a plain run leaves the tree clean), else a temp file. */
@@ -48,8 +47,8 @@ describe('example website in a real browser (Chromium): listings, images, filter
   let server: TestServer;
   let site: Site;
   let siteUrl: string;
+  let browser: Browser | undefined;
   let context: BrowserContext;
-  let profile: string;
   let page: Page;
   const problems: string[] = [];
   const apiCalls: string[] = [];
@@ -79,14 +78,8 @@ describe('example website in a real browser (Chromium): listings, images, filter
     site = createSite({ client });
     siteUrl = `http://localhost:${await site.listen(0)}`;
 
-    const { chromium } = await import('playwright-core');
-    profile = mkdtempSync(join(tmpdir(), 'listings-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-    });
+    browser = await launchChromium({ viewport: { width: 1280, height: 900 } });
+    context = browser.context;
     await context.route('https://images.example.com/**', (route) =>
       route.request().url().includes('/broken/') ? route.abort('namenotresolved') : route.fulfill({ status: 200, contentType: 'image/svg+xml', body: photo(route.request().url()) }),
     );
@@ -102,8 +95,7 @@ describe('example website in a real browser (Chromium): listings, images, filter
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await site?.close();
     await server?.close();
   });
@@ -180,17 +172,10 @@ describe('example website in a real browser (Chromium): listings, images, filter
   });
 
   it('works with JavaScript off: the listings, the filter and the pages are plain HTML and links', async () => {
-    // A second browser profile with script turned off.
-    const noScriptProfile = mkdtempSync(join(tmpdir(), 'listings-chromium-'));
-    const { chromium } = await import('playwright-core');
-    const plain = await chromium.launchPersistentContext(noScriptProfile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      javaScriptEnabled: false,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    // A second browser, its own profile, with script turned off.
+    const plain = await launchChromium({ javaScriptEnabled: false });
     try {
-      const p = plain.pages()[0] ?? (await plain.newPage());
+      const p = plain.context.pages()[0] ?? (await plain.context.newPage());
       await p.goto(`${siteUrl}/`);
       assert.equal(await p.locator('.card').count(), 12);
       assert.equal(await p.textContent('[rel=next]'), 'Next page');
@@ -203,7 +188,6 @@ describe('example website in a real browser (Chromium): listings, images, filter
       assert.match((await p.textContent('script[type="application/ld+json"]'))!, /"@type":"RealEstateListing"/);
     } finally {
       await plain.close();
-      rmSync(noScriptProfile, { recursive: true, force: true });
     }
   });
 
