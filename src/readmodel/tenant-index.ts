@@ -27,8 +27,9 @@ export interface IndexEntry {
 
 /**
  * Rows read per query while building. SQLite's driver is synchronous, so each query holds the
- * event loop while it runs: from the covering index (migration 008), 250 rows took about 0.5 ms on
- * a fast 2-core machine and 2 ms on a slow one (a 100,000 tenant: 400 queries, about 1 s in all).
+ * event loop while it runs: from the covering index (migration 008), 500 rows took about 1 ms on a
+ * fast 2-core machine and 4 ms on a slow one, 250 rows about 2 ms on the slow one (a 100,000
+ * tenant there: 400 queries, 0.7-0.9 s in all, the same total as with 500).
  */
 export const BUILD_CHUNK = 250;
 /** Past this many changes since the index's version, building it again is cheaper than replaying. */
