@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { isCountry } from '../core/countries.js';
 import { canonicalUuid } from '../core/formats.js';
 import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage/index.js';
+import { listingBodyHead } from './body.js';
 import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, type ListingField } from './fields.js';
 
 /** A bad import line: the message names the line and the field (OPERATIONS "Import format"). */
@@ -32,10 +33,13 @@ function show(v: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** A line's listing, before its owner is known (its `org_id` and JSON come with the owner, D1). */
+export type ParsedListing = Omit<StagedListing, 'body_head'>;
+
 export interface ParsedLine {
   line: number;
   /** `created_at` null when the line gave none: an update keeps the stored one, an insert takes the import time. */
-  row: StagedListing;
+  row: ParsedListing;
   /** As given, if given: checked against the owner's kind once owners are known (D1). */
   orgId: string | null | undefined;
 }
@@ -80,7 +84,7 @@ export function parseImportLine(text: string, line: number): ParsedLine {
   const orgId = given.org_id === undefined ? undefined : given.org_id === null ? null : (read('org_id') as string);
   row.org_id = null;
   row.created_at = given.created_at === undefined || given.created_at === null ? null : read('created_at');
-  return { line, orgId, row: row as unknown as StagedListing };
+  return { line, orgId, row: row as unknown as ParsedListing };
 }
 
 /** The owning account (D1): a UUID, required. */
@@ -165,7 +169,7 @@ export async function importListings(store: Store, input: Readable, now: Date, o
         throw new ImportError(lineNumber, 'org_id', `must be ${derived === null ? 'null (the owner is an individual)' : `the owner's id ${derived}`} or omitted`);
       }
       row.org_id = derived;
-      batch.push(row);
+      batch.push(Object.assign(row, { body_head: listingBodyHead(row) }));
       batchLines.set(row.id, lineNumber);
       if (batch.length >= BATCH) await flush();
     }

@@ -1,6 +1,6 @@
 import { badRequest } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
-import type { Expiry, LastChange, ListingRow, Store } from '../storage/index.js';
+import type { Expiry, LastChange, ServedListingRow, Store } from '../storage/index.js';
 import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './feed-cursor.js';
 
 /**
@@ -41,14 +41,14 @@ interface Item {
 /** Batches read per stream while merging. */
 const BATCH = 200;
 
-export function createFeed(store: Store, clock: Clock, listingText: (row: ListingRow) => string) {
+export function createFeed(store: Store, clock: Clock, listingText: (row: ServedListingRow) => string) {
   let secret: Promise<string> | undefined;
   const cursorSecret = () => (secret ??= store.feed.cursorSecret().catch((error: unknown) => {
     secret = undefined;
     throw error;
   }));
 
-  const upserted = (id: string, at: string, row: ListingRow) => `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${listingText(row)}}`;
+  const upserted = (id: string, at: string, row: ServedListingRow) => `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${listingText(row)}}`;
   const removed = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
 
   return {
@@ -113,7 +113,7 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Listin
       (x) => ({ expiry: x.expiry_date, id: x.id }),
       { expiry: position.expiry, id: position.expiryId },
     );
-    const rows = new Map<string, ListingRow | undefined>();
+    const rows = new Map<string, ServedListingRow | undefined>();
     const consumed: Item[] = [];
     let emitted = 0;
     let more = false;

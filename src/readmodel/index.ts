@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import fastJson from 'fast-json-stringify';
 import { LRUCache } from 'lru-cache';
 import { ReadCache } from '../cache/read-cache.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
-import { listingSchema, toListing } from '../listings/listing.js';
-import { tenantKey, type ApiKeyRecord, type ListingRow, type Store } from '../storage/index.js';
+import { tenantKey, type ApiKeyRecord, type ServedListingRow, type Store } from '../storage/index.js';
 import { createFeed } from './feed.js';
 import { TenantIndex, type IndexEntry } from './tenant-index.js';
 import { filterInSlices, matches, sortInSlices, SORTS, type View } from './views.js';
@@ -80,8 +78,6 @@ export interface ReadModelOptions {
 
 /** The cache of keys and of origin checks: entries, each small; an unknown key is cached too. */
 const MAX_AUTH_ENTRIES = 50_000;
-
-const serializeListing = fastJson(listingSchema);
 
 /** READ_CACHE_MAX_MB's default. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -176,12 +172,12 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     });
   }
 
-  /** A listing's JSON, from the cache or serialised now (and kept). */
-  function listingBody(row: ListingRow): ListingBody {
+  /** A listing's JSON, from the cache or as read (written with the listing: listings/body.ts), and kept. */
+  function listingBody(row: ServedListingRow): ListingBody {
     const key = `${row.id}\n${Number(row.change_seq)}`;
     const cached = listingBodies.peek(key);
     if (cached !== undefined) return cached;
-    const body = new ListingBody(Buffer.from(serializeListing(toListing(row))));
+    const body = new ListingBody(Buffer.from(row.body));
     listingBodies.remember(key, body);
     return body;
   }
@@ -196,7 +192,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(`${e.id}\n${e.changeSeq}`));
     const missing = entries.filter((_, i) => found[i] === undefined);
     if (missing.length === 0) return found as ListingBody[];
-    const rows = new Map<string, ListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
+    const rows = new Map<string, ServedListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
     for (const [i, entry] of entries.entries()) {
       if (found[i] !== undefined) continue;
       const row = rows.get(entry.id);

@@ -1,5 +1,5 @@
 import type { Kysely } from '#kysely';
-import type { ListingRow } from './listings.js';
+import { SERVED_COLUMNS, type ServedListingRow } from './listings.js';
 import type { Database } from './schema.js';
 import type { Write } from './write.js';
 
@@ -75,10 +75,10 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
      * The tenant's visible listings (D10 at `now`) in the order their state took effect (updated
      * time, then id), after a position, at most `limit`: the first answer of a feed.
      */
-    async snapshot(ownerAccountId: string, country: string, now: string, after: { updatedAt: string; id: string } | undefined, limit: number): Promise<ListingRow[]> {
+    async snapshot(ownerAccountId: string, country: string, now: string, after: { updatedAt: string; id: string } | undefined, limit: number): Promise<ServedListingRow[]> {
       const base = () =>
         active(ownerAccountId, country)
-          .selectAll()
+          .select(SERVED_COLUMNS)
           .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]))
           .orderBy('updated_at')
           .orderBy('id');

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type RawBuilder } from '#kysely';
+import { BODY_TAIL } from '../listings/body-tail.js';
 import type { ChangeRecorder } from './changes.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import type { Write } from './write.js';
@@ -19,6 +20,14 @@ export const LISTING_DATA_COLUMNS = [
 export const INDEX_COLUMNS = ['id', 'change_seq', 'is_featured', 'created_at', 'expiry_date', 'price', 'size_sqft', 'usage_types', 'is_takeover'] as const;
 export type IndexRow = Pick<ListingsTable, (typeof INDEX_COLUMNS)[number]>;
 export type IndexRowWithPlace = IndexRow & Pick<ListingsTable, 'owner_account_id' | 'country' | 'status'>;
+
+/**
+ * What the read path reads of a listing it shows: its JSON (`body`, written with it), the key of
+ * that JSON (id, change), and where it is now, for the change feed. Not the other columns: a
+ * column costs its decoding whether it is used or not.
+ */
+export const SERVED_COLUMNS = ['id', 'change_seq', 'owner_account_id', 'country', 'status', 'expiry_date', 'updated_at', 'body'] as const;
+export type ServedListingRow = Pick<ListingsTable, (typeof SERVED_COLUMNS)[number]>;
 
 /** A position in the D9 order: featured first, then newest first, then id. */
 export interface OrderPosition {
@@ -57,7 +66,7 @@ const CHUNK = 500;
 const IMPORT_CACHE_SIZE = -32_768;
 
 /** The columns of the staging table, in its order. */
-const STAGED_COLUMNS = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at'] as const satisfies ReadonlyArray<keyof StagedListing>;
+const STAGED_COLUMNS = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at', 'body_head'] as const satisfies ReadonlyArray<keyof StagedListing>;
 
 /**
  * `sqlite`: the connection under `db` when it is SQLite, for the one statement where Kysely's
@@ -133,11 +142,11 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
       return rows;
     },
 
-    /** Whole rows by id, for the listings on a page or behind a detail (in no particular order). */
-    async rows(ids: readonly string[]): Promise<ListingRow[]> {
-      const rows: ListingRow[] = [];
+    /** What the read path sends of these listings (SERVED_COLUMNS), by id, in no particular order. */
+    async rows(ids: readonly string[]): Promise<ServedListingRow[]> {
+      const rows: ServedListingRow[] = [];
       for (let i = 0; i < ids.length; i += CHUNK) {
-        rows.push(...(await db.selectFrom('listings').selectAll().where('id', 'in', ids.slice(i, i + CHUNK)).execute()));
+        rows.push(...(await db.selectFrom('listings').select(SERVED_COLUMNS).where('id', 'in', ids.slice(i, i + CHUNK)).execute()));
       }
       return rows;
     },
@@ -155,7 +164,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         // engines, a line number, and a unique id, which the duplicate check and the swap seek by.
         // Values arrive validated; the swap's insert into listings enforces NOT NULL again.
         const staged = sql.join(['id', ...LISTING_DATA_COLUMNS, 'created_at'].map((c) => sql.ref(c)), sql`, `);
-        await sql`create temporary table import_staging as select ${staged}, 0 as line from listings where 1 = 0`.execute(conn);
+        await sql`create temporary table import_staging as select ${staged}, 0 as line, cast('' as text) as body_head from listings where 1 = 0`.execute(conn);
         await sql`create unique index import_staging_id on import_staging (id)`.execute(conn);
         // SQLite: `importing` holds the connection (Kysely runs one query at a time on it), so
         // statements run on it directly cannot interleave with anyone else's. The swap writes
@@ -250,15 +259,17 @@ async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder
   const changeSeq = sql`(select c.seq from listing_changes c
     where c.owner_account_id = s.owner_account_id and c.country = s.country and c.listing_id = s.id and c.seq > ${before})`;
   const assignments = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`), sql`, `);
-  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}, change_seq = ${changeSeq}
+  // body: the staged JSON completed with the created_at the listing ends up with (listings/body.ts).
+  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}, change_seq = ${changeSeq},
+      body = s.body_head || coalesce(s.created_at, l.created_at) || ${BODY_TAIL}
     from import_staging s where l.id = s.id and ${differs()}`.execute(tx);
   const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
   const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
   // In id order: the id index (and the one by update time, whose rows of one import share a time)
   // is then written front to back instead of at random: 6.1 s -> 4.4 s for 100,000 new listings
   // into a database of 100,000 (SQLite, 32 MB of cache).
-  await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq)
-    select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq} from import_staging s
+  await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq, body)
+    select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq}, s.body_head || coalesce(s.created_at, ${now}) || ${BODY_TAIL} from import_staging s
     where not exists (select 1 from listings l where l.id = s.id)
     order by s.id`.execute(tx);
 

@@ -7,6 +7,7 @@ import * as auditRateLimit from './migrations/005_audit_rate_limit.js';
 import * as changeFeed from './migrations/006_change_feed.js';
 import * as usage from './migrations/007_usage.js';
 import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
+import * as listingBody from './migrations/009_listing_body.js';
 import type { Database } from './schema.js';
 
 /**
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_change_feed': changeFeed,
   '007_usage': usage,
   '008_covering_order_index': coveringOrderIndex,
+  '009_listing_body': listingBody,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -46,6 +46,8 @@ export interface ListingsTable extends StoredListingFields {
   updated_at: string;
   /** The sequence of the write that last changed this listing (migration 004). */
   change_seq: number;
+  /** The listing object's JSON as the API shows it, derived from the columns above when written (listings/body.ts, migration 009). */
+  body: string;
 }
 
 /** One listing write as it touched one tenant (migration 004; see changes.ts). */
@@ -78,11 +80,13 @@ export interface StoreSecretsTable {
 }
 
 /** A listing as an import line gives it, before the import is swapped in (listings/import.ts). */
-export interface ImportStagingTable extends Omit<ListingsTable, 'created_at' | 'updated_at' | 'change_seq'> {
+export interface ImportStagingTable extends Omit<ListingsTable, 'created_at' | 'updated_at' | 'change_seq' | 'body'> {
   /** The line of the file it came from, for error messages. */
   line: number;
   /** Null when the line did not give one: an update keeps the stored value, an insert takes the import time. */
   created_at: string | null;
+  /** The listing's JSON up to its `created_at` value, which the swap appends (listings/body.ts). */
+  body_head: string;
 }
 
 export interface ApiKeysTable {

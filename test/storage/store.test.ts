@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
+import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings } from '../../src/listings/import.js';
+import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
 import { INDEX_COLUMNS } from '../../src/storage/listings.js';
 import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
@@ -110,6 +112,38 @@ describe(`store on ${TEST_STORE}`, () => {
     delete fresh.created_at;
     await importListings(store, ndjson([fresh]), new Date(NOW));
     assert.equal((await store.db.selectFrom('listings').select('created_at').where('id', '=', fresh.id as string).executeTakeFirstOrThrow()).created_at, NOW);
+  });
+
+  /** Every stored listing whose `body` is not its JSON as computed from its columns now. */
+  const wrongBodies = async () => {
+    const rows = await store.db.selectFrom('listings').selectAll().execute();
+    assert.ok(rows.length > 0);
+    return rows.filter((row) => row.body !== listingBodyOf(row)).map((row) => ({ id: row.id, stored: row.body, expected: listingBodyOf(row) }));
+  };
+
+  it('import: each listing\'s body is its JSON from its columns, as inserted and as updated, with the created_at it ends up with (migration 009)', async () => {
+    const odd = 'Caf\u00e9 "Bar" \\ 100% \u2028 line\nbreak \u{1F600}';
+    const kept = listingLine(owner, { title: odd, created_at: '2024-02-03T04:05:06.789Z', images: ['https://cdn.example.com/a.jpg', 'https://cdn.example.com/b.jpg'], cover_image_index: 1, expiry_date: '2030-01-01T00:00:00.000Z' });
+    const given = listingLine(owner);
+    const defaulted = listingLine(other);
+    delete defaulted.created_at;
+    await importListings(store, ndjson([kept, given, defaulted]), new Date(NOW));
+    assert.deepEqual(await wrongBodies(), []);
+    // Updates: created_at left out (the stored one stays), a new created_at, and a move to an
+    // individual owner (org_id becomes null).
+    const { created_at: _, ...keptWithoutCreatedAt } = kept;
+    await importListings(store, ndjson([{ ...keptWithoutCreatedAt, title: 'retitled', view_count: 7 }, { ...given, created_at: '2026-03-04T05:06:07.000Z', price: null }, { ...defaulted, owner_account_id: owner }]), new Date('2026-12-01T00:00:00.000Z'));
+    assert.deepEqual(await wrongBodies(), []);
+    const body = JSON.parse((await store.db.selectFrom('listings').select('body').where('id', '=', kept.id as string).executeTakeFirstOrThrow()).body) as Record<string, unknown>;
+    assert.equal(body.title, 'retitled');
+    assert.equal(body.created_at, '2024-02-03T04:05:06.789Z');
+    assert.equal(body.view_count, 7);
+  });
+
+  it('migration 009 gives every existing listing its body', async () => {
+    await listingBodyMigration.down(store.db);
+    await listingBodyMigration.up(store.db);
+    assert.deepEqual(await wrongBodies(), []);
   });
 
   it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {
