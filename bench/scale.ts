@@ -225,8 +225,10 @@ interface Server {
   requests: number;
 }
 
-/** Sends SIGUSR2 and returns the probe line it makes the server append to its stdout (its log). */
-/** A probe line; `afterGc`: after a full garbage collection (SIGHUP), for the live memory. */
+/**
+ * Sends SIGUSR2 and returns the probe line it makes the server append to its stdout (its log);
+ * with `afterGc`, SIGHUP: the same after a full garbage collection, for the live memory.
+ */
 async function probe(server: Server, afterGc = false): Promise<Probe> {
   const want = ++server.seq;
   const from = statSync(server.logFile).size;
