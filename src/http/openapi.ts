@@ -9,7 +9,7 @@ import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, lis
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from './v1/params.js';
 
 /**
- * The OpenAPI 3.1 document of /v1, built from the very JSON schemas the server serialises with
+ * The OpenAPI 3.1 document of /v1, built from the very JSON schemas the answers are checked against
  * (listing.ts), so that the document cannot drift from the responses. `npm run openapi` writes it
  * to openapi.json; GET /openapi.json serves it with the deployment's domain and countries.
  * test/http/openapi.test.ts checks that the committed file is current, that it describes exactly
@@ -60,11 +60,11 @@ export const ID_PARAMETER_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 const ID_TEXT = 'A UUID in its 8-4-4-4-12 hexadecimal text form, lowercase. The version and variant digits are not checked: do not validate ids as strict RFC 9562 UUIDs.';
 
 /**
- * A serialisation schema (listing.ts, a Fastify shared schema) as the published component:
+ * An answer's schema (listing.ts) as the published component:
  *
  * - `$id` dropped, and `$ref: 'Listing#'` rewritten to `#/components/schemas/Listing`; any other
  *   reference is an error, so that a new kind of reference cannot silently break the document;
- * - `additionalProperties: false` dropped: the serialiser emits exactly the listed fields, but the
+ * - `additionalProperties: false` dropped: answers carry exactly the listed fields, but the
  *   published contract lets v1 add fields, which a validating client must accept (an absent
  *   `additionalProperties` allows them; `true` would add an index signature to every generated
  *   TypeScript type and lose typo checks). The tests keep the strict check on real responses;

@@ -4,7 +4,7 @@ import { usageTypesProblem } from './taxonomy.js';
 /**
  * The listing object of spec 2.1, declared once. Everything about a field comes from its entry
  * here: its place in the object (the order of this table), its TypeScript type, its JSON schema
- * (which serialises answers and is published in the OpenAPI document), its stored form and column
+ * (published in the OpenAPI document, and what tests check answers against), its stored form and column
  * type, how a row becomes the API's value, and how an import line is read and checked. Adding a
  * field is one entry here plus a migration that adds its column.
  */
@@ -209,7 +209,7 @@ export type Listing = { [F in ListingField]: Nullable<F, ApiOf<Fields[F]['kind']
 /** The stored form of the listing object's fields (the listings table adds owner, country and bookkeeping). */
 export type StoredListingFields = { [F in ListingField]: F extends 'status' ? string : Nullable<F, StoredOf<Fields[F]['kind']>> };
 
-/** The JSON schema of the listing object, in the table's order: serialises answers and is published. */
+/** The JSON schema of the listing object, in the table's order: published, and checked against answers. */
 export function listingProperties(): Record<ListingField, Json> {
   return Object.fromEntries(LISTING_FIELD_NAMES.map((name) => {
     const spec: FieldSpec = LISTING_FIELDS[name];

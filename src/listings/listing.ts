@@ -4,10 +4,11 @@ import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
 export { toListing, type Listing } from './fields.js';
 
 /**
- * The JSON schemas of the answers: each serialises them (fast-json-stringify) and documents them
- * (OpenAPI, openapi.ts), so the two cannot drift. The listing object's comes from its one
- * declaration (fields.ts). They are strict (`additionalProperties: false`) for serialising and
- * for the tests that check real answers; the published copies allow fields added within v1.
+ * The JSON schemas of the answers: they document them (OpenAPI, openapi.ts), and the tests check
+ * real answers against them. The listing object's comes from its one declaration (fields.ts), as
+ * does the listing's JSON (body.ts), so the two cannot drift. They are strict
+ * (`additionalProperties: false`) for the tests that check real answers; the published copies
+ * allow fields added within v1.
  */
 export const listingSchema = {
   $id: 'Listing',

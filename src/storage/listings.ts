@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type RawBuilder } from '#kysely';
-import { BODY_TAIL } from '../listings/body-tail.js';
+import { BODY_TAIL } from '../listings/body.js';
 import type { ChangeRecorder } from './changes.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import type { Write } from './write.js';
@@ -158,14 +158,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
      */
     async importing<T>(fn: (session: ImportSession) => Promise<T>): Promise<T> {
       return db.connection().execute(async (conn) => {
-        await conn.schema.dropTable('import_staging').ifExists().execute();
-        // The staging table takes its columns from the listings table itself (a new field is a
-        // migration of listings, not a second declaration here): no rows, the same types on both
-        // engines, a line number, and a unique id, which the duplicate check and the swap seek by.
-        // Values arrive validated; the swap's insert into listings enforces NOT NULL again.
-        const staged = sql.join(['id', ...LISTING_DATA_COLUMNS, 'created_at'].map((c) => sql.ref(c)), sql`, `);
-        await sql`create temporary table import_staging as select ${staged}, 0 as line, cast('' as text) as body_head from listings where 1 = 0`.execute(conn);
-        await sql`create unique index import_staging_id on import_staging (id)`.execute(conn);
+        await createImportStaging(conn);
         // SQLite: `importing` holds the connection (Kysely runs one query at a time on it), so
         // statements run on it directly cannot interleave with anyone else's. The swap writes
         // every index of the listings at random places: with SQLite's default 2 MB page cache
@@ -214,7 +207,13 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
               }
               return kinds;
             },
-            swapIn: (now) => write.on(conn, (tx, changes) => swapIn(tx, now, changes)),
+            async swapIn(now) {
+              // The planner's statistics of what was staged (neither engine keeps them for a
+              // temporary table by itself): without them SQLite drives the swap's joins from the
+              // listings table, reading all of it even for a one-line import.
+              await sql`analyze import_staging`.execute(conn);
+              return write.on(conn, (tx, changes) => swapIn(tx, now, changes));
+            },
           });
         } finally {
           await conn.schema.dropTable('import_staging').ifExists().execute().catch(() => undefined);
@@ -225,32 +224,48 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
   };
 }
 
+/**
+ * The temporary table an import stages its lines in, on the connection that will swap them in.
+ * It takes its columns from the listings table itself (a new field is a migration of listings,
+ * not a second declaration here): no rows, the same types on both engines, a line number, the
+ * listing's JSON up to its created_at (listings/body.ts), and a unique id, which the duplicate
+ * check and the swap seek by. Values arrive validated; the swap's insert into listings enforces
+ * NOT NULL again.
+ */
+export async function createImportStaging(conn: Kysely<Database>): Promise<void> {
+  await conn.schema.dropTable('import_staging').ifExists().execute();
+  const staged = sql.join(['id', ...LISTING_DATA_COLUMNS, 'created_at'].map((c) => sql.ref(c)), sql`, `);
+  await sql`create temporary table import_staging as select ${staged}, 0 as line, cast('' as text) as body_head from listings where 1 = 0`.execute(conn);
+  await sql`create unique index import_staging_id on import_staging (id)`.execute(conn);
+}
+
 /** `listings.<col> IS DISTINCT FROM s.<col>` for every data column: a staged line that changes something. */
 function differs(): RawBuilder<unknown> {
   const data = LISTING_DATA_COLUMNS.map((c) => sql`l.${sql.ref(c)} is distinct from s.${sql.ref(c)}`);
   return sql`(${sql.join([...data, sql`(s.created_at is not null and s.created_at is distinct from l.created_at)`], sql` or `)})`;
 }
 
-/** The swap of an import, inside its write transaction (see `importing`). */
-async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder): Promise<ImportCounts> {
-  const { before, at } = await changes.beginListingChanges(now);
-  const counts = await sql<{ total: number | string; existing: number | string; changed: number | string }>`
+/**
+ * The statements of a swap, in order, after the change log's `before` sequence and with the
+ * change time `at` (exported for the test that checks each seeks by the staged ids).
+ */
+export function swapStatements(now: string, at: string, before: number) {
+  const counts = sql<{ total: number | string; existing: number | string; changed: number | string }>`
     select count(*) as total, count(l.id) as existing,
       coalesce(sum(case when l.id is not null and ${differs()} then 1 else 0 end), 0) as changed
-    from import_staging s left join listings l on l.id = s.id`.execute(tx);
-  const { total, existing, changed } = counts.rows[0]!;
+    from import_staging s left join listings l on l.id = s.id`;
 
   // The change log first, while the old rows are still there to compare with: a listing that
   // moves to another owner or country leaves its old tenant (D22: a removal there) ...
-  await sql`insert into listing_changes (owner_account_id, country, listing_id, at)
+  const moves = sql`insert into listing_changes (owner_account_id, country, listing_id, at)
     select l.owner_account_id, l.country, l.id, ${at} from import_staging s join listings l on l.id = s.id
     where l.owner_account_id <> s.owner_account_id or l.country <> s.country
-    order by s.line`.execute(tx);
+    order by s.line`;
   // ... and every new or changed listing is a change of the tenant it is in now. Identical lines are not.
-  await sql`insert into listing_changes (owner_account_id, country, listing_id, at)
+  const changed = sql`insert into listing_changes (owner_account_id, country, listing_id, at)
     select s.owner_account_id, s.country, s.id, ${at} from import_staging s left join listings l on l.id = s.id
     where l.id is null or ${differs()}
-    order by s.line`.execute(tx);
+    order by s.line`;
 
   // updated_at is when the listing's current state took effect: the time of its change, and
   // change_seq is that change, found by one seek in listing_changes_superseded (a listing's
@@ -260,19 +275,27 @@ async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder
     where c.owner_account_id = s.owner_account_id and c.country = s.country and c.listing_id = s.id and c.seq > ${before})`;
   const assignments = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`), sql`, `);
   // body: the staged JSON completed with the created_at the listing ends up with (listings/body.ts).
-  await sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}, change_seq = ${changeSeq},
+  const update = sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}, change_seq = ${changeSeq},
       body = s.body_head || coalesce(s.created_at, l.created_at) || ${BODY_TAIL}
-    from import_staging s where l.id = s.id and ${differs()}`.execute(tx);
+    from import_staging s where l.id = s.id and ${differs()}`;
   const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
   const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
   // In id order: the id index (and the one by update time, whose rows of one import share a time)
   // is then written front to back instead of at random: 6.1 s -> 4.4 s for 100,000 new listings
   // into a database of 100,000 (SQLite, 32 MB of cache).
-  await sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq, body)
+  const insert = sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq, body)
     select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq}, s.body_head || coalesce(s.created_at, ${now}) || ${BODY_TAIL} from import_staging s
     where not exists (select 1 from listings l where l.id = s.id)
-    order by s.id`.execute(tx);
+    order by s.id`;
+  return { counts, writes: [moves, changed, update, insert] };
+}
 
+/** The swap of an import, inside its write transaction (see `importing`). */
+async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder): Promise<ImportCounts> {
+  const { before, at } = await changes.beginListingChanges(now);
+  const { counts, writes } = swapStatements(now, at, before);
+  const { total, existing, changed } = (await counts.execute(tx)).rows[0]!;
+  for (const statement of writes) await statement.execute(tx);
   await changes.finishListingChanges(before);
   const inserted = Number(total) - Number(existing);
   return { inserted, updated: Number(existing), unchanged: Number(existing) - Number(changed) };

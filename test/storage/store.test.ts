@@ -4,9 +4,9 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
-import { importListings } from '../../src/listings/import.js';
+import { importListings, parseImportLine } from '../../src/listings/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
-import { INDEX_COLUMNS } from '../../src/storage/listings.js';
+import { createImportStaging, INDEX_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine } from '../support/server.js';
@@ -242,6 +242,32 @@ describe(`store on ${TEST_STORE}`, () => {
       assert.match(plan, /listings_visible_order|listing_changes_tenant_seq|listing_changes_superseded|tenant_versions_version/, plan);
       assert.doesNotMatch(plan, /TEMP B-TREE|Seq Scan|SCAN (listings|listing_changes|tenant_versions)\b(?! USING)/, plan);
     }
+  });
+
+  it("an import's swap reads listings by the staged ids, never the whole table: a one-line import costs its line", async () => {
+    await store.db.connection().execute(async (conn) => {
+      await createImportStaging(conn);
+      try {
+        await conn.insertInto('import_staging').values({ ...parseImportLine(JSON.stringify(listingLine(owner)), 1).row, body_head: '{' }).execute();
+        // As the import does before its swap (storage/listings.ts): without this SQLite reads the
+        // listings table from end to end for each join with the staged lines.
+        await sql`analyze import_staging`.execute(conn);
+        if (TEST_STORE === 'postgres') await sql`set enable_seqscan = off`.execute(conn);
+        const { counts, writes } = swapStatements(NOW, NOW, 0);
+        for (const statement of [counts, ...writes]) {
+          const compiled = statement.compile(conn);
+          const plan = JSON.stringify((await conn.executeQuery({ ...compiled, sql: (TEST_STORE === 'sqlite' ? 'EXPLAIN QUERY PLAN ' : 'EXPLAIN ') + compiled.sql })).rows);
+          // Each statement seeks listings by id (their primary key), ...
+          assert.match(plan, /sqlite_autoindex_listings_1 \(id=\?\)|using listings_pkey on listings/, plan);
+          // ... and none passes over them (SQLite: "SCAN l", of the table or one of its indexes;
+          // PostgreSQL: a sequential scan, or a scan of an index other than the key's).
+          assert.doesNotMatch(plan, /SCAN (l|listings)\b|Seq Scan on listings|Index (Only )?Scan using listings_(tenant|visible)/, plan);
+        }
+      } finally {
+        if (TEST_STORE === 'postgres') await sql`reset enable_seqscan`.execute(conn);
+        await conn.schema.dropTable('import_staging').ifExists().execute();
+      }
+    });
   });
 
   it('building a tenant\'s index reads the order index alone (migration 008: it covers the indexed columns)', async () => {

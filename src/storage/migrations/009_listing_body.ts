@@ -1,4 +1,5 @@
 import { sql, type Kysely } from '#kysely';
+import { listingBodyOf } from '../../listings/body.js';
 import type { StoredListingFields } from '../../listings/fields.js';
 
 /**
@@ -6,15 +7,12 @@ import type { StoredListingFields } from '../../listings/fields.js';
  * listings/body.ts), so that a read sends it instead of reading every column and encoding them
  * again. Existing listings get theirs here, in chunks in id order, each chunk one UPDATE. A later
  * change to the listing object's JSON is a migration that computes them again the same way.
- * The serialiser is loaded here, not above: every CLI command loads the migrations, and most
- * never serialise a listing.
  */
 const CHUNK = 500;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('listings').addColumn('body', 'text', (c) => c.notNull().defaultTo('')).execute();
-  const { listingBodyOf } = await import('../../listings/body.js');
   let after = '';
   for (;;) {
     const rows = (await db.selectFrom('listings').selectAll().where('id', '>', after).orderBy('id').limit(CHUNK).execute()) as Array<StoredListingFields & { id: string }>;
