@@ -30,7 +30,10 @@ export const BODY_TAIL = '"}';
  * validated (ISO 8601, `parseIsoDate`), so it needs no JSON escaping when appended.
  */
 export function listingBodyHead(fields: Omit<StoredListingFields, 'created_at'>): string {
-  const whole = listingBodyOf({ ...fields, created_at: '' } as StoredListingFields);
+  // toListing reads the declared fields only; created_at is set after (no copy of the line's row).
+  const listing = toListing(fields as StoredListingFields) as Record<string, unknown>;
+  listing.created_at = '';
+  const whole = JSON.stringify(listing);
   if (!whole.endsWith(`${HEAD_END}${BODY_TAIL}`)) throw new Error('a listing body does not end with its created_at');
   return whole.slice(0, -BODY_TAIL.length);
 }
