@@ -1,5 +1,5 @@
 import type { Kysely } from '#kysely';
-import { SERVED_COLUMNS, type ServedListingRow } from './listings.js';
+import { SERVED_COLUMNS, withBodies, type ServedListingRow } from './listings.js';
 import type { Database } from './schema.js';
 import type { Write } from './write.js';
 
@@ -82,10 +82,10 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
           .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]))
           .orderBy('updated_at')
           .orderBy('id');
-      if (after === undefined) return base().limit(limit).execute();
+      if (after === undefined) return withBodies(db, await base().limit(limit).execute());
       const rows = await base().where('updated_at', '=', after.updatedAt).where('id', '>', after.id).limit(limit).execute();
       if (rows.length < limit) rows.push(...(await base().where('updated_at', '>', after.updatedAt).limit(limit - rows.length).execute()));
-      return rows;
+      return withBodies(db, rows);
     },
 
     /**

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type RawBuilder } from '#kysely';
-import { BODY_TAIL } from '../listings/body.js';
+import { BODY_TAIL, listingBodyOf } from '../listings/body.js';
 import type { ChangeRecorder } from './changes.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import type { Write } from './write.js';
@@ -148,7 +148,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
       for (let i = 0; i < ids.length; i += CHUNK) {
         rows.push(...(await db.selectFrom('listings').select(SERVED_COLUMNS).where('id', 'in', ids.slice(i, i + CHUNK)).execute()));
       }
-      return rows;
+      return withBodies(db, rows);
     },
 
     /**
@@ -225,6 +225,23 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
 }
 
 /**
+ * `rows` with every body there: a listing written by a release before migration 009 (an import
+ * run from an old release during a rolling deploy) has none, and gets it computed from its
+ * columns here, so that it is never answered as an empty string. The next import of that listing
+ * by this release stores it (its body differs, see `differs`).
+ */
+export async function withBodies<R extends ServedListingRow>(db: Kysely<Database>, rows: R[]): Promise<R[]> {
+  const missing = rows.filter((row) => row.body === '');
+  if (missing.length === 0) return rows;
+  const full = new Map((await db.selectFrom('listings').selectAll().where('id', 'in', missing.map((row) => row.id)).execute()).map((row) => [row.id, row]));
+  for (const row of missing) {
+    const columns = full.get(row.id);
+    if (columns !== undefined) row.body = listingBodyOf(columns);
+  }
+  return rows;
+}
+
+/**
  * The temporary table an import stages its lines in, on the connection that will swap them in.
  * It takes its columns from the listings table itself (a new field is a migration of listings,
  * not a second declaration here): no rows, the same types on both engines, a line number, the
@@ -239,10 +256,16 @@ export async function createImportStaging(conn: Kysely<Database>): Promise<void>
   await sql`create unique index import_staging_id on import_staging (id)`.execute(conn);
 }
 
-/** `listings.<col> IS DISTINCT FROM s.<col>` for every data column: a staged line that changes something. */
+/**
+ * A staged line that changes something: a data column (`IS DISTINCT FROM`), its created_at if
+ * given, or the stored JSON, which an import from a release before migration 009 left empty or
+ * stale (so importing the same file again with this release repairs it).
+ */
 function differs(): RawBuilder<unknown> {
   const data = LISTING_DATA_COLUMNS.map((c) => sql`l.${sql.ref(c)} is distinct from s.${sql.ref(c)}`);
-  return sql`(${sql.join([...data, sql`(s.created_at is not null and s.created_at is distinct from l.created_at)`], sql` or `)})`;
+  const created = sql`(s.created_at is not null and s.created_at is distinct from l.created_at)`;
+  const body = sql`l.body is distinct from (s.body_head || coalesce(s.created_at, l.created_at) || ${BODY_TAIL})`;
+  return sql`(${sql.join([...data, created, body], sql` or `)})`;
 }
 
 /**

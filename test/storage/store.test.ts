@@ -140,6 +140,23 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(body.view_count, 7);
   });
 
+  it('a listing an older release wrote without its JSON is answered with it, and importing it again stores it (migration 009, rolling deploys)', async () => {
+    const line = listingLine(owner);
+    const id = line.id as string;
+    await importListings(store, ndjson([line]), new Date(NOW));
+    const bodyOf = async () => (await store.db.selectFrom('listings').select('body').where('id', '=', id).executeTakeFirstOrThrow()).body;
+    const expected = await bodyOf();
+    // An import by a release before 009 inserts listings without it (the column's default).
+    await store.db.updateTable('listings').set({ body: '' }).where('id', '=', id).execute();
+    assert.equal((await store.listings.rows([id]))[0]!.body, expected);
+    assert.equal((await store.feed.snapshot(owner, 'sg', NOW, undefined, 1000)).find((row) => row.id === id)?.body, expected);
+    // ... and leaves a changed listing's JSON as it was: the same line again, from this release, repairs both.
+    await store.db.updateTable('listings').set({ body: '{"title":"stale"}' }).where('id', '=', id).execute();
+    assert.deepEqual(await importListings(store, ndjson([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
+    assert.equal(await bodyOf(), expected);
+    assert.deepEqual(await importListings(store, ndjson([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 1 });
+  });
+
   it('migration 009 gives every existing listing its body', async () => {
     await listingBodyMigration.down(store.db);
     await listingBodyMigration.up(store.db);
