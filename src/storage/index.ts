@@ -18,7 +18,7 @@ import { createWriter, isRetryable } from './write.js';
 
 export type { Account } from './accounts.js';
 export type { ApiKeyRecord } from './keys.js';
-export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, ListingRow, OrderPosition, ServedListingRow, StagedListing } from './listings.js';
+export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, OrderPosition, ServedListingRow, StagedListing } from './listings.js';
 export { LISTING_DATA_COLUMNS } from './listings.js';
 export type { AllowedOrigin } from './origins.js';
 export type { AuditEntry } from './audit.js';

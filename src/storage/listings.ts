@@ -5,7 +5,6 @@ import type { ChangeRecorder } from './changes.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import type { Write } from './write.js';
 
-export type ListingRow = ListingsTable;
 /** A listing as an import gives it (no change sequence yet; `created_at` null when not given). */
 export type StagedListing = ImportStagingTable;
 
