@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
@@ -9,7 +8,7 @@ import * as listingBodyMigration from '../../src/storage/migrations/009_listing_
 import { createImportStaging, INDEX_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
-import { listingLine } from '../support/server.js';
+import { listingLine, ndjsonStream } from '../support/server.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
 
@@ -20,8 +19,6 @@ async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void>
     await new Promise((r) => setTimeout(r, 10));
   }
 }
-
-const ndjson = (lines: Array<Record<string, unknown>>) => Readable.from(lines.map((l) => JSON.stringify(l)).join('\n'));
 
 describe(`store on ${TEST_STORE}`, () => {
   let database: TestDatabase;
@@ -81,20 +78,20 @@ describe(`store on ${TEST_STORE}`, () => {
     const before = (await changeRows()).length;
     const a = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000a' });
     const b = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000b' });
-    assert.deepEqual(await importListings(store, ndjson([a, b]), new Date(NOW)), { inserted: 2, updated: 0, unchanged: 0 });
+    assert.deepEqual(await importListings(store, ndjsonStream([a, b]), new Date(NOW)), { inserted: 2, updated: 0, unchanged: 0 });
     const first = (await changeRows()).slice(before);
     assert.deepEqual(first.map((c) => [c.listing_id, c.owner_account_id, c.country]), [[a.id, owner, 'sg'], [b.id, owner, 'sg']]);
     assert.equal(await changeSeqOf(a.id as string), first[0]!.seq, 'each listing is stamped with its change');
     assert.equal(store.changes.tenantVersion(owner, 'sg'), first[1]!.seq, "the tenant's version is its last change");
 
     // b again, identical, and a changed: one change; b keeps its stamp.
-    assert.deepEqual(await importListings(store, ndjson([{ ...a, title: 'new title' }, b]), new Date(NOW)), { inserted: 0, updated: 2, unchanged: 1 });
+    assert.deepEqual(await importListings(store, ndjsonStream([{ ...a, title: 'new title' }, b]), new Date(NOW)), { inserted: 0, updated: 2, unchanged: 1 });
     const second = (await changeRows()).slice(before + 2);
     assert.deepEqual(second.map((c) => c.listing_id), [a.id]);
     assert.equal(await changeSeqOf(b.id as string), first[1]!.seq);
 
     // a moves to another owner: a change in the tenant it left and one in the tenant it joined.
-    assert.deepEqual(await importListings(store, ndjson([{ ...a, owner_account_id: other }]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
+    assert.deepEqual(await importListings(store, ndjsonStream([{ ...a, owner_account_id: other }]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
     const third = (await changeRows()).slice(before + 3);
     assert.deepEqual(third.map((c) => [c.listing_id, c.owner_account_id]), [[a.id, owner], [a.id, other]]);
     assert.equal(store.changes.tenantVersion(owner, 'sg'), third[0]!.seq);
@@ -103,14 +100,14 @@ describe(`store on ${TEST_STORE}`, () => {
 
   it('import: without created_at an update keeps the stored one and an insert takes the import time', async () => {
     const line = listingLine(owner, { created_at: '2025-01-01T00:00:00.000Z' });
-    await importListings(store, ndjson([line]), new Date(NOW));
+    await importListings(store, ndjsonStream([line]), new Date(NOW));
     const { created_at: _, ...withoutCreatedAt } = line;
-    await importListings(store, ndjson([{ ...withoutCreatedAt, title: 'changed' }]), new Date('2026-12-01T00:00:00.000Z'));
+    await importListings(store, ndjsonStream([{ ...withoutCreatedAt, title: 'changed' }]), new Date('2026-12-01T00:00:00.000Z'));
     const stored = await store.db.selectFrom('listings').select(['created_at', 'title']).where('id', '=', line.id as string).executeTakeFirstOrThrow();
     assert.deepEqual(stored, { created_at: '2025-01-01T00:00:00.000Z', title: 'changed' });
     const fresh = listingLine(owner);
     delete fresh.created_at;
-    await importListings(store, ndjson([fresh]), new Date(NOW));
+    await importListings(store, ndjsonStream([fresh]), new Date(NOW));
     assert.equal((await store.db.selectFrom('listings').select('created_at').where('id', '=', fresh.id as string).executeTakeFirstOrThrow()).created_at, NOW);
   });
 
@@ -127,12 +124,12 @@ describe(`store on ${TEST_STORE}`, () => {
     const given = listingLine(owner);
     const defaulted = listingLine(other);
     delete defaulted.created_at;
-    await importListings(store, ndjson([kept, given, defaulted]), new Date(NOW));
+    await importListings(store, ndjsonStream([kept, given, defaulted]), new Date(NOW));
     assert.deepEqual(await wrongBodies(), []);
     // Updates: created_at left out (the stored one stays), a new created_at, and a move to an
     // individual owner (org_id becomes null).
     const { created_at: _, ...keptWithoutCreatedAt } = kept;
-    await importListings(store, ndjson([{ ...keptWithoutCreatedAt, title: 'retitled', view_count: 7 }, { ...given, created_at: '2026-03-04T05:06:07.000Z', price: null }, { ...defaulted, owner_account_id: owner }]), new Date('2026-12-01T00:00:00.000Z'));
+    await importListings(store, ndjsonStream([{ ...keptWithoutCreatedAt, title: 'retitled', view_count: 7 }, { ...given, created_at: '2026-03-04T05:06:07.000Z', price: null }, { ...defaulted, owner_account_id: owner }]), new Date('2026-12-01T00:00:00.000Z'));
     assert.deepEqual(await wrongBodies(), []);
     const body = JSON.parse((await store.db.selectFrom('listings').select('body').where('id', '=', kept.id as string).executeTakeFirstOrThrow()).body) as Record<string, unknown>;
     assert.equal(body.title, 'retitled');
@@ -143,7 +140,7 @@ describe(`store on ${TEST_STORE}`, () => {
   it('a listing an older release wrote without its JSON is answered with it, and importing it again stores it (migration 009, rolling deploys)', async () => {
     const line = listingLine(owner);
     const id = line.id as string;
-    await importListings(store, ndjson([line]), new Date(NOW));
+    await importListings(store, ndjsonStream([line]), new Date(NOW));
     const bodyOf = async () => (await store.db.selectFrom('listings').select('body').where('id', '=', id).executeTakeFirstOrThrow()).body;
     const expected = await bodyOf();
     // An import by a release before 009 inserts listings without it (the column's default).
@@ -152,9 +149,9 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal((await store.feed.snapshot(owner, 'sg', NOW, undefined, 1000)).find((row) => row.id === id)?.body, expected);
     // ... and leaves a changed listing's JSON as it was: the same line again, from this release, repairs both.
     await store.db.updateTable('listings').set({ body: '{"title":"stale"}' }).where('id', '=', id).execute();
-    assert.deepEqual(await importListings(store, ndjson([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
+    assert.deepEqual(await importListings(store, ndjsonStream([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
     assert.equal(await bodyOf(), expected);
-    assert.deepEqual(await importListings(store, ndjson([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 1 });
+    assert.deepEqual(await importListings(store, ndjsonStream([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 1 });
   });
 
   it('migration 009 gives every existing listing its body', async () => {
@@ -166,7 +163,7 @@ describe(`store on ${TEST_STORE}`, () => {
   it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {
     const auth = store.changes.authVersion();
     const mine = store.changes.tenantVersion(owner, 'my');
-    await importListings(store, ndjson([listingLine(owner, { country: 'uk', currency: 'GBP' })]), new Date(NOW));
+    await importListings(store, ndjsonStream([listingLine(owner, { country: 'uk', currency: 'GBP' })]), new Date(NOW));
     assert.equal(store.changes.tenantVersion(owner, 'my'), mine);
     assert.ok(store.changes.tenantVersion(owner, 'uk') > mine);
     assert.equal(store.changes.authVersion(), auth, 'listings are not keys or origins (D4 caches stay)');
@@ -181,7 +178,7 @@ describe(`store on ${TEST_STORE}`, () => {
       await otherStore.origins.add({ account_id: owner, country: 'au', origin: 'https://c.example', created_at: NOW });
       await eventually(() => store.changes.authVersion() !== auth);
       const version = store.changes.tenantVersion(other, 'nz');
-      await importListings(otherStore, ndjson([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
+      await importListings(otherStore, ndjsonStream([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
       await eventually(() => {
         void store.changes.pending();
         return store.changes.tenantVersion(other, 'nz') > version;
@@ -204,7 +201,7 @@ describe(`store on ${TEST_STORE}`, () => {
       listingLine(tenant, { status: 'leased' }),
       listingLine(tenant, { country: 'my', currency: 'MYR' }),
     ];
-    await importListings(store, ndjson(lines), new Date(NOW));
+    await importListings(store, ndjsonStream(lines), new Date(NOW));
     const expected = [lines[0], lines[1], lines[2], lines[3], lines[4], lines[5]].map((l) => l!.id);
     for (const size of [1, 2, 4, 100]) {
       const ids: string[] = [];
@@ -225,8 +222,8 @@ describe(`store on ${TEST_STORE}`, () => {
     await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
     const start = store.changes.tenantVersion(tenant, 'sg');
     const [x, y] = [listingLine(tenant), listingLine(tenant)];
-    await importListings(store, ndjson([x!, y!]), new Date(NOW));
-    await importListings(store, ndjson([{ ...x!, title: 'again' }]), new Date(NOW));
+    await importListings(store, ndjsonStream([x!, y!]), new Date(NOW));
+    await importListings(store, ndjsonStream([{ ...x!, title: 'again' }]), new Date(NOW));
     const changes = await store.listings.changedSince(tenant, 'sg', start, 100);
     assert.ok(changes !== 'pruned');
     assert.deepEqual(new Set(changes.ids), new Set([x!.id, y!.id]));

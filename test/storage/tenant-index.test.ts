@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { importListings } from '../../src/listings/import.js';
 import { SPLICE_LIMIT, TenantIndex } from '../../src/readmodel/tenant-index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { prng } from '../support/random.js';
-import { listingLine } from '../support/server.js';
+import { listingLine, ndjsonStream } from '../support/server.js';
 
 /**
  * The per-tenant index kept by replaying the change log must equal one built from scratch, after
@@ -16,8 +15,6 @@ import { listingLine } from '../support/server.js';
  * creation time, ties broken by id), status changes, moves to another owner or country, and
  * expiries passing with no write at all (D10).
  */
-const ndjson = (lines: Array<Record<string, unknown>>) => Readable.from(lines.map((l) => JSON.stringify(l)).join('\n'));
-
 describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`, () => {
   let database: TestDatabase;
   let store: Store;
@@ -76,7 +73,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     // An import, then the tenant's version as every instance knows it (PostgreSQL: once the change
     // notification has come back, as the CLI waits for it).
     const importBatch = async (batch: Array<Record<string, unknown>>) => {
-      await importListings(store, ndjson(batch), new Date(now));
+      await importListings(store, ndjsonStream(batch), new Date(now));
       await store.broadcastSettled();
       await store.changes.pending();
       return store.changes.tenantVersion(owner, 'sg');

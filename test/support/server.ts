@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { issueKey } from '../../src/auth/keys.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
@@ -94,6 +94,11 @@ export interface TestServer {
 }
 
 let counter = 0;
+
+/** Import lines as a stream, for `importListings` in the storage suites. */
+export function ndjsonStream(lines: ReadonlyArray<Record<string, unknown>>): Readable {
+  return Readable.from(lines.map((l) => JSON.stringify(l)).join('\n'));
+}
 
 /** A fresh listing line with every required field, for `addListings` and import tests. */
 export function listingLine(ownerAccountId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
