@@ -10,7 +10,6 @@ import { NotReady } from './http/health.js';
 import { createReadModel } from './readmodel/index.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
-import { startResilientRateLimiter } from './ratelimit/resilient.js';
 import { openStore } from './storage/index.js';
 import { UsageCounter } from './usage/index.js';
 import type { RequestCompleted } from './http/request-log.js';
@@ -44,9 +43,10 @@ export async function createService(config: Config, options: ServiceOptions = {}
   await store.start();
 
   // REDIS_URL: limits shared by every instance, falling back to in-process ones while Redis is away.
-  // Redis's own TIME is the clock unless a test injected one.
+  // Redis's own TIME is the clock unless a test injected one. Loaded only then: ioredis is about
+  // 8 MB of resident memory that a single-process deployment never uses (as `pg` for SQLite).
   const limiter: RateLimiter = config.redisUrl
-    ? await startResilientRateLimiter(config.redisUrl, { logger, fallbackClock: clock, sharedClock: options.clock, prefix: config.redisKeyPrefix })
+    ? await (await import('./ratelimit/resilient.js')).startResilientRateLimiter(config.redisUrl, { logger, fallbackClock: clock, sharedClock: options.clock, prefix: config.redisKeyPrefix })
     : new MemoryRateLimiter(clock);
   const lastUsed = new LastUsedTracker((times) => store.keys.recordLastUsed(times), clock, (error) =>
     logger.warn({ err: error }, 'could not record key last-used times; will retry'),
@@ -80,11 +80,12 @@ export async function createService(config: Config, options: ServiceOptions = {}
   let draining = false;
   const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
 
-  // Issue 12: usage per key (counted in memory, written in one batch every USAGE_FLUSH_INTERVAL_MS)
+  // Issue 12: usage per key (counted in memory, written in small batches every USAGE_FLUSH_INTERVAL_MS)
   // and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook.
   const usage = config.usageCounting
     ? new UsageCounter({
         write: (batch) => store.usage.recordBatch(batch),
+        prune: (before) => store.usage.pruneBuckets(before),
         findKeyByHash: reads.findKeyByHash,
         clock,
         intervalMs: config.usageFlushIntervalMs,
