@@ -4,6 +4,9 @@ import type { Write } from './write.js';
 
 export type ApiKeyRecord = ApiKeysTable;
 
+/** Keys per transaction of a last-used flush: about 3 ms of SQLite's synchronous driver each. */
+export const LAST_USED_PER_WRITE = 100;
+
 /** API keys. Every change of one records an auth change (D4: every instance drops its cached keys). */
 export function createKeysRepository(db: Kysely<Database>, write: Write) {
   return {
@@ -52,16 +55,21 @@ export function createKeysRepository(db: Kysely<Database>, write: Write) {
       });
     },
     /**
-     * Writes buffered last-used times in one transaction (see auth/last-used.ts). Not an auth
-     * change: the API never reads these times, so its caches stay.
+     * Writes buffered last-used times (see auth/last-used.ts), LAST_USED_PER_WRITE keys per
+     * transaction: a server that saw a thousand keys since the last flush holds the event loop a
+     * few milliseconds at a time, not 30 ms at once (SQLite's driver is synchronous). Each write
+     * is idempotent, so a flush that fails half-way is simply written again. Not an auth change:
+     * the API never reads these times, so its caches stay.
      */
     async recordLastUsed(times: ReadonlyMap<string, string>): Promise<void> {
-      if (times.size === 0) return;
-      await write(async (tx) => {
-        for (const [id, at] of times) {
-          await tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
-        }
-      });
+      const entries = [...times];
+      for (let i = 0; i < entries.length; i += LAST_USED_PER_WRITE) {
+        await write(async (tx) => {
+          for (const [id, at] of entries.slice(i, i + LAST_USED_PER_WRITE)) {
+            await tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+          }
+        });
+      }
     },
   };
 }

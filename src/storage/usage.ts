@@ -1,5 +1,6 @@
 import { sql, type Kysely } from '#kysely';
 import { timeOrderedId } from './audit.js';
+import { isPostgres } from './database.js';
 import type { ApiFailedRequestsTable, ApiUsageTable, Database } from './schema.js';
 import type { Write } from './write.js';
 
@@ -9,13 +10,14 @@ export type FailedRequest = ApiFailedRequestsTable;
 /** How many failed requests are kept per account (issue 12): older ones go in the batch that adds newer ones. */
 export const FAILED_REQUESTS_KEPT = 200;
 
-/** One flush of an instance's usage buffer (src/usage): counts to add, failures to keep, old rows to drop. */
+/** Part of a flush of an instance's usage buffer (src/usage): counts to add, failures to keep. */
 export interface UsageBatch {
   counts: readonly UsageRow[];
   failures: ReadonlyArray<Omit<FailedRequest, 'id'>>;
-  /** Buckets that start before these times are deleted (span in seconds -> ISO time). */
-  pruneBefore?: ReadonlyMap<number, string>;
 }
+
+/** Old buckets deleted per transaction of a prune: a few ms of SQLite's synchronous driver each. */
+export const USAGE_PRUNE_BATCH = 250;
 
 /** Rows per INSERT statement (well under SQLite's limit of bound parameters). */
 const CHUNK = 400;
@@ -33,9 +35,12 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
  */
 export function createUsageRepository(db: Kysely<Database>, write: Write) {
   return {
-    /** One transaction: adds the counts (an upsert that adds, so instances sum), keeps the failures, prunes. */
+    /**
+     * One transaction: adds the counts (an upsert that adds, so instances sum) and keeps the
+     * failures. The counter (src/usage) sends a flush as several of these, each small.
+     */
     async recordBatch(batch: UsageBatch): Promise<void> {
-      if (batch.counts.length === 0 && batch.failures.length === 0 && (batch.pruneBefore?.size ?? 0) === 0) return;
+      if (batch.counts.length === 0 && batch.failures.length === 0) return;
       // In primary-key order, so that two instances' batches lock rows in the same order (PostgreSQL).
       const counts = [...batch.counts].sort((a, b) =>
         a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.span - b.span || (a.bucket_start < b.bucket_start ? -1 : a.bucket_start > b.bucket_start ? 1 : a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0));
@@ -48,9 +53,13 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
             .execute();
         }
         const failures = batch.failures.map((f) => ({ ...f, id: timeOrderedId(Date.parse(f.at)) }));
+        // PostgreSQL: one instance at a time trims an account's ring, or two flushes at once each
+        // keep 200 without seeing the other's new rows. (SQLite has one writer at a time anyway.)
+        const accounts = [...new Set(failures.map((f) => f.account_id))].sort();
+        if (accounts.length > 0 && isPostgres(tx)) await tx.selectFrom('accounts').select('id').where('id', 'in', accounts).orderBy('id').forUpdate().execute();
         for (const chunk of chunks(failures, CHUNK)) await tx.insertInto('api_failed_requests').values(chunk).execute();
         // The ring: each account that got failures keeps its newest FAILED_REQUESTS_KEPT.
-        for (const accountId of new Set(failures.map((f) => f.account_id))) {
+        for (const accountId of accounts) {
           await tx
             .deleteFrom('api_failed_requests')
             .where('account_id', '=', accountId)
@@ -58,10 +67,28 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
               qb.selectFrom('api_failed_requests').select('id').where('account_id', '=', accountId).orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT))
             .execute();
         }
-        for (const [span, before] of batch.pruneBefore ?? []) {
-          await tx.deleteFrom('api_usage').where('span', '=', span).where('bucket_start', '<', before).execute();
-        }
       });
+    },
+
+    /**
+     * Deletes the buckets of each span that start before its time (span in seconds -> ISO time),
+     * USAGE_PRUNE_BATCH rows per transaction: when a five-minute bucket of a thousand keys falls
+     * out of its retention, its rows go a few milliseconds at a time. Returns how many went.
+     */
+    async pruneBuckets(before: ReadonlyMap<number, string>): Promise<number> {
+      let total = 0;
+      for (const [span, time] of before) {
+        for (;;) {
+          const deleted = await write(async (tx) => {
+            const result = await sql`delete from api_usage where (key_id, span, bucket_start, outcome) in (
+              select key_id, span, bucket_start, outcome from api_usage where span = ${span} and bucket_start < ${time} limit ${USAGE_PRUNE_BATCH})`.execute(tx);
+            return Number(result.numAffectedRows ?? 0);
+          });
+          total += deleted;
+          if (deleted < USAGE_PRUNE_BATCH) break;
+        }
+      }
+      return total;
     },
 
     /** A key's buckets of one span from `since` on, oldest first. */

@@ -11,10 +11,11 @@ export { OUTCOMES, FIRST_ERROR, isOutcome, outcomeOfStatus, type Outcome } from 
 /**
  * Usage counted per key (issue 12) without a database write per request: each instance counts in
  * memory (a Map per five-minute bucket of key id -> one integer per outcome) and writes every
- * `intervalMs` one batch, in one transaction, that adds its counts to the stored ones (an upsert
- * that adds, so every instance's counts sum) for the five-minute bucket and for its hour, keeps
- * the failed requests (the last 200 per account), and prunes old buckets. A crash loses at most one
- * interval; a failed write keeps its counts for the next one.
+ * `intervalMs` what it counted: transactions of at most 100 keys that add their counts to the
+ * stored ones (an upsert that adds, so every instance's counts sum) for the five-minute bucket and
+ * for its hour, then the failed requests (the last 200 per account); once a minute it prunes old
+ * buckets. A crash loses at most one interval; a failed write keeps what it did not store for the
+ * next one.
  *
  * What is attributed to a key: every answer to a request whose key passed the 401 stage
  * (`request.apiKey`), and a 401 for a well-formed key whose hash is known (revoked, or sent to
@@ -47,8 +48,10 @@ class KeyCounts {
 }
 
 export interface UsageOptions {
-  /** Writes one batch (store.usage.recordBatch). */
+  /** Writes one part of a flush in one transaction (store.usage.recordBatch). */
   write(batch: UsageBatch): Promise<void>;
+  /** Deletes buckets older than their span's retention (store.usage.pruneBuckets). */
+  prune(before: ReadonlyMap<number, string>): Promise<unknown>;
   /** The read path's key look-up, to attribute a 401 to a known (revoked or other-country) key. */
   findKeyByHash: FindKeyByHash;
   clock: Clock;
@@ -178,42 +181,37 @@ export class UsageCounter {
     this.lastMap = undefined;
     this.failures = new Map();
 
-    const rows = new Map<string, UsageRow>();
-    const add = (keyId: string, accountId: string, span: number, start: number, outcome: number, n: number) => {
-      const bucketStart = new Date(start).toISOString();
-      const id = `${keyId}\n${span}\n${bucketStart}\n${outcome}`;
-      const row = rows.get(id);
-      if (row !== undefined) row.n += n;
-      else rows.set(id, { key_id: keyId, account_id: accountId, span, bucket_start: bucketStart, outcome: OUTCOMES[outcome]!, n });
-    };
-    for (const [start, byKey] of buckets) {
-      for (const [keyId, counts] of byKey) {
-        for (let i = 0; i < counts.n.length; i++) {
-          const n = counts.n[i]!;
-          if (n === 0) continue;
-          add(keyId, counts.accountId, BUCKET_SPANS.fiveMinutes, start, i, n);
-          add(keyId, counts.accountId, BUCKET_SPANS.hour, start - (start % HOUR_MS), i, n);
-        }
+    const parts = [...countParts(buckets), ...failureParts(failures)];
+    for (const [i, part] of parts.entries()) {
+      try {
+        await this.options.write(part.batch);
+      } catch (error) {
+        // The parts written are stored; the rest are kept for the next flush, added to what was
+        // counted meanwhile (so nothing is lost, and nothing counted twice).
+        for (const rest of parts.slice(i)) this.restore(rest);
+        this.options.onError(error);
+        return;
       }
     }
-    const pruneBefore = pruneDue ? new Map([...RETENTION_MS].map(([span, ms]) => [span, new Date(now - ms).toISOString()])) : undefined;
+    if (!pruneDue) return;
     try {
-      await this.options.write({ counts: [...rows.values()], failures: [...failures.values()].flat(), pruneBefore });
-      if (pruneDue) this.lastPrune = now;
+      await this.options.prune(new Map([...RETENTION_MS].map(([span, ms]) => [span, new Date(now - ms).toISOString()])));
+      this.lastPrune = now;
     } catch (error) {
-      // Kept for the next flush, added to what was counted meanwhile.
-      for (const [start, byKey] of buckets) {
-        for (const [keyId, counts] of byKey) {
-          for (let i = 0; i < counts.n.length; i++) {
-            if (counts.n[i]! > 0) this.count(keyId, counts.accountId, i, start, counts.n[i]!);
-          }
-        }
-      }
-      for (const [accountId, list] of failures) {
-        const newer = this.failures.get(accountId) ?? [];
-        this.failures.set(accountId, [...list, ...newer].slice(-FAILED_REQUESTS_KEPT));
-      }
       this.options.onError(error);
+    }
+  }
+
+  /** Puts back what a part held, for the next flush. */
+  private restore(part: FlushPart): void {
+    for (const { start, keyId, counts } of part.counted) {
+      for (let i = 0; i < counts.n.length; i++) {
+        if (counts.n[i]! > 0) this.count(keyId, counts.accountId, i, start, counts.n[i]!);
+      }
+    }
+    for (const [accountId, list] of part.failed) {
+      const newer = this.failures.get(accountId) ?? [];
+      this.failures.set(accountId, [...list, ...newer].slice(-FAILED_REQUESTS_KEPT));
     }
   }
 
@@ -223,4 +221,76 @@ export class UsageCounter {
     this.timer = undefined;
     await this.flush();
   }
+}
+
+/**
+ * One transaction of a flush, and what it holds (to put back if it fails). A flush is written in
+ * parts of at most KEYS_PER_WRITE keys' counts, then of failed requests by account, so that with
+ * SQLite's synchronous driver each holds the event loop a few milliseconds: a server that saw a
+ * thousand keys in one interval held it about 30 ms when a flush was one transaction.
+ */
+interface FlushPart {
+  batch: UsageBatch;
+  counted: Array<{ start: number; keyId: string; counts: KeyCounts }>;
+  failed: Array<[string, PendingFailure[]]>;
+}
+
+export const KEYS_PER_WRITE = 100;
+/** Failed requests per part (an account's are never split: its ring is trimmed in the same transaction). */
+export const FAILURES_PER_WRITE = 200;
+
+function countParts(buckets: ReadonlyMap<number, ReadonlyMap<string, KeyCounts>>): FlushPart[] {
+  const parts: FlushPart[] = [];
+  let counted: FlushPart['counted'] = [];
+  const close = () => {
+    if (counted.length > 0) parts.push({ batch: { counts: usageRows(counted), failures: [] }, counted, failed: [] });
+    counted = [];
+  };
+  for (const [start, byKey] of buckets) {
+    for (const [keyId, counts] of byKey) {
+      counted.push({ start, keyId, counts });
+      if (counted.length >= KEYS_PER_WRITE) close();
+    }
+  }
+  close();
+  return parts;
+}
+
+/** The rows of a part: each key's counts in its five-minute bucket and in that bucket's hour. */
+function usageRows(counted: FlushPart['counted']): UsageRow[] {
+  const rows = new Map<string, UsageRow>();
+  const add = (keyId: string, accountId: string, span: number, start: number, outcome: number, n: number) => {
+    const bucketStart = new Date(start).toISOString();
+    const id = `${keyId}\n${span}\n${bucketStart}\n${outcome}`;
+    const row = rows.get(id);
+    if (row !== undefined) row.n += n;
+    else rows.set(id, { key_id: keyId, account_id: accountId, span, bucket_start: bucketStart, outcome: OUTCOMES[outcome]!, n });
+  };
+  for (const { start, keyId, counts } of counted) {
+    for (let i = 0; i < counts.n.length; i++) {
+      const n = counts.n[i]!;
+      if (n === 0) continue;
+      add(keyId, counts.accountId, BUCKET_SPANS.fiveMinutes, start, i, n);
+      add(keyId, counts.accountId, BUCKET_SPANS.hour, start - (start % HOUR_MS), i, n);
+    }
+  }
+  return [...rows.values()];
+}
+
+function failureParts(failures: ReadonlyMap<string, PendingFailure[]>): FlushPart[] {
+  const parts: FlushPart[] = [];
+  let failed: FlushPart['failed'] = [];
+  let size = 0;
+  const close = () => {
+    if (failed.length > 0) parts.push({ batch: { counts: [], failures: failed.flatMap(([, list]) => list) }, counted: [], failed });
+    failed = [];
+    size = 0;
+  };
+  for (const [accountId, list] of failures) {
+    if (size > 0 && size + list.length > FAILURES_PER_WRITE) close();
+    failed.push([accountId, list]);
+    size += list.length;
+  }
+  close();
+  return parts;
 }
