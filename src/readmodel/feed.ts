@@ -17,7 +17,9 @@ import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './fe
  *    instant, with no write needed (D10). A listing whose last write was before its expiry is told
  *    by its expiry; one whose write set an expiry already past, by its write.
  * Replaying both from any cursor brings a copy that was exact then up to date again; the last event
- * of an id is its current state. A listing never comes twice in one answer.
+ * of an id is its current state. A listing never comes twice in one answer: when another process
+ * writes it while an answer is read (in batches, the event loop turning between them), the state
+ * read last replaces the one told earlier.
  *
  * Cursors (feed-cursor.ts) move only over what an answer consumed: an answer with no event is
  * byte for byte the answer to the previous poll with the same cursor, so polling with
@@ -35,8 +37,19 @@ interface Tenant {
 interface Item {
   id: string;
   event: string | undefined;
+  /** What the event tells of the listing (its change when upserted): to know a repeat from news. */
+  state: string;
   advance(position: FeedPosition): void;
 }
+
+/** Where in an answer a listing was told, and which state. */
+interface Told {
+  index: number;
+  state: string;
+}
+
+const upsertedState = (row: ServedListingRow) => `upserted ${Number(row.change_seq)}`;
+const REMOVED = 'removed';
 
 /** Batches read per stream while merging. */
 const BATCH = 200;
@@ -71,16 +84,15 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
       }
       const position = { ...start };
       const events: string[] = [];
-      // Ids told in this answer: a listing comes once per answer (the snapshot's event is its state now).
-      const told = new Set<string>();
+      // What this answer told of each listing, and where: a listing comes once per answer.
+      const told = new Map<string, Told>();
       let hasMore = false;
 
       if (position.phase === 'snapshot') {
-        const after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
-        const rows = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, limit + 1);
+        const rows = await snapshotRows(tenant, position, nowIso, limit + 1);
         for (const row of rows.slice(0, limit)) {
+          told.set(row.id, { index: events.length, state: upsertedState(row) });
           events.push(upserted(row.id, row.updated_at, row));
-          told.add(row.id);
         }
         if (rows.length > limit) {
           hasMore = true;
@@ -98,15 +110,42 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
       }
       // Nothing new: the same answer as the previous poll with this cursor (D22, D21).
       const next = cursor !== undefined && events.length === 0 ? cursor : encodeCursor(key, tenant, position);
-      return `{"items":[${events.join(',')}],"next_cursor":"${next}","has_more":${hasMore}}`;
+      return `{"items":[${events.filter((event) => event !== '').join(',')}],"next_cursor":"${next}","has_more":${hasMore}}`;
     },
   };
+
+  /**
+   * Up to `count` listings of the snapshot after `position`, read BATCH at a time with a turn of
+   * the event loop between reads (SQLite's driver is synchronous: 1,001 listings' JSON read at
+   * once held it about 15 ms). A listing written meanwhile can come again, later in the order
+   * (its update time moved): it is kept once, at its first place, and its new state comes from
+   * the log, which the snapshot hands over to at the version it started from.
+   */
+  async function snapshotRows(tenant: Tenant, position: FeedPosition, nowIso: string, count: number): Promise<ServedListingRow[]> {
+    const rows: ServedListingRow[] = [];
+    const ids = new Set<string>();
+    let after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
+    for (let reads = 0; rows.length < count; reads++) {
+      if (reads > 0) await yieldToEventLoop();
+      const want = Math.min(BATCH, count - rows.length);
+      const batch = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, want);
+      for (const row of batch) {
+        if (ids.has(row.id)) continue;
+        ids.add(row.id);
+        rows.push(row);
+      }
+      if (batch.length < want) break;
+      const last = batch.at(-1)!;
+      after = { updatedAt: last.updated_at, id: last.id };
+    }
+    return rows;
+  }
 
   /**
    * Merges the two streams from `position` into `events`, up to `room` events, moving `position`
    * over what it consumed. True when more events are pending.
    */
-  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[], told: Set<string>): Promise<boolean> {
+  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[], told: Map<string, Told>): Promise<boolean> {
     const writes = stream<LastChange, number>((afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH), (c) => c.seq, position.seq);
     const expiries = stream<Expiry, { expiry: string; id: string }>(
       (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
@@ -122,22 +161,28 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
       if (w === undefined && x === undefined) break;
       // In the order the changes took effect; a write before an expiry of the same instant.
       const item = w !== undefined && (x === undefined || w.at <= x.expiry_date) ? await writeItem(writes.take()!) : expiryItem(expiries.take()!);
-      // Told already in this answer (by the snapshot, or read twice across batches): its event is
-      // its state now either way, so once is enough; the position still moves over it.
-      if (item.event !== undefined && told.has(item.id)) item.event = undefined;
-      if (item.event !== undefined && emitted === room) {
+      // Told already in this answer (by the snapshot, or read twice across batches): the same
+      // state once is enough, and the position still moves over it. A state read since (another
+      // process wrote the listing after the snapshot read it) replaces the earlier event: the
+      // listing comes once, at the place of its latest change, with that state (D22: the last
+      // event of an id is its current state).
+      const earlier = item.event === undefined ? undefined : told.get(item.id);
+      if (earlier !== undefined && earlier.state === item.state) item.event = undefined;
+      if (item.event !== undefined && earlier === undefined && emitted === room) {
         more = true;
         break;
       }
       consumed.push(item);
       if (item.event !== undefined) {
+        if (earlier !== undefined) events[earlier.index] = '';
+        else emitted++;
+        told.set(item.id, { index: events.length, state: item.state });
         events.push(item.event);
-        told.add(item.id);
-        emitted++;
       }
     }
-    // An answer with no event leaves the cursor where it was (its answer is then the previous one).
-    if (emitted > 0) for (const item of consumed) item.advance(position);
+    // An answer with no event leaves the cursor where it was (its answer is then the previous one);
+    // one with events (the snapshot's included) moves it over everything consumed.
+    if (events.length > 0) for (const item of consumed) item.advance(position);
     return more;
 
     async function writeItem(change: LastChange): Promise<Item> {
@@ -150,17 +195,21 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
       const row = rows.get(change.listing_id);
       const here = row !== undefined && row.owner_account_id === tenant.ownerAccountId && row.country === tenant.country && row.status === 'active';
       let event: string | undefined;
-      if (here && (row.expiry_date === null || row.expiry_date > nowIso)) event = upserted(change.listing_id, change.at, row);
+      let state = REMOVED;
+      if (here && (row.expiry_date === null || row.expiry_date > nowIso)) {
+        event = upserted(change.listing_id, change.at, row);
+        state = upsertedState(row);
+      }
       // Written before it expired: its expiry tells its removal, at the expiry instant.
       else if (here && row.updated_at < row.expiry_date!) event = undefined;
       else event = removed(change.listing_id, change.at);
-      return { id: change.listing_id, event, advance: (p) => void (p.seq = change.seq) };
+      return { id: change.listing_id, event, state, advance: (p) => void (p.seq = change.seq) };
     }
 
     function expiryItem(x: Expiry): Item {
       // A write that set an expiry already past told the removal itself (at the write).
       const event = x.updated_at < x.expiry_date ? removed(x.id, x.expiry_date) : undefined;
-      return { id: x.id, event, advance: (p) => {
+      return { id: x.id, event, state: REMOVED, advance: (p) => {
         p.expiry = x.expiry_date;
         p.expiryId = x.id;
       } };
@@ -168,14 +217,21 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
   }
 }
 
-/** A stream read in batches after a position; `peek` refills when the batch is used up. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * A stream read in batches after a position; `peek` refills when the batch is used up, after a
+ * turn of the event loop from the second batch on (an answer of 1,000 events reads several).
+ */
 function stream<T, P>(read: (after: P) => Promise<T[]>, positionOf: (item: T) => P, start: P) {
   let buffer: T[] = [];
   let after = start;
   let done = false;
+  let reads = 0;
   return {
     async peek(): Promise<T | undefined> {
       if (buffer.length === 0 && !done) {
+        if (reads++ > 0) await yieldToEventLoop();
         buffer = await read(after);
         if (buffer.length < BATCH) done = true;
         if (buffer.length > 0) after = positionOf(buffer.at(-1)!);
