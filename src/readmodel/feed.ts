@@ -17,9 +17,10 @@ import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './fe
  *    instant, with no write needed (D10). A listing whose last write was before its expiry is told
  *    by its expiry; one whose write set an expiry already past, by its write.
  * Replaying both from any cursor brings a copy that was exact then up to date again; the last event
- * of an id is its current state. A listing never comes twice in one answer: when another process
- * writes it while an answer is read (in batches, the event loop turning between them), the state
- * read last replaces the one told earlier.
+ * of an id is its current state. A listing never comes twice in one answer. An answer is read in
+ * batches with the event loop turning between them, so a listing can be written meanwhile (by this
+ * process or another): the snapshot keeps the state it read first, and the log, in this answer or a
+ * later one, tells the newer state, which replaces an earlier event of the same answer.
  *
  * Cursors (feed-cursor.ts) move only over what an answer consumed: an answer with no event is
  * byte for byte the answer to the previous poll with the same cursor, so polling with
@@ -186,6 +187,11 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
     return more;
 
     async function writeItem(change: LastChange): Promise<Item> {
+      // A row read for an earlier batch is older than this change when the listing was written
+      // again meanwhile (between batches the event loop turns, and other processes write): read
+      // it again, or the newer state would pass for the one already told.
+      const cached = rows.get(change.listing_id);
+      if (cached !== undefined && Number(cached.change_seq) < change.seq) rows.delete(change.listing_id);
       if (!rows.has(change.listing_id)) {
         // Read the rows of the batch around it in one query.
         const ids = [change.listing_id, ...writes.buffered().map((c) => c.listing_id)].filter((id) => !rows.has(id));

@@ -56,7 +56,9 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
         // PostgreSQL: one instance at a time trims an account's ring, or two flushes at once each
         // keep 200 without seeing the other's new rows. (SQLite has one writer at a time anyway.)
         const accounts = [...new Set(failures.map((f) => f.account_id))].sort();
-        if (accounts.length > 0 && isPostgres(tx)) await tx.selectFrom('accounts').select('id').where('id', 'in', accounts).orderBy('id').forUpdate().execute();
+        // FOR NO KEY UPDATE: it does not wait for the key-share locks that inserts referencing the
+        // account (an import's listings, a new key) hold.
+        if (accounts.length > 0 && isPostgres(tx)) await tx.selectFrom('accounts').select('id').where('id', 'in', accounts).orderBy('id').forNoKeyUpdate().execute();
         for (const chunk of chunks(failures, CHUNK)) await tx.insertInto('api_failed_requests').values(chunk).execute();
         // The ring: each account that got failures keeps its newest FAILED_REQUESTS_KEPT.
         for (const accountId of accounts) {

@@ -36,11 +36,6 @@ export interface WriterOptions {
 export function createWriter(db: Kysely<Database>, options: WriterOptions) {
   /** One attempt on a connection held for the whole transaction. */
   const attempt = async <T>(conn: Kysely<Database>, fn: WriteFn<T>): Promise<{ result: T; changes: CommittedChanges }> => {
-    // SQLite's driver is synchronous and Kysely chains its statements with promises: without a
-    // turn of the event loop here, a loop of writes (a prune, a flush in batches) would run every
-    // transaction in one turn and hold requests and timers for all of them (175,000 changes
-    // pruned: 1.9 s with no turn at all). With it, the loop holds it one transaction at a time.
-    await yieldToEventLoop();
     await sql.raw(options.dialect === 'sqlite' ? 'begin immediate' : 'begin').execute(conn);
     try {
       const recorder = new ChangeRecorder(conn, options.dialect);
@@ -58,6 +53,12 @@ export function createWriter(db: Kysely<Database>, options: WriterOptions) {
     const started = Date.now();
     for (let tries = 0; ; tries++) {
       try {
+        // SQLite's driver is synchronous and Kysely chains its statements with promises: without
+        // a turn of the event loop here, a loop of writes (a prune, a flush in batches) would run
+        // every transaction in one turn and hold requests and timers for all of them (175,000
+        // changes pruned: 1.9 s with no turn at all). With it, the loop is held one transaction at
+        // a time. Before taking the connection, so that reads waiting for it go first.
+        await yieldToEventLoop();
         const { result, changes } = await acquire((conn) => attempt(conn, fn));
         options.onCommitted?.(changes);
         return result;

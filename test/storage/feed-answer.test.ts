@@ -110,6 +110,40 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     assert.deepEqual(next.items, [], 'nothing left to tell');
   });
 
+  it('a listing written again between two batches of the log comes once, with its latest state', async () => {
+    const { owner, lines } = await tenantWith(250);
+    const first = await answer(owner);
+    assert.equal(first.has_more, false);
+    const copy = apply(new Map(), first.items);
+    // Every listing changes: more changes than one batch of the log.
+    await importListings(store, ndjsonStream(lines.map((line) => ({ ...line, title: `second ${line.title as string}` }))), new Date(clock.now()));
+    const again = lines[0]!;
+    const lastChanges = store.feed.lastChanges;
+    let calls = 0;
+    store.feed.lastChanges = async (...args) => {
+      // The first batch (with the listing's second state) has been read and told; before the
+      // second batch is read, the listing is written a third time.
+      if (++calls === 2) await importListings(store, ndjsonStream([{ ...again, title: 'third' }]), new Date(clock.now()));
+      return lastChanges(...args);
+    };
+    let second: FeedAnswer;
+    try {
+      second = await answer(owner, first.next_cursor);
+    } finally {
+      store.feed.lastChanges = lastChanges;
+    }
+    assert.ok(calls >= 2, 'the log was read in batches');
+    const ids = second.items.map((e) => e.id);
+    assert.equal(new Set(ids).size, ids.length, 'no listing twice in one answer');
+    apply(copy, second.items);
+    // A row read for the first batch must not stand for the later change.
+    assert.equal(copy.get(again.id as string), 'third');
+    const third = await answer(owner, second.next_cursor);
+    apply(copy, third.items);
+    assert.equal(copy.get(again.id as string), 'third');
+    assert.equal(copy.get(lines[1]!.id as string), `second ${lines[1]!.title as string}`);
+  });
+
   it('a listing written between the snapshot and the log comes once, with its latest state, and the copy is exact', async () => {
     const { owner, lines } = await tenantWith(30);
     const changed = lines[5]!;
