@@ -116,19 +116,21 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
   };
 
   /**
-   * Up to `count` listings of the snapshot after `position`, read BATCH at a time with a turn of
-   * the event loop between reads (SQLite's driver is synchronous: 1,001 listings' JSON read at
-   * once held it about 15 ms). A listing written meanwhile can come again, later in the order
-   * (its update time moved): it is kept once, at its first place, and its new state comes from
-   * the log, which the snapshot hands over to at the version it started from.
+   * Up to `count` listings of the snapshot after `position`, on SQLite read BATCH at a time with a
+   * turn of the event loop between reads (its driver is synchronous: 1,001 listings' JSON read at
+   * once held the loop about 15 ms; PostgreSQL's is not, and reads them at once). A listing
+   * written meanwhile can come again, later in the order (its update time moved): it is kept
+   * once, at its first place, and its new state comes from the log, which the snapshot hands over
+   * to at the version it started from.
    */
   async function snapshotRows(tenant: Tenant, position: FeedPosition, nowIso: string, count: number): Promise<ServedListingRow[]> {
+    const batchSize = store.dialect === 'sqlite' ? BATCH : count;
     const rows: ServedListingRow[] = [];
     const ids = new Set<string>();
     let after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
     for (let reads = 0; rows.length < count; reads++) {
       if (reads > 0) await yieldToEventLoop();
-      const want = Math.min(BATCH, count - rows.length);
+      const want = Math.min(batchSize, count - rows.length);
       const batch = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, want);
       for (const row of batch) {
         if (ids.has(row.id)) continue;
