@@ -7,6 +7,7 @@ import { PRUNE_BATCH } from '../../src/storage/feed.js';
 import { LAST_USED_PER_WRITE } from '../../src/storage/keys.js';
 import { USAGE_PRUNE_BATCH } from '../../src/storage/usage.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { turnsDuring } from '../support/event-loop.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
@@ -35,23 +36,6 @@ describe(`background writes on ${TEST_STORE}: small transactions, the event loop
     await store.close();
     await database.drop();
   });
-
-  /** How many turns of the event loop (check phases) passed while `work` ran. */
-  async function turnsDuring<T>(work: () => Promise<T>): Promise<{ result: T; turns: number }> {
-    let turns = 0;
-    let running = true;
-    const tick = () => {
-      if (!running) return;
-      turns++;
-      setImmediate(tick);
-    };
-    setImmediate(tick);
-    try {
-      return { result: await work(), turns };
-    } finally {
-      running = false;
-    }
-  }
 
   it(`last-used times: ${LAST_USED_PER_WRITE} keys per transaction, every key written`, async () => {
     const ids = Array.from({ length: 2 * LAST_USED_PER_WRITE + 50 }, () => randomUUID());

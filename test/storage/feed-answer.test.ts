@@ -5,6 +5,7 @@ import { importListings } from '../../src/listings/import.js';
 import { createReadModel, type ListingReads } from '../../src/readmodel/index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { turnsDuring } from '../support/event-loop.js';
 import { listingLine, ndjsonStream, TestClock } from '../support/server.js';
 
 interface FeedEvent {
@@ -66,15 +67,7 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
 
   it('an answer of many events reads its snapshot in batches, the event loop turning between them', async () => {
     const { owner, lines } = await tenantWith(650);
-    let turns = 0;
-    let running = true;
-    const tick = () => {
-      if (!running) return;
-      turns++;
-      setImmediate(tick);
-    };
-    setImmediate(tick);
-    const first = await answer(owner).finally(() => (running = false));
+    const { result: first, turns } = await turnsDuring(() => answer(owner));
     assert.ok(turns >= 3, `four reads of 200, a turn before each after the first (saw ${turns})`);
     assert.equal(first.items.length, lines.length);
     assert.equal(new Set(first.items.map((e) => e.id)).size, lines.length);
