@@ -1,5 +1,6 @@
 import { badRequest } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
+import { yieldToEventLoop } from '../core/event-loop.js';
 import type { Expiry, LastChange, ServedListingRow, Store } from '../storage/index.js';
 import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './feed-cursor.js';
 
@@ -224,8 +225,6 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
     }
   }
 }
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A stream read in batches after a position; `peek` refills when the batch is used up, after a

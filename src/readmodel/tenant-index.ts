@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { yieldToEventLoop } from '../core/event-loop.js';
 import { usageMask } from '../listings/taxonomy.js';
 import type { IndexRow, IndexRowWithPlace, OrderPosition, Store } from '../storage/index.js';
 
@@ -65,8 +66,6 @@ export function toEntry(row: IndexRow): IndexEntry {
     takeover: Number(row.is_takeover),
   };
 }
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class TenantIndex {
   /** The tenant version this reflects (at least); -1 before it was built. */

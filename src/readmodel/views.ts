@@ -1,3 +1,4 @@
+import { yieldToEventLoop } from '../core/event-loop.js';
 import type { IndexEntry } from './tenant-index.js';
 
 /**
@@ -73,7 +74,6 @@ export const SORTS: Readonly<Record<SortKey, (a: IndexEntry, b: IndexEntry) => n
 
 /** Elements handled between two yields to the event loop. */
 const SLICE = 8192;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** `items.filter(keep)`, in slices. */
 export async function filterInSlices<T>(items: readonly T[], keep: (item: T) => boolean): Promise<T[]> {

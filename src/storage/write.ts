@@ -1,4 +1,5 @@
 import { sql, type Kysely } from '#kysely';
+import { yieldToEventLoop } from '../core/event-loop.js';
 import { ChangeRecorder, type CommittedChanges } from './changes.js';
 import type { Dialect } from './database.js';
 import type { Database } from './schema.js';
@@ -13,8 +14,6 @@ export class StoreBusyError extends Error {
     this.name = 'StoreBusyError';
   }
 }
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export type WriteFn<T> = (tx: Kysely<Database>, changes: ChangeRecorder) => Promise<T>;
 
