@@ -1,4 +1,4 @@
-import { destination, pino, type Logger } from 'pino';
+import { destination, pino, symbols, type Logger } from 'pino';
 import type { LogLevel } from '../config/index.js';
 
 export type { Logger } from 'pino';
@@ -38,27 +38,69 @@ export async function createLogger(level: LogLevel, options: LoggerOptions = {})
   }
   if (!options.batched) return pino(base, destination({ dest: 1, sync: true }));
 
-  let flushScheduled = false;
-  const logger: Logger = pino(
-    {
-      ...base,
-      hooks: {
-        logMethod(args, method, lineLevel) {
-          method.apply(this, args);
-          const message = args[args.length - 1];
-          if (!flushScheduled && (lineLevel >= 40 || typeof message !== 'string' || !REQUEST_LOG_MESSAGES.has(message))) {
-            flushScheduled = true;
-            setImmediate(() => {
-              flushScheduled = false;
-              logger.flush();
-            });
-          }
-        },
-      },
-    },
-    destination({ dest: 1, minLength: 4096, sync: false }),
-  );
-  return logger;
+  return pino(base, new TurnBatch(destination({ dest: 1, minLength: 4096, sync: false })));
+}
+
+/**
+ * The stream of a serving process's logger, in front of pino's sonic-boom: the request lines of
+ * one turn of the event loop reach sonic-boom as one string at the end of the turn. Written one
+ * by one, each line made sonic-boom measure the UTF-8 length of all it held (up to 4 KB), about
+ * 2-3 µs of a cached answer's 40 µs of CPU (README, Performance). Any other line (a warning, an
+ * error, a state change) is handed over at once, after the lines before it, and sonic-boom is
+ * flushed at the end of the turn; so a line logged just before the process exits is written by
+ * pino's exit handler as before.
+ */
+export class TurnBatch {
+  /** pino tells a stream that asks the level and message of each line before it writes it. */
+  readonly [symbols.needsMetadataGsym] = true;
+  lastLevel = 0;
+  lastMsg: unknown;
+  private lines: string[] = [];
+  private endOfTurnScheduled = false;
+  private flushAtEndOfTurn = false;
+
+  constructor(private readonly out: ReturnType<typeof destination>) {}
+
+  write(line: string): boolean {
+    this.lines.push(line);
+    const message = this.lastMsg;
+    if (this.lastLevel >= 40 || typeof message !== 'string' || !REQUEST_LOG_MESSAGES.has(message)) {
+      this.handOver();
+      this.flushAtEndOfTurn = true;
+    }
+    if (!this.endOfTurnScheduled) {
+      this.endOfTurnScheduled = true;
+      setImmediate(this.endOfTurn);
+    }
+    return true;
+  }
+
+  /** pino's logger.flush(): what is held here, then sonic-boom's buffer. */
+  flush(done?: (error?: Error) => void): void {
+    this.handOver();
+    this.out.flush(done);
+  }
+
+  flushSync(): void {
+    this.handOver();
+    this.out.flushSync();
+  }
+
+  private readonly endOfTurn = (): void => {
+    this.endOfTurnScheduled = false;
+    this.handOver();
+    if (this.flushAtEndOfTurn) {
+      this.flushAtEndOfTurn = false;
+      this.out.flush();
+    }
+  };
+
+  private handOver(): void {
+    if (this.lines.length === 0) return;
+    const text = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
+    this.lines = [];
+    this.out.write(text);
+  }
 }
 
 /** Bounds how long a batched line may wait: flushes every `intervalMs`. Returns the stop function. */
