@@ -2,9 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from '#kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type DatabaseConnection, type Driver, type SqliteDatabase, type TransactionSettings } from '#kysely';
 import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
+import { TurnBudget } from '../core/turn-budget.js';
 import type { Database } from './schema.js';
 
 /**
@@ -48,7 +49,54 @@ function openSqlite(path: string): OpenDatabase {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('foreign_keys = ON');
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) }), dialect: 'sqlite', sqlite };
+  return { db: new Kysely<Database>({ dialect: new TurnSharingSqliteDialect({ database: withStatementCache(sqlite) }) }), dialect: 'sqlite', sqlite };
+}
+
+/**
+ * How long statements may hold one turn of the event loop before the next ones wait for a later
+ * turn (core/turn-budget.ts). A turn runs past it by at most one statement (or transaction) and
+ * also parses and answers what arrived.
+ */
+export const SQLITE_TURN_BUDGET_MS = 3;
+
+/**
+ * SQLite with every statement (or transaction) taking its share of the turn: from taking the
+ * connection to giving it back is one step of the TurnBudget. The wait is before the connection is
+ * taken, so no one waits for the budget while holding it.
+ */
+class TurnSharingSqliteDialect extends SqliteDialect {
+  private readonly budget = new TurnBudget(SQLITE_TURN_BUDGET_MS);
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    const budget = this.budget;
+    return {
+      init: () => driver.init(),
+      async acquireConnection(): Promise<DatabaseConnection> {
+        await budget.take();
+        try {
+          return await driver.acquireConnection();
+        } catch (error) {
+          budget.done();
+          throw error;
+        }
+      },
+      beginTransaction: (connection: DatabaseConnection, settings: TransactionSettings) => driver.beginTransaction(connection, settings),
+      commitTransaction: (connection: DatabaseConnection) => driver.commitTransaction(connection),
+      rollbackTransaction: (connection: DatabaseConnection) => driver.rollbackTransaction(connection),
+      savepoint: driver.savepoint?.bind(driver),
+      rollbackToSavepoint: driver.rollbackToSavepoint?.bind(driver),
+      releaseSavepoint: driver.releaseSavepoint?.bind(driver),
+      async releaseConnection(connection: DatabaseConnection): Promise<void> {
+        try {
+          await driver.releaseConnection(connection);
+        } finally {
+          budget.done();
+        }
+      },
+      destroy: () => driver.destroy(),
+    };
+  }
 }
 
 /**
