@@ -165,12 +165,6 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         // system time); 32 MB, for this connection and only while importing, halves that.
         const cacheSize = sqlite?.pragma('cache_size', { simple: true });
         sqlite?.pragma(`cache_size = ${IMPORT_CACHE_SIZE}`);
-        // The staging table's rollback journal in memory instead of a file: each staged batch
-        // rewrote its pages of the unique id index into it: 143,000 of an import's 649,000 writes
-        // of 4 KB for 100,000 lines (strace). A batch that fails still rolls back, and a crash
-        // loses only the temporary database, which is thrown away in any case.
-        const tempJournal = sqlite?.pragma('temp.journal_mode', { simple: true });
-        sqlite?.pragma('temp.journal_mode = memory');
         const stageOnSqlite =
           sqlite === undefined
             ? undefined
@@ -223,7 +217,6 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         } finally {
           await conn.schema.dropTable('import_staging').ifExists().execute().catch(() => undefined);
           if (typeof cacheSize === 'number') sqlite?.pragma(`cache_size = ${cacheSize}`);
-          if (typeof tempJournal === 'string') sqlite?.pragma(`temp.journal_mode = ${tempJournal}`);
         }
       });
     },
