@@ -47,8 +47,8 @@ export async function createLogger(level: LogLevel, options: LoggerOptions = {})
  * by one, each line made sonic-boom measure the UTF-8 length of all it held (up to 4 KB), about
  * 2-3 µs of a cached answer's 40 µs of CPU (README, Performance). Any other line (a warning, an
  * error, a state change) is handed over at once, after the lines before it, and sonic-boom is
- * flushed at the end of the turn; so a line logged just before the process exits is written by
- * pino's exit handler as before.
+ * flushed at the end of the turn. When the process exits (a crash, or process.exit() in the middle
+ * of a turn), what is held is written synchronously, with sonic-boom's buffer.
  */
 export class TurnBatch {
   /** pino tells a stream that asks the level and message of each line before it writes it. */
@@ -59,7 +59,10 @@ export class TurnBatch {
   private endOfTurnScheduled = false;
   private flushAtEndOfTurn = false;
 
-  constructor(private readonly out: ReturnType<typeof destination>) {}
+  constructor(private readonly out: ReturnType<typeof destination>) {
+    holdingAtExit.add(this);
+    if (holdingAtExit.size === 1) process.on('exit', flushAllAtExit);
+  }
 
   write(line: string): boolean {
     this.lines.push(line);
@@ -86,14 +89,29 @@ export class TurnBatch {
     this.out.flushSync();
   }
 
+  /** At exit: nothing held may be lost, and nothing may throw (the stream may be gone already). */
+  flushAtExit(): void {
+    if (this.outDestroyed) return;
+    try {
+      this.flushSync();
+    } catch {
+      // The process is exiting: there is nowhere left to report it.
+    }
+  }
+
   private readonly endOfTurn = (): void => {
     this.endOfTurnScheduled = false;
     this.handOver();
     if (this.flushAtEndOfTurn) {
       this.flushAtEndOfTurn = false;
-      this.out.flush();
+      if (!this.outDestroyed) this.out.flush();
     }
   };
+
+  /** sonic-boom sets `destroyed` (its types do not declare it); a destroyed stream throws on flush. */
+  private get outDestroyed(): boolean {
+    return (this.out as { destroyed?: boolean }).destroyed === true;
+  }
 
   private handOver(): void {
     if (this.lines.length === 0) return;
@@ -111,4 +129,10 @@ export function startLogFlush(logger: Logger, intervalMs = 1000): () => Promise<
     clearInterval(timer);
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
   };
+}
+
+/** The TurnBatches of this process (a serving process has one): one exit listener writes what each holds. */
+const holdingAtExit = new Set<TurnBatch>();
+function flushAllAtExit(): void {
+  for (const batch of holdingAtExit) batch.flushAtExit();
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,5 +59,27 @@ describe('TurnBatch: the serving logger stream', () => {
     assert.deepEqual(lines().map((l) => l.n), [1, 2]);
     await endOfTurn();
     assert.deepEqual(lines().map((l) => l.n), [1, 2], 'nothing is written twice');
+  });
+
+  it('writes what it holds when the process exits in the middle of a turn: a crash, or process.exit()', () => {
+    // The serving logger itself (createLogger, batched, to stdout) in a child process.
+    const logger = new URL('../../src/core/logger.js', import.meta.url).href;
+    const run = (ending: string) =>
+      spawnSync(process.execPath, ['--input-type=module', '-e', `
+        const { createLogger } = await import(${JSON.stringify(logger)});
+        const log = await createLogger('info', { batched: true, pretty: false });
+        setTimeout(() => {
+          log.info({ n: 1 }, 'request');
+          log.info({ n: 2 }, 'state change');
+          log.info({ n: 3 }, 'request');
+          ${ending}
+        }, 10);
+      `], { encoding: 'utf8' });
+    for (const [ending, status] of [['throw new Error("boom")', 1], ['process.exit(0)', 0]] as const) {
+      const child = run(ending);
+      assert.equal(child.status, status, child.stderr);
+      const lines = child.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { n: number });
+      assert.deepEqual(lines.map((l) => l.n), [1, 2, 3], `${ending}: every line, in order`);
+    }
   });
 });
