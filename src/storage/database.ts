@@ -54,8 +54,8 @@ function openSqlite(path: string): OpenDatabase {
 
 /**
  * How long statements may hold one turn of the event loop before the next ones wait for a later
- * turn (core/turn-budget.ts). A turn runs past it by at most one statement (or transaction) and
- * also parses and answers what arrived.
+ * turn (core/turn-budget.ts). A window is overrun by at most one statement (or transaction), a
+ * turn can hold two windows, and it also parses and answers what arrived.
  */
 export const SQLITE_TURN_BUDGET_MS = 3;
 
