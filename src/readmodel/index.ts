@@ -87,7 +87,7 @@ export function etagOf(bytes: Buffer): string {
 }
 
 function toBody(text: string): Body {
-  const bytes = Buffer.from(text);
+  const bytes = ownBuffer(text);
   return { bytes, etag: etagOf(bytes) };
 }
 
@@ -105,6 +105,28 @@ class ListingBody implements Body {
 }
 
 const COMMA = Buffer.from(',');
+
+/**
+ * Cached bytes in memory of their own. `Buffer.from` and `Buffer.concat` put anything under 4 KB
+ * in a slice of a shared 8 KB pool, so one cached listing (about 1 KB) or small page kept its whole
+ * slab alive, with whatever else was cut from it: the caches held far more memory than their byte
+ * bound counts. In the scale bench the production server's RSS after its phases went from 350-377
+ * MB to 251 MB with this.
+ */
+function ownBuffer(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
+function ownConcat(parts: readonly Buffer[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const bytes = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const part of parts) at += part.copy(bytes, at);
+  return bytes;
+}
 
 /** D8: never 0, so "request page=1, 2, ... until page equals pages" ends for every total. */
 export function pageCount(total: number, perPage: number): number {
@@ -177,7 +199,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     const key = `${row.id}\n${Number(row.change_seq)}`;
     const cached = listingBodies.peek(key);
     if (cached !== undefined) return cached;
-    const body = new ListingBody(Buffer.from(row.body));
+    const body = new ListingBody(ownBuffer(row.body));
     listingBodies.remember(key, body);
     return body;
   }
@@ -242,7 +264,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
             parts.push(item.bytes);
           }
           parts.push(Buffer.from(`],"page":${page},"per_page":${perPage},"total":${entries.length},"pages":${pageCount(entries.length, perPage)}}`));
-          const bytes = Buffer.concat(parts);
+          const bytes = ownConcat(parts);
           return { value: { bytes, etag: etagOf(bytes) }, validUntil: index.validUntil };
         });
       if (version === undefined) return load().then((r) => r.value);
