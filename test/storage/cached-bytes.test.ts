@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { importListings } from '../../src/listings/import.js';
-import { createReadModel, type Body, type ListingReads } from '../../src/readmodel/index.js';
-import { openStore, type Store } from '../../src/storage/index.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
-import { listingLine, ndjsonStream, TestClock } from '../support/server.js';
+import type { Body } from '../../src/readmodel/index.js';
+import { TEST_STORE } from '../support/database.js';
+import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
+import { TestClock } from '../support/server.js';
 
 /**
  * What the read model caches owns its memory. Node cuts short buffers (under 4 KB: a listing, a
@@ -14,29 +12,18 @@ import { listingLine, ndjsonStream, TestClock } from '../support/server.js';
  * they held grew far past it (README, Performance).
  */
 describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's buffer pool)`, () => {
-  let database: TestDatabase;
-  let store: Store;
-  let reads: ListingReads;
+  let model: ReadModelOnStore;
   let owner: string;
-  const ids: string[] = [];
+  let ids: string[];
   const clock = new TestClock();
 
   before(async () => {
-    database = await createTestDatabase();
-    store = openStore(database.url, { listenForChanges: true });
-    await store.migrate();
-    await store.start();
-    reads = createReadModel(store, clock.now, { cacheTtlMs: 5000 });
-    owner = randomUUID();
-    await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });
-    const lines = Array.from({ length: 3 }, (_, i) => listingLine(owner, { title: `Listing ${i}` }));
-    for (const line of lines) ids.push(line.id as string);
-    await importListings(store, ndjsonStream(lines), new Date(clock.now() - 60_000));
+    model = await openReadModelOnStore(clock, 5000);
+    const tenant = await model.tenantWith(3);
+    owner = tenant.owner;
+    ids = tenant.lines.map((line) => line.id as string);
   });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  after(() => model.close());
 
   const ownsItsMemory = (body: Body | undefined, what: string) => {
     assert.ok(body !== undefined, what);
@@ -47,11 +34,11 @@ describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's bu
 
   it('a detail answer (the cached listing), a page and a feed answer', async () => {
     const tenant = { ownerAccountId: owner, country: 'sg' as const };
-    for (const id of ids) ownsItsMemory(await reads.detail(tenant, id), `detail ${id}`);
-    ownsItsMemory(await reads.listPage(tenant, 1, 1), 'a page of one listing');
-    ownsItsMemory(await reads.changes(tenant, undefined, 1), 'a feed answer of one event');
+    for (const id of ids) ownsItsMemory(await model.reads.detail(tenant, id), `detail ${id}`);
+    ownsItsMemory(await model.reads.listPage(tenant, 1, 1), 'a page of one listing');
+    ownsItsMemory(await model.reads.changes(tenant, undefined, 1), 'a feed answer of one event');
     // What the answers say is unchanged.
-    const page = JSON.parse((await reads.listPage(tenant, 1, 20)).bytes.toString()) as { total: number; items: Array<{ id: string }> };
+    const page = JSON.parse((await model.reads.listPage(tenant, 1, 20)).bytes.toString()) as { total: number; items: Array<{ id: string }> };
     assert.equal(page.total, 3);
     assert.deepEqual(new Set(page.items.map((item) => item.id)), new Set(ids));
   });

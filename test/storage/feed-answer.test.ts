@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { importListings } from '../../src/listings/import.js';
-import { createReadModel, type ListingReads } from '../../src/readmodel/index.js';
-import { openStore, type Store } from '../../src/storage/index.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import type { Store } from '../../src/storage/index.js';
+import { TEST_STORE } from '../support/database.js';
 import { turnsDuring } from '../support/event-loop.js';
-import { listingLine, ndjsonStream, TestClock } from '../support/server.js';
+import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
+import { ndjsonStream, TestClock } from '../support/server.js';
 
 interface FeedEvent {
   type: 'listing.upserted' | 'listing.removed';
@@ -28,33 +27,20 @@ interface FeedAnswer {
  * listing comes once in the answer, with the state read last.
  */
 describe(`change feed answers on ${TEST_STORE}: read in batches, exact under concurrent writes`, () => {
-  let database: TestDatabase;
+  let model: ReadModelOnStore;
   let store: Store;
-  let reads: ListingReads;
   const clock = new TestClock();
 
   before(async () => {
-    database = await createTestDatabase();
-    store = openStore(database.url, { listenForChanges: true });
-    await store.migrate();
-    await store.start();
-    reads = createReadModel(store, clock.now, { cacheTtlMs: 0 });
+    model = await openReadModelOnStore(clock, 0);
+    store = model.store;
   });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  after(() => model.close());
 
-  async function tenantWith(count: number): Promise<{ owner: string; lines: Array<Record<string, unknown>> }> {
-    const owner = randomUUID();
-    await store.accounts.create({ id: owner, name: owner, kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });
-    const lines = Array.from({ length: count }, (_, i) => listingLine(owner, { title: `Listing ${i}` }));
-    await importListings(store, ndjsonStream(lines), new Date(clock.now() - 60_000));
-    return { owner, lines };
-  }
+  const tenantWith = (count: number) => model.tenantWith(count);
 
   const answer = async (owner: string, cursor?: string): Promise<FeedAnswer> =>
-    JSON.parse((await reads.changes({ ownerAccountId: owner, country: 'sg' }, cursor, 1000)).bytes.toString()) as FeedAnswer;
+    JSON.parse((await model.reads.changes({ ownerAccountId: owner, country: 'sg' }, cursor, 1000)).bytes.toString()) as FeedAnswer;
 
   /** The copy a client keeps by applying every event in order. */
   const apply = (copy: Map<string, string | null>, events: readonly FeedEvent[]) => {
@@ -64,6 +50,35 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     }
     return copy;
   };
+
+  /**
+   * One answer while another process writes `line`: at the `nth` read of the store's `read`
+   * (snapshot batches or log batches), after that read or before it. Returns the answer and how
+   * many reads it made.
+   */
+  async function answerWithWriteAt(
+    owner: string,
+    cursor: string | undefined,
+    at: { read: 'snapshot' | 'lastChanges'; nth: number; when: 'after' | 'before' },
+    line: Record<string, unknown>,
+  ): Promise<{ answer: FeedAnswer; reads: number }> {
+    const feed = store.feed as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const original = feed[at.read]!;
+    let reads = 0;
+    const write = () => importListings(store, ndjsonStream([line]), new Date(clock.now()));
+    feed[at.read] = async (...args) => {
+      const nth = ++reads === at.nth;
+      if (nth && at.when === 'before') await write();
+      const result = await original(...args);
+      if (nth && at.when === 'after') await write();
+      return result;
+    };
+    try {
+      return { answer: await answer(owner, cursor), reads };
+    } finally {
+      feed[at.read] = original;
+    }
+  }
 
   it('an answer of many events reads its snapshot in batches, the event loop turning between them', async () => {
     const { owner, lines } = await tenantWith(650);
@@ -77,21 +92,9 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
   it('a listing written between two batches of the snapshot comes once, with the state written', async () => {
     const { owner, lines } = await tenantWith(450);
     const changed = lines[0]!;
-    const snapshot = store.feed.snapshot;
-    let calls = 0;
-    store.feed.snapshot = async (...args) => {
-      const rows = await snapshot(...args);
-      // After the first batch: another process changes the first listing, whose update time moves
-      // it to the end of the snapshot's order, into a batch still to be read.
-      if (++calls === 1) await importListings(store, ndjsonStream([{ ...changed, title: 'written meanwhile' }]), new Date(clock.now()));
-      return rows;
-    };
-    let first: FeedAnswer;
-    try {
-      first = await answer(owner);
-    } finally {
-      store.feed.snapshot = snapshot;
-    }
+    // After the first batch: another process changes the first listing, whose update time moves
+    // it to the end of the snapshot's order, into a batch still to be read.
+    const { answer: first, reads: calls } = await answerWithWriteAt(owner, undefined, { read: 'snapshot', nth: 1, when: 'after' }, { ...changed, title: 'written meanwhile' });
     // SQLite reads the snapshot in batches; PostgreSQL at once, so there the write lands after it.
     if (TEST_STORE === 'sqlite') assert.ok(calls >= 3, 'the snapshot was read in batches');
     const ids = first.items.map((e) => e.id);
@@ -112,20 +115,9 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     // Every listing changes: more changes than one batch of the log.
     await importListings(store, ndjsonStream(lines.map((line) => ({ ...line, title: `second ${line.title as string}` }))), new Date(clock.now()));
     const again = lines[0]!;
-    const lastChanges = store.feed.lastChanges;
-    let calls = 0;
-    store.feed.lastChanges = async (...args) => {
-      // The first batch (with the listing's second state) has been read and told; before the
-      // second batch is read, the listing is written a third time.
-      if (++calls === 2) await importListings(store, ndjsonStream([{ ...again, title: 'third' }]), new Date(clock.now()));
-      return lastChanges(...args);
-    };
-    let second: FeedAnswer;
-    try {
-      second = await answer(owner, first.next_cursor);
-    } finally {
-      store.feed.lastChanges = lastChanges;
-    }
+    // The first batch (with the listing's second state) has been read and told; before the second
+    // batch is read, the listing is written a third time.
+    const { answer: second, reads: calls } = await answerWithWriteAt(owner, first.next_cursor, { read: 'lastChanges', nth: 2, when: 'before' }, { ...again, title: 'third' });
     assert.ok(calls >= 2, 'the log was read in batches');
     const ids = second.items.map((e) => e.id);
     assert.equal(new Set(ids).size, ids.length, 'no listing twice in one answer');
@@ -141,19 +133,8 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
   it('a listing written between the snapshot and the log comes once, with its latest state, and the copy is exact', async () => {
     const { owner, lines } = await tenantWith(30);
     const changed = lines[5]!;
-    const lastChanges = store.feed.lastChanges;
-    let calls = 0;
-    store.feed.lastChanges = async (...args) => {
-      // The snapshot has read every listing; before the log is read, another process writes one.
-      if (++calls === 1) await importListings(store, ndjsonStream([{ ...changed, title: 'written after the snapshot' }]), new Date(clock.now()));
-      return lastChanges(...args);
-    };
-    let first: FeedAnswer;
-    try {
-      first = await answer(owner);
-    } finally {
-      store.feed.lastChanges = lastChanges;
-    }
+    // The snapshot has read every listing; before the log is read, another process writes one.
+    const { answer: first, reads: calls } = await answerWithWriteAt(owner, undefined, { read: 'lastChanges', nth: 1, when: 'before' }, { ...changed, title: 'written after the snapshot' });
     assert.equal(calls >= 1, true, 'the answer went on to the log');
     const ids = first.items.map((e) => e.id);
     assert.equal(new Set(ids).size, ids.length, 'no listing twice in one answer');
