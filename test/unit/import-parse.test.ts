@@ -89,6 +89,15 @@ describe('parseIsoDate (D13)', () => {
     }
   });
 
+  it('takes a date in its stored form as it is, and still refuses an impossible one in that form', () => {
+    for (const value of ['2026-10-01T08:30:00.000Z', '2028-02-29T23:59:59.999Z', '0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
+      assert.equal(parseIsoDate(value), value);
+    }
+    for (const value of ['2026-02-29T00:00:00.000Z', '2026-04-31T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01T23:60:00.000Z', '2026-01-01T23:59:60.000Z', '2026-13-01T00:00:00.000Z', '2026-00-01T00:00:00.000Z']) {
+      assert.equal(parseIsoDate(value), undefined, value);
+    }
+  });
+
   it('refuses garbage and other formats', () => {
     for (const value of [
       '', ' ', 'tomorrow', 'now', '2026', '2026-10', '2026/10/01', '01/10/2026', '20261001', '2026-1-1', '2026-10-1',
