@@ -1,10 +1,10 @@
 import { createReadStream } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config/index.js';
 import { curlLine } from '../core/urls.js';
 import { ensureDemo } from '../demo/demo-data.js';
-import { importListings, ImportError } from '../listings/import.js';
+import { importListings, ImportError, type ImportFile } from '../listings/import.js';
 import type { ImportCounts } from '../storage/index.js';
 import { CliError, emit } from './output.js';
 import { withStore } from './store.js';
@@ -15,17 +15,25 @@ import { withStore } from './store.js';
  * each loads only what it uses (program.ts imports the one a command line names).
  */
 
+/**
+ * Files from this size up are read and checked in a worker thread (importListings), and so is
+ * standard input, whose size is not known: below it the thread's start-up costs more than it saves.
+ */
+const WORKER_FROM_BYTES = 1024 * 1024;
+
 export async function importCommand(file: string, opts: { json: boolean }): Promise<void> {
-  let input: Readable;
+  let input: Readable | ImportFile;
   if (file === '-') {
-    input = process.stdin;
+    input = { fd: 0 };
   } else {
+    let size: number;
     try {
       await access(file);
+      size = (await stat(file)).size;
     } catch {
       throw new CliError(`cannot read ${file}: no such file or no permission`);
     }
-    input = createReadStream(file);
+    input = size >= WORKER_FROM_BYTES ? { path: file } : createReadStream(file);
   }
   // A long import says how far it got, on a terminal only (a pipe or a log gets the result alone).
   const progress = process.stderr.isTTY ? (lines: number) => process.stderr.write(`\rRead ${lines.toLocaleString('en')} lines...`) : undefined;

@@ -53,6 +53,25 @@ function importText(db: CliDatabase, text: string, name = 'input.ndjson') {
   return db.call(['import', file, '--json']);
 }
 
+describe('import: a file over a megabyte', () => {
+  let db: CliDatabase;
+  before(async () => {
+    db = tempDatabase();
+    await setUp(db);
+  });
+  after(() => db.remove());
+
+  it('a file over a megabyte is imported whole (read and checked by a worker thread)', async () => {
+    const lines = Array.from({ length: 1_800 }, (_, i) => listing(ORG, { title: `Big file ${i} ${'x'.repeat(300)}` }));
+    const text = ndjson(lines);
+    assert.ok(text.length > 1024 * 1024);
+    assert.deepEqual(okJson(await importText(db, text, 'big.ndjson')), { inserted: 1_800, updated: 0, unchanged: 0 });
+    const stored = rows(db.file, 'select id, title, org_id from listings where title like ?', 'Big file 1799 %');
+    assert.deepEqual(stored, [{ id: lines[1_799]!.id, title: lines[1_799]!.title, org_id: ORG }]);
+    assert.deepEqual(okJson(db.run(['import', '-', '--json'], text)), { inserted: 0, updated: 1_800, unchanged: 1_800 }, 'the same lines on standard input');
+  });
+});
+
 describe('import: upserts', () => {
   let db: CliDatabase;
   let server: TestServer;
@@ -282,5 +301,27 @@ describe('import: all or nothing', () => {
       lines: [listing(ORG), '{broken', listing(randomUUID())], line: 2,
     });
     await refused('two field errors on one line: one named', listing(ORG, { country: 'xx', url: 'nope' }), undefined, /field "(country|url)"/);
+    // Standard input is read by a worker thread: the same first line is named.
+    const stranger = listing(randomUUID());
+    await refused('stdin: unknown owner before a syntax error', stranger, 'owner_account_id', undefined, {
+      lines: [listing(ORG), stranger, listing(ORG), '{broken'], line: 2, stdin: true,
+    });
+  });
+
+  it('a file over a megabyte (read and checked by a worker thread): the first bad line, in any batch, and nothing written', async () => {
+    // Lines of about 750 bytes: 1,800 of them make a file of 1.3 MB, over the CLI's threshold.
+    const padded = () => listing(ORG, { title: `Padded ${'x'.repeat(300)}` });
+    const many = (n: number) => Array.from({ length: n }, padded);
+    const stranger = listing(randomUUID());
+    await refused('unknown owner in the second batch, syntax error in the third', stranger, 'owner_account_id', undefined, {
+      lines: [{ ...existing, title: 'Must not be written' }, ...many(1_200), stranger, ...many(600), '{broken', ...many(10)], line: 1_202,
+    });
+    const twice = padded();
+    await refused('an id repeated 1,700 lines later', { ...twice, title: 'again' }, 'id', /already on line 5/, {
+      lines: [...many(4), twice, ...many(1_700), { ...twice, title: 'again' }], line: 1_706,
+    });
+    await refused('a bad line after 1,800 good ones', listing(ORG, { country: 'zz' }), 'country', undefined, {
+      lines: [...many(1_800), listing(ORG, { country: 'zz' })], line: 1_801,
+    });
   });
 });
