@@ -42,6 +42,10 @@ function openSqlite(path: string): OpenDatabase {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const Sqlite = require('better-sqlite3') as typeof BetterSqlite3;
   const sqlite = new Sqlite(file);
+  // A new database gets pages of SQLITE_PAGE_SIZE; an existing one keeps its own (the page size
+  // is fixed once the file is written, and this statement then does nothing). It comes first:
+  // journal_mode writes the file's header.
+  sqlite.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
   // WAL: readers never wait for the writer, nor the writer for readers. busy_timeout 0: a writer
   // that finds the lock taken fails at once instead of waiting for it synchronously, which would
   // freeze the event loop; writes wait their turn asynchronously instead (write.ts).
@@ -51,6 +55,15 @@ function openSqlite(path: string): OpenDatabase {
   sqlite.pragma('foreign_keys = ON');
   return { db: new Kysely<Database>({ dialect: new TurnSharingSqliteDialect({ database: withStatementCache(sqlite) }) }), dialect: 'sqlite', sqlite };
 }
+
+/**
+ * The page size of a new SQLite database. A listing row is about 2 KB (its columns and its JSON,
+ * migration 009), so SQLite's default 4 KB pages hold one or two and leave a quarter of the file
+ * empty; 16 KB pages hold eight. An import writes, logs and checkpoints a quarter fewer bytes in
+ * four times fewer pages: a 100,000-line import took 6.3-7.0 s instead of 7.4-8.5 s, and a
+ * database of 76,000 listings is 16% smaller (213 MB instead of 253).
+ */
+export const SQLITE_PAGE_SIZE = 16_384;
 
 /**
  * How long statements may hold one turn of the event loop before the next ones wait for a later
