@@ -3,17 +3,11 @@ import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage
 import { listingBodyHead } from './body.js';
 import { ImportError } from './import-line.js';
 import { parseLines, parseLinesInWorker, type ImportFile } from './import-lines.js';
+import { SeenIds } from './seen-ids.js';
 
 export { ImportError, escapeControlCharacters, parseImportLine, type ParsedLine } from './import-line.js';
 export { parseIsoDate } from './fields.js';
 export type { ImportFile } from './import-lines.js';
-
-/** 31-bit hash of an id: a set of these finds repeated ids in a file of any size in little memory. */
-function idHash(id: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  return h >>> 1;
-}
 
 export interface ImportOptions {
   /** Called every `progressEvery` lines with the count read so far (for a progress line). */
@@ -37,7 +31,7 @@ export async function importListings(store: Store, input: Readable | ImportFile,
   const progressEvery = options.progressEvery ?? 10_000;
   return store.listings.importing(async (session) => {
     const kinds = new Map<string, AccountKind | null>();
-    const seen = new Set<number>();
+    const seen = new SeenIds();
     let batch: StagedListing[] = [];
     const batchLines = new Map<string, number>();
     let staged = 0;
@@ -45,11 +39,7 @@ export async function importListings(store: Store, input: Readable | ImportFile,
 
     /** The line that gave this id earlier in the file, if any. */
     const earlierLine = async (id: string): Promise<number | undefined> => {
-      const hash = idHash(id);
-      if (!seen.has(hash)) {
-        seen.add(hash);
-        return undefined;
-      }
+      if (!seen.add(id)) return undefined;
       return batchLines.get(id) ?? (await session.stagedLines([id])).get(id);
     };
     const kindOf = async (owner: string): Promise<AccountKind | null> => {
