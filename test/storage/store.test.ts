@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
@@ -96,6 +99,33 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.deepEqual(third.map((c) => [c.listing_id, c.owner_account_id]), [[a.id, owner], [a.id, other]]);
     assert.equal(store.changes.tenantVersion(owner, 'sg'), third[0]!.seq);
     assert.equal(store.changes.tenantVersion(other, 'sg'), third[1]!.seq);
+  });
+
+  it('import of a file read by a worker thread: the same rows as from a stream, and the first bad line across batches', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-import-'));
+    // An owner of its own: the other tests read the suite's owners' listings.
+    const fileOwner = randomUUID();
+    await store.accounts.create({ id: fileOwner, name: 'File Org', kind: 'organisation', created_at: NOW });
+    try {
+      const lines = Array.from({ length: 2_500 }, (_, i) => listingLine(fileOwner, { title: `From a file ${i}` }));
+      const file = join(dir, 'listings.ndjson');
+      writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n'));
+      assert.deepEqual(await importListings(store, { path: file }, new Date(NOW)), { inserted: 2_500, updated: 0, unchanged: 0 });
+      const stored = await store.db.selectFrom('listings').select(['id', 'title', 'body']).where('title', 'like', 'From a file %').execute();
+      assert.equal(stored.length, 2_500);
+      const byId = new Map(stored.map((r) => [r.id, r]));
+      for (const line of [lines[0]!, lines[1_234]!, lines[2_499]!]) assert.equal(JSON.parse(byId.get(line.id as string)!.body).title, line.title);
+
+      // An unknown owner on line 1,500 comes before the bad JSON of line 2,400: that line is named, nothing is written.
+      const bad = lines.map((l) => JSON.stringify({ ...l, title: `Not written ${l.title as string}` }));
+      bad[1_499] = JSON.stringify(listingLine(randomUUID()));
+      bad[2_399] = '{"id": ';
+      writeFileSync(file, bad.join('\n'));
+      await assert.rejects(importListings(store, { path: file }, new Date(NOW)), /^ImportError: line 1500, field "owner_account_id": no account/);
+      assert.equal((await store.db.selectFrom('listings').select('id').where('title', 'like', 'Not written %').execute()).length, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('import: without created_at an update keeps the stored one and an insert takes the import time', async () => {
