@@ -18,6 +18,9 @@ export interface Loaded<V> {
   validUntil?: number;
 }
 
+/** Expired entries dropped each time one is stored (see `dropExpired`). */
+const EXPIRED_PER_STORE = 2;
+
 interface Entry<V> {
   value: V;
   expiresAt: number;
@@ -88,8 +91,25 @@ export class ReadCache<V> {
   /** Stores a value obtained elsewhere. */
   remember(key: string, value: V, validUntil = Infinity): void {
     const now = this.options.clock();
+    this.dropExpired(now);
     const expiresAt = Math.min(validUntil, now + this.options.ttlMs);
     if (expiresAt > now) this.lru.set(key, { value, expiresAt });
+  }
+
+  /**
+   * Drops up to EXPIRED_PER_STORE expired entries from the least recently read end. An entry is
+   * checked when it is read, so one that is never read again (a tenant's page under its old
+   * version, a first page read once) would otherwise hold its memory until the bound pushes it
+   * out: up to the whole bound, for nothing. Dropping two for each one stored drains them at
+   * least as fast as entries come, at the cost of a look at the oldest entries.
+   */
+  private dropExpired(now: number): void {
+    let expired: string[] | undefined;
+    for (const [key, entry] of this.lru.rentries() as Iterable<[string, Entry<V>]>) {
+      if (entry.expiresAt > now || (expired?.length ?? 0) === EXPIRED_PER_STORE) break;
+      (expired ??= []).push(key);
+    }
+    if (expired !== undefined) for (const key of expired) this.lru.delete(key);
   }
 
   get size(): number {

@@ -31,6 +31,25 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
     assert.deepEqual({ hits: cache.hits, misses: cache.misses }, { hits: 1, misses: 2 });
   });
 
+  it('expired entries nobody reads again are dropped as new ones are stored, two for each; valid ones stay', () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 1000 });
+    for (let i = 0; i < 100; i++) cache.remember(`old ${i}`, 'v');
+    advance(3000);
+    for (let i = 0; i < 10; i++) cache.remember(`young ${i}`, 'v');
+    assert.equal(cache.size, 110, 'nothing expired yet: nothing dropped');
+    advance(2500); // the old ones are past their 5 s, the young ones are not
+    for (let i = 0; i < 50; i++) cache.remember(`new ${i}`, 'v');
+    assert.equal(cache.size, 10 + 50, 'the 100 expired entries went, two per entry stored');
+    for (let i = 0; i < 10; i++) assert.equal(cache.peek(`young ${i}`), 'v');
+    // Reading the young ones made them the most recently read: expired entries behind a valid one
+    // wait until they are the oldest. Once everything has expired, storing drains it all.
+    cache.remember('early', 'v', clock() + 10); // a page that expires early (D10)
+    advance(5000);
+    for (let i = 0; i < 31; i++) cache.remember(`last ${i}`, 'v');
+    assert.equal(cache.size, 31, 'the 61 expired entries went as 31 were stored');
+  });
+
   it('a failed load is not cached: the next caller loads again', async () => {
     const { clock } = manualClock();
     const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
