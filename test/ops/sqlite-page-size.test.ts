@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type BetterSqlite3 from 'better-sqlite3';
+import { sql } from '#kysely';
 import { importListings } from '../../src/listings/import.js';
 import { SQLITE_PAGE_SIZE } from '../../src/storage/database.js';
 import { openStore } from '../../src/storage/index.js';
@@ -13,7 +14,10 @@ import { listingLine, ndjsonStream } from '../support/server.js';
 
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
 
-/** storage/database.ts: a new SQLite file gets SQLITE_PAGE_SIZE pages; an existing one keeps its own. */
+/**
+ * storage/database.ts: a new SQLite file gets SQLITE_PAGE_SIZE pages; an existing one keeps its
+ * own. The connection's temporary database, where an import stages its lines, gets them in either.
+ */
 describe('SQLite page size', () => {
   let dir: string;
   before(() => (dir = mkdtempSync(join(tmpdir(), 'page-size-'))));
@@ -37,6 +41,9 @@ describe('SQLite page size', () => {
       await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: new Date().toISOString() });
       assert.deepEqual(await importListings(store, ndjsonStream([listingLine(owner), listingLine(owner)]), new Date()), { inserted: 2, updated: 0, unchanged: 0 });
       assert.equal((await store.db.selectFrom('listings').select('id').execute()).length, 2);
+      // The import staged its lines in the connection's temporary database, with pages of that size too.
+      const temp = await sql<{ page_size: number }>`pragma temp.page_size`.execute(store.db);
+      assert.equal(temp.rows[0]?.page_size, SQLITE_PAGE_SIZE, 'the staging table\'s pages');
     } finally {
       await store.close();
     }
