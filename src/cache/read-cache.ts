@@ -100,8 +100,10 @@ export class ReadCache<V> {
    * Drops up to EXPIRED_PER_STORE expired entries from the least recently read end. An entry is
    * checked when it is read, so one that is never read again (a tenant's page under its old
    * version, a first page read once) would otherwise hold its memory until the bound pushes it
-   * out: up to the whole bound, for nothing. Dropping two for each one stored drains them at
-   * least as fast as entries come, at the cost of a look at the oldest entries.
+   * out: up to the whole bound, for nothing. It stops at the first valid entry, so an expired
+   * one read more recently than a valid one waits until it is the oldest; everything not read
+   * for a TTL is among the oldest, and two dropped for each one stored drain those at least as
+   * fast as entries come, for a look at the oldest entries.
    */
   private dropExpired(now: number): void {
     let expired: string[] | undefined;

@@ -56,7 +56,9 @@ export function parseIsoDate(value: string): string | undefined {
   if (!m) return undefined;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
   if (+mo! < 1 || +mo! > 12 || +d! < 1 || +h > 23 || +mi > 59 || +s > 59) return undefined;
-  const daysInMonth = new Date(Date.UTC(+y!, +mo!, 0)).getUTCDate();
+  // Not Date.UTC, which reads years 0 to 99 as 1900 to 1999.
+  const leap = +y! % 4 === 0 && (+y! % 100 !== 0 || +y! % 400 === 0);
+  const daysInMonth = +mo! === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(+mo!) ? 30 : 31;
   if (+d! > daysInMonth) return undefined;
   const ms = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${(frac + '000').slice(0, 3)}${zone}`);
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();

@@ -26,22 +26,30 @@ export const LINES_PER_BATCH = 1000;
 export async function* parseLines(input: Readable): AsyncGenerator<LineBatch> {
   let parsed: ParsedLine[] = [];
   let lineNumber = 0;
-  for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
-    lineNumber++;
-    const text = lineNumber === 1 && raw.startsWith('\uFEFF') ? raw.slice(1) : raw;
-    if (text.trim() === '') continue;
-    try {
-      parsed.push(parseImportLine(text, lineNumber));
-    } catch (error) {
-      // The lines before a bad one go first: one of them may be the first bad line, for a reason
-      // only the database knows (a repeated id, an unknown owner).
-      if (parsed.length > 0) yield { parsed, linesRead: lineNumber - 1 };
-      throw error;
+  // On a bad line, or an input that fails to be read, the lines checked before go first: one of
+  // them may be the first bad line, for a reason only the database knows (a repeated id, an
+  // unknown owner).
+  try {
+    for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
+      lineNumber++;
+      const text = lineNumber === 1 && raw.startsWith('\uFEFF') ? raw.slice(1) : raw;
+      if (text.trim() === '') continue;
+      try {
+        parsed.push(parseImportLine(text, lineNumber));
+      } catch (error) {
+        const before = parsed;
+        parsed = [];
+        if (before.length > 0) yield { parsed: before, linesRead: lineNumber - 1 };
+        throw error;
+      }
+      if (parsed.length >= LINES_PER_BATCH) {
+        yield { parsed, linesRead: lineNumber };
+        parsed = [];
+      }
     }
-    if (parsed.length >= LINES_PER_BATCH) {
-      yield { parsed, linesRead: lineNumber };
-      parsed = [];
-    }
+  } catch (error) {
+    if (parsed.length > 0) yield { parsed, linesRead: lineNumber };
+    throw error;
   }
   yield { parsed, linesRead: lineNumber };
 }

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage/index.js';
 import { listingBodyHead } from './body.js';
 import { ImportError } from './import-line.js';
@@ -51,7 +51,8 @@ export async function importListings(store: Store, input: Readable | ImportFile,
       return kind;
     };
 
-    const batches = 'path' in input || 'fd' in input ? parseLinesInWorker(input) : parseLines(input);
+    // A stream (a file's stream too, which has a path and a descriptor of its own) is read here.
+    const batches = input instanceof Readable ? parseLines(input) : parseLinesInWorker(input);
     for await (const { parsed, linesRead } of batches) {
       for (const { line, row, orgId } of parsed) {
         const first = await earlierLine(row.id);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -325,6 +325,14 @@ describe(`store on ${TEST_STORE}`, () => {
       writeFileSync(file, bad.join('\n'));
       await assert.rejects(importListings(store, { path: file }, new Date(NOW)), /^ImportError: line 1500, field "owner_account_id": no account/);
       assert.equal((await store.db.selectFrom('listings').select('id').where('title', 'like', 'Not written %').execute()).length, 0);
+
+      // A stream of a file (which has a path and a descriptor too) is read as the stream it is:
+      // here its first two lines only, not the file.
+      const two = lines.slice(0, 2).map((l) => JSON.stringify({ ...l, title: `Range ${l.title as string}` }));
+      writeFileSync(file, [...two, ...bad.slice(2)].join('\n'));
+      const range = createReadStream(file, { end: Buffer.byteLength(`${two[0]}\n${two[1]}`) - 1 });
+      assert.deepEqual(await importListings(store, range, new Date(NOW)), { inserted: 0, updated: 2, unchanged: 0 });
+      assert.ok(range.destroyed, 'and read to its end, closed');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

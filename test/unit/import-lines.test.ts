@@ -95,6 +95,24 @@ describe('reading import lines, in this thread and in a worker thread', () => {
     assert.ok(error instanceof ImportError && error.field === 'country');
   });
 
+  it('an input that fails part way: the lines checked before it go first, then its error', async () => {
+    const lines = Array.from({ length: 10 }, () => lineOf());
+    let sent = false;
+    const failing = new Readable({
+      read() {
+        if (!sent) {
+          sent = true;
+          this.push(Buffer.from(`${lines.join('\n')}\n`));
+        } else {
+          this.destroy(new Error('EIO: the disk went away'));
+        }
+      },
+    });
+    const { batches, error } = await drain(parseLines(failing));
+    assert.deepEqual(batches.map((b) => [b.parsed.length, b.linesRead]), [[10, 10]]);
+    assert.match(String(error), /EIO/);
+  });
+
   it('a file that cannot be read is an error, not a hang', async () => {
     const { error } = await drain(parseLinesInWorker({ path: join(dir, 'missing.ndjson') }));
     assert.match(String(error), /ENOENT/);

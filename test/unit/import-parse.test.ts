@@ -77,6 +77,13 @@ describe('parseIsoDate (D13)', () => {
     assert.equal(parseIsoDate('2026-02-29'), undefined);
     assert.equal(parseIsoDate('1900-02-29'), undefined);
     assert.equal(parseIsoDate('2100-02-29T00:00:00Z'), undefined);
+    // Years 0 to 99 are years 0 to 99 (Date.UTC would read them as 1900 to 1999), in either form.
+    for (const value of ['0000-02-29', '0000-02-29T00:00:00Z', '0000-02-29T00:00:00.000Z', '0004-02-29T12:00:00Z']) {
+      assert.equal(parseIsoDate(value)?.slice(0, 10), value.slice(0, 10), value);
+    }
+    for (const value of ['0100-02-29', '0100-02-29T00:00:00Z', '0100-02-29T00:00:00.000Z', '0001-02-29']) {
+      assert.equal(parseIsoDate(value), undefined, value);
+    }
   });
 
   it('refuses impossible dates and times instead of rolling them over', () => {
