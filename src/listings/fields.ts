@@ -30,7 +30,8 @@ interface Kind<Api, Stored> {
   fallback?: Stored;
 }
 
-const show = (v: unknown): string => {
+/** A value as an error message quotes it: its JSON, cut at 60 characters. */
+export const show = (v: unknown): string => {
   const text = JSON.stringify(v) ?? String(v);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 };

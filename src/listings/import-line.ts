@@ -1,7 +1,7 @@
 import { isCountry } from '../core/countries.js';
 import { canonicalUuid } from '../core/formats.js';
 import type { StagedListing } from '../storage/index.js';
-import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, type ListingField } from './fields.js';
+import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, show, type ListingField } from './fields.js';
 
 /**
  * One line of an import file, read and checked on its own (OPERATIONS "Import format"): no
@@ -28,11 +28,6 @@ export function escapeControlCharacters(text: string): string {
 /** Fields an import line may carry besides the listing object's (OPERATIONS "Import format"). */
 const PLACEMENT_FIELDS = ['country', 'owner_account_id'] as const;
 const KNOWN_FIELDS: ReadonlySet<string> = new Set<string>([...LISTING_FIELD_NAMES, ...PLACEMENT_FIELDS]);
-
-function show(v: unknown): string {
-  const text = JSON.stringify(v) ?? String(v);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
 
 /** A line's listing, before its owner is known (its `org_id` and JSON come with the owner, D1). */
 export type ParsedListing = Omit<StagedListing, 'body_head'>;
