@@ -25,33 +25,27 @@ export const LINES_PER_BATCH = 1000;
  */
 export async function* parseLines(input: Readable): AsyncGenerator<LineBatch> {
   let parsed: ParsedLine[] = [];
-  let lineNumber = 0;
-  // On a bad line, or an input that fails to be read, the lines checked before go first: one of
-  // them may be the first bad line, for a reason only the database knows (a repeated id, an
-  // unknown owner).
+  /** The last line read and checked (blank lines too). */
+  let linesRead = 0;
   try {
     for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
-      lineNumber++;
+      const lineNumber = linesRead + 1;
       const text = lineNumber === 1 && raw.startsWith('\uFEFF') ? raw.slice(1) : raw;
-      if (text.trim() === '') continue;
-      try {
-        parsed.push(parseImportLine(text, lineNumber));
-      } catch (error) {
-        const before = parsed;
-        parsed = [];
-        if (before.length > 0) yield { parsed: before, linesRead: lineNumber - 1 };
-        throw error;
-      }
+      if (text.trim() !== '') parsed.push(parseImportLine(text, lineNumber));
+      linesRead = lineNumber;
       if (parsed.length >= LINES_PER_BATCH) {
-        yield { parsed, linesRead: lineNumber };
+        yield { parsed, linesRead };
         parsed = [];
       }
     }
   } catch (error) {
-    if (parsed.length > 0) yield { parsed, linesRead: lineNumber };
+    // On a bad line, or an input that fails to be read, the lines checked before go first: one of
+    // them may be the first bad line, for a reason only the database knows (a repeated id, an
+    // unknown owner).
+    if (parsed.length > 0) yield { parsed, linesRead };
     throw error;
   }
-  yield { parsed, linesRead: lineNumber };
+  yield { parsed, linesRead };
 }
 
 /** A file the worker thread opens itself: by path, or an open descriptor such as 0, standard input. */

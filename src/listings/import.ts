@@ -32,7 +32,7 @@ export async function importListings(store: Store, input: Readable | ImportFile,
   return store.listings.importing(async (session) => {
     const kinds = new Map<string, AccountKind | null>();
     const seen = new SeenIds();
-    let batch: StagedListing[] = [];
+    /** The lines of the batch being checked, by id (the earlier ones are staged). */
     const batchLines = new Map<string, number>();
     let staged = 0;
     let progressAt = progressEvery;
@@ -54,6 +54,7 @@ export async function importListings(store: Store, input: Readable | ImportFile,
     // A stream (a file's stream too, which has a path and a descriptor of its own) is read here.
     const batches = input instanceof Readable ? parseLines(input) : parseLinesInWorker(input);
     for await (const { parsed, linesRead } of batches) {
+      const batch: StagedListing[] = [];
       for (const { line, row, orgId } of parsed) {
         const first = await earlierLine(row.id);
         if (first !== undefined) throw new ImportError(line, 'id', `${row.id} is already on line ${first}; give each listing once`);
@@ -70,7 +71,6 @@ export async function importListings(store: Store, input: Readable | ImportFile,
       }
       await session.stage(batch);
       staged += batch.length;
-      batch = [];
       batchLines.clear();
       for (; options.onProgress && progressAt <= linesRead; progressAt += progressEvery) options.onProgress(progressAt);
     }
