@@ -3,7 +3,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seed } from './dataset.js';
-import { runLoad, type LoadResult } from './load.js';
+import { runLoad as runAutocannonLoad, type LoadOptions, type LoadResult } from './load.js';
+import { runWrkLoad, wrkInstalled } from './wrk.js';
 import { modeNamed, type PreparedMode } from './modes.js';
 import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { median, numberEnv, spread } from './settings.js';
@@ -39,6 +40,11 @@ interface Settings {
   compareCounting: boolean;
   /** With BENCH_COUNTING=compare: rounds of BENCH_DURATION seconds each, alternating the two services (BENCH_ROUNDS). */
   rounds: number;
+  /**
+   * BENCH_LOAD: the load generator of the side-by-side runs: wrk (wrk.ts) when it is installed,
+   * else autocannon; or either one by name.
+   */
+  loadGenerator: 'autocannon' | 'wrk';
 }
 
 /** What is measured. `ratioGoal`: the issue's goal for service req/s over the baseline's. */
@@ -76,7 +82,16 @@ function settings(): Settings {
     keep: process.env.BENCH_KEEP === '1',
     compareCounting: process.env.BENCH_COUNTING?.trim() === 'compare',
     rounds: Math.floor(numberEnv('BENCH_ROUNDS', 5, 1)),
+    loadGenerator: loadGeneratorEnv(),
   };
+}
+
+function loadGeneratorEnv(): Settings['loadGenerator'] {
+  const value = process.env.BENCH_LOAD?.trim() || 'auto';
+  if (value === 'auto') return wrkInstalled() ? 'wrk' : 'autocannon';
+  if (value !== 'autocannon' && value !== 'wrk') throw new Error(`BENCH_LOAD: expected auto, autocannon or wrk, got "${value}"`);
+  if (value === 'wrk' && !wrkInstalled()) throw new Error('BENCH_LOAD=wrk: wrk is not installed (Debian: apt-get install wrk)');
+  return value;
 }
 
 interface Row {
@@ -125,6 +140,7 @@ async function main(): Promise<number> {
   const s = settings();
   const mode = modeNamed(s.mode);
   const targets = TARGETS.filter((t) => s.targets.includes(t.name));
+  const runLoad: (options: LoadOptions) => Promise<LoadResult> = s.loadGenerator === 'wrk' ? runWrkLoad : runAutocannonLoad;
   const workDir = mkdtempSync(join(tmpdir(), 'listings-bench-'));
   let prepared: PreparedMode | undefined;
 
@@ -144,7 +160,7 @@ async function main(): Promise<number> {
   }
 
   try {
-    log(`Benchmark: mode ${s.mode} (${mode.description}); ${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up`);
+    log(`Benchmark: mode ${s.mode} (${mode.description}); load from ${s.loadGenerator}, ${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up`);
     log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start; server and load generator share it, so compare ratios, not absolute numbers.`);
     prepared = await mode.prepare({ workDir, env: process.env });
 
