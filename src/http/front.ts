@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { nextRequestId } from './request-id.js';
+import { coalesceWrites } from './write-batch.js';
 import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
 
 /**
@@ -37,6 +38,8 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
   });
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
+  // The answers of one turn of the event loop reach the kernel together (write-batch.ts).
+  server.on('connection', coalesceWrites);
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     // A proxy tunnel request: this is not a proxy. Answered, not dropped (D6).
     const reqId = answerRaw(socket, 405, 'Method Not Allowed', {

@@ -1,0 +1,87 @@
+import type { Socket } from 'node:net';
+
+/**
+ * Coalesced socket writes: what the API's connections write during one turn of the event loop goes
+ * to the kernel together at the end of that turn's I/O (a `setImmediate`), instead of one write the
+ * moment each answer is ready.
+ *
+ * Why: a turn answers every request that arrived together (up to one per connection), each taking
+ * tens of microseconds. Written one by one, each answer wakes the client that waits for it (the
+ * load balancer or proxy on the same host, or a benchmark's load generator), which reads it, sends
+ * its next request and goes back to sleep before the next answer: one wake-up, an inter-processor
+ * interrupt that is costly in a virtual machine, per answer. Written together, the first answer
+ * wakes the client and the rest arrive while it runs. Measured with wrk on a 2-core VM (README,
+ * Performance): a cached detail went from about 15,500 to about 23,500 answers a second; latency
+ * at 50 connections fell with it. An answer waits at most for the rest of its turn, which under
+ * load is less than it would have queued behind the wake-ups, and nothing when idle.
+ *
+ * This is the stream's own contract, not a patch of its behaviour: a Writable's `_write` and
+ * `_writev` may complete later, and until they do the stream buffers further writes itself, so the
+ * bytes of one connection keep their order and backpressure works as before. Only the moment of the
+ * system call moves. The same idea is "corking" in uWebSockets.
+ */
+
+type Callback = (error?: Error | null) => void;
+type Chunks = Array<{ chunk: unknown; encoding: BufferEncoding }>;
+
+const QUEUED = Symbol('queuedWrite');
+type Coalesced = Socket & { [QUEUED]?: QueuedWrite };
+
+/** A write waiting for the end of the turn: the socket's own `_write` or `_writev`, bound to its arguments. */
+interface QueuedWrite {
+  socket: Coalesced;
+  write: () => void;
+  callback: Callback;
+  done: boolean;
+}
+
+
+let queued: QueuedWrite[] = [];
+
+function run(entry: QueuedWrite): void {
+  if (entry.done) return;
+  entry.done = true;
+  // Not kept past its write: an idle keep-alive connection would hold its last answer's bytes.
+  entry.socket[QUEUED] = undefined;
+  try {
+    entry.write();
+  } catch (error) {
+    // A write that throws fails its own stream (as it would have inline), never the batch.
+    entry.callback(error as Error);
+  }
+}
+
+function flush(): void {
+  const batch = queued;
+  queued = [];
+  for (const entry of batch) run(entry);
+}
+
+function enqueue(socket: Coalesced, write: () => void, callback: Callback): void {
+  if (queued.length === 0) setImmediate(flush);
+  const entry: QueuedWrite = { socket, write, callback, done: false };
+  socket[QUEUED] = entry;
+  queued.push(entry);
+}
+
+/** Makes the socket's writes wait for the end of the current turn's I/O (see above). Once per connection. */
+export function coalesceWrites(socket: Coalesced): void {
+  const write = socket._write;
+  const writev = socket._writev;
+  const destroy = socket._destroy;
+  socket._write = (chunk: unknown, encoding: BufferEncoding, callback: Callback) => {
+    enqueue(socket, () => write.call(socket, chunk, encoding, callback), callback);
+  };
+  if (writev !== undefined) {
+    socket._writev = (chunks: Chunks, callback: Callback) => {
+      enqueue(socket, () => writev.call(socket, chunks, callback), callback);
+    };
+  }
+  // A connection closed before the end of the turn (an idle keep-alive connection closed on
+  // shutdown right after its last answer) still sends what it wrote first, as it did inline.
+  socket._destroy = (error: Error | null, callback: (error?: Error | null) => void) => {
+    const pending = socket[QUEUED];
+    if (pending !== undefined) run(pending);
+    destroy.call(socket, error, callback);
+  };
+}
