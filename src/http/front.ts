@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { nextRequestId } from './request-id.js';
-import { coalesceWrites } from './write-batch.js';
+import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
 
 /**
@@ -34,11 +34,12 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       virtual.handler()(req, res);
       return;
     }
-    apiHandler(req, res);
+    // A cached answer is made during this call: it is written with the turn's others (write-batch.ts).
+    dispatchCoalesced(apiHandler, req, res);
   });
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
-  // The answers of one turn of the event loop reach the kernel together (write-batch.ts).
+  // The cached answers of one turn of the event loop reach the kernel together (write-batch.ts).
   server.on('connection', coalesceWrites);
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     // A proxy tunnel request: this is not a proxy. Answered, not dropped (D6).

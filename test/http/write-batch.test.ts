@@ -3,17 +3,19 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { coalesceWrites } from '../../src/http/write-batch.js';
+import { coalesceWrites, dispatchCoalesced } from '../../src/http/write-batch.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
- * Coalesced socket writes (src/http/write-batch.ts): the answers of one turn of the event loop are
- * written together at its end. What must not change with it: every byte arrives, in order, with
- * backpressure; an answer written just before its connection is closed is still sent.
+ * Coalesced socket writes (src/http/write-batch.ts): the answers made while their request is
+ * dispatched (cached answers) are written together at the end of the turn; later answers at once.
+ * What must not change with it: every byte arrives, in order, with backpressure; an answer written
+ * just before its connection is closed is still sent.
  */
 
+/** A bare server set up as front.ts sets up the API's. */
 async function listen(handler: RequestListener): Promise<{ server: Server; port: number }> {
-  const server = createServer(handler);
+  const server = createServer((req, res) => dispatchCoalesced(handler, req, res));
   server.on('connection', coalesceWrites);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as AddressInfo).port };
@@ -51,6 +53,23 @@ describe('coalesced socket writes (write-batch.ts)', () => {
       // Written inline, the bytes would have left the stream's buffer inside end().
       assert.ok(seen[0]!.pendingAfterEnd > 0, 'the write waits for the end of the turn');
       assert.equal(seen[0]!.pendingNextTurn, 0, 'and is made then');
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('an answer ended after its dispatch (a database read, say) is written at once', async () => {
+    const seen: number[] = [];
+    const { server, port } = await listen((_req, res) => {
+      setImmediate(() => {
+        res.end('later');
+        seen.push(res.socket!.writableLength);
+      });
+    });
+    try {
+      const answer = await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      assert.match(answer.toString(), /\r\n\r\nlater$/);
+      assert.deepEqual(seen, [0]);
     } finally {
       await close(server);
     }
