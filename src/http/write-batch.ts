@@ -22,10 +22,12 @@ import type { Socket } from 'node:net';
  * made concurrent cold reads share less work (caches off, a page of 20 fell from 12,000 to 6,000
  * answers a second).
  *
- * This is the stream's own contract, not a patch of its behaviour: a Writable's `_write` and
- * `_writev` may complete later, and until they do the stream buffers further writes itself, so the
- * bytes of one connection keep their order and backpressure works as before. Only the moment of the
- * system call moves. The same idea is "corking" in uWebSockets.
+ * How: the socket's `_write` and `_writev` (the methods a Writable implements) are wrapped. A
+ * Writable's write may complete later, and until it does the stream buffers further writes itself,
+ * so the bytes of one connection keep their order and backpressure works as before; only the moment
+ * of the system call moves. What runs when a write completes (`'drain'`, the response's
+ * `'finish'`, hence the request log line) runs in the flush, and an answer's logged time includes
+ * its wait for it. The same idea is "corking" in uWebSockets.
  */
 
 type Callback = (error?: Error | null) => void;
@@ -37,9 +39,11 @@ type Coalesced = Socket & { [QUEUED]?: QueuedWrite };
 /** A write waiting for the end of the turn: the socket's own `_write` or `_writev`, bound to its arguments. */
 interface QueuedWrite {
   socket: Coalesced;
-  write: () => void;
+  write: (callback: Callback) => void;
   callback: Callback;
   done: boolean;
+  /** The stream was told the write's outcome: a later error is not the write's. */
+  called: boolean;
 }
 
 let queued: QueuedWrite[] = [];
@@ -52,10 +56,18 @@ function run(entry: QueuedWrite): void {
   // Not kept past its write: an idle keep-alive connection would hold its last answer's bytes.
   entry.socket[QUEUED] = undefined;
   try {
-    entry.write();
+    entry.write((error) => {
+      entry.called = true;
+      entry.callback(error);
+    });
   } catch (error) {
-    // A write that throws fails its own stream (as it would have inline), never the batch.
-    entry.callback(error as Error);
+    // The write itself failed: its stream is told (and fails), never the rest of the batch. An
+    // error thrown after the stream was told came from a listener of what the write completed (a
+    // response's 'finish'): it is thrown as it would have been without the batch, uncaught.
+    if (!entry.called) entry.callback(error as Error);
+    else process.nextTick(() => {
+      throw error;
+    });
   }
 }
 
@@ -65,9 +77,9 @@ function flush(): void {
   for (const entry of batch) run(entry);
 }
 
-function enqueue(socket: Coalesced, write: () => void, callback: Callback): void {
+function enqueue(socket: Coalesced, write: (callback: Callback) => void, callback: Callback): void {
   if (queued.length === 0) setImmediate(flush);
-  const entry: QueuedWrite = { socket, write, callback, done: false };
+  const entry: QueuedWrite = { socket, write, callback, done: false, called: false };
   socket[QUEUED] = entry;
   queued.push(entry);
 }
@@ -86,22 +98,32 @@ export function dispatchCoalesced(handler: RequestListener, req: IncomingMessage
 export function coalesceWrites(socket: Coalesced): void {
   const write = socket._write;
   const writev = socket._writev;
-  const destroy = socket._destroy;
+  const destroy = socket.destroy;
   socket._write = (chunk: unknown, encoding: BufferEncoding, callback: Callback) => {
-    if (collecting) enqueue(socket, () => write.call(socket, chunk, encoding, callback), callback);
+    if (collecting) enqueue(socket, (done) => write.call(socket, chunk, encoding, done), callback);
     else write.call(socket, chunk, encoding, callback);
   };
   if (writev !== undefined) {
     socket._writev = (chunks: Chunks, callback: Callback) => {
-      if (collecting) enqueue(socket, () => writev.call(socket, chunks, callback), callback);
+      if (collecting) enqueue(socket, (done) => writev.call(socket, chunks, done), callback);
       else writev.call(socket, chunks, callback);
     };
   }
-  // A connection closed before the end of the turn (an idle keep-alive connection closed on
-  // shutdown right after its last answer) still sends what it wrote first, as it did inline.
-  socket._destroy = (error: Error | null, callback: (error?: Error | null) => void) => {
+  // A connection destroyed before the end of the turn (a handler's destroy, a reset) first sends
+  // what was written to it, as it would have inline: its queued write now, and, through the
+  // stream, whatever the stream buffered behind it (before the stream is marked destroyed, which
+  // would drop that).
+  socket.destroy = function destroyAfterQueuedWrite(this: Coalesced, error?: Error) {
     const pending = socket[QUEUED];
-    if (pending !== undefined) run(pending);
-    destroy.call(socket, error, callback);
+    if (pending !== undefined && !socket.destroyed) {
+      const wasCollecting = collecting;
+      collecting = false;
+      try {
+        run(pending);
+      } finally {
+        collecting = wasCollecting;
+      }
+    }
+    return destroy.call(this, error);
   };
 }
