@@ -81,16 +81,16 @@ const lua = (text: string) => JSON.stringify(text); // a JSON string is a valid 
 
 /** The requests, pre-formatted once each (wrk.format), then sent in turn; the summary as one JSON line. */
 function luaScript(options: LoadOptions): string {
-  const requests = options.paths.map((item) => (typeof item === 'string' ? { path: item } : item) as LoadRequest);
-  for (const r of requests) {
-    for (const text of [r.path, ...Object.entries({ ...options.headers, ...r.headers }).flat()]) {
+  const requests = options.paths.map((item) => {
+    const r = (typeof item === 'string' ? { path: item } : item) as LoadRequest;
+    const headers = Object.entries({ ...options.headers, ...r.headers });
+    for (const text of [r.path, ...headers.flat()]) {
       if (!/^[\x20-\x7e]*$/.test(text)) throw new Error(`BENCH_LOAD=wrk: only printable ASCII in paths and headers (${JSON.stringify(text)})`);
     }
-  }
-  const headersOf = (r: LoadRequest) =>
-    `{${Object.entries({ ...options.headers, ...r.headers }).map(([name, value]) => `[${lua(name)}] = ${lua(value)}`).join(', ')}}`;
+    return { path: r.path, headers };
+  });
   return `local requests = {
-${requests.map((r) => `  wrk.format("GET", ${lua(r.path)}, ${headersOf(r)}),`).join('\n')}
+${requests.map((r) => `  wrk.format("GET", ${lua(r.path)}, {${r.headers.map(([name, value]) => `[${lua(name)}] = ${lua(value)}`).join(', ')}}),`).join('\n')}
 }
 local next = 0
 local statuses = {}

@@ -41,7 +41,6 @@ interface QueuedWrite {
   socket: Coalesced;
   write: (callback: Callback) => void;
   callback: Callback;
-  done: boolean;
   /** The stream was told the write's outcome: a later error is not the write's. */
   called: boolean;
 }
@@ -50,9 +49,9 @@ let queued: QueuedWrite[] = [];
 /** True while a request is being dispatched (see `dispatchCoalesced`). */
 let collecting = false;
 
+/** Makes a queued write, once: a socket has at most one (its stream waits for it before the next). */
 function run(entry: QueuedWrite): void {
-  if (entry.done) return;
-  entry.done = true;
+  if (entry.socket[QUEUED] !== entry) return; // made already, by a destroy before the flush
   // Not kept past its write: an idle keep-alive connection would hold its last answer's bytes.
   entry.socket[QUEUED] = undefined;
   try {
@@ -79,7 +78,7 @@ function flush(): void {
 
 function enqueue(socket: Coalesced, write: (callback: Callback) => void, callback: Callback): void {
   if (queued.length === 0) setImmediate(flush);
-  const entry: QueuedWrite = { socket, write, callback, done: false, called: false };
+  const entry: QueuedWrite = { socket, write, callback, called: false };
   socket[QUEUED] = entry;
   queued.push(entry);
 }
