@@ -24,9 +24,10 @@ export interface AppOptions extends V1Options {
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const requestLog = new RequestLog(opts.logger, opts.onRequestCompleted);
   const app = Fastify({
     loggerInstance: opts.logger,
-    logController: new RequestLog(opts.onRequestCompleted),
+    logController: requestLog,
     trustProxy: opts.trustProxy,
     genReqId: (req: IncomingMessage) => requestIdFor(req, opts.trustProxy),
     // No child logger per request (pino's child() was a measurable share of a cached answer's
@@ -47,7 +48,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       setCommonHeaders(request, reply);
       reply.raw.once('finish', () => {
         const elapsedMs = reply.elapsedTime;
-        request.log.info(requestLine(request, reply, null, elapsedMs), 'request');
+        requestLog.writeLine(requestLine(request, reply, null, elapsedMs));
         if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply, null, elapsedMs);
       });
       // The framework's message would echo the whole URL: say what is wrong without it.

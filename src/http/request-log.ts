@@ -1,5 +1,6 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { redactKeys } from '../auth/key-format.js';
+import { requestLineWriter, type Logger, type RequestLineFields } from '../core/logger.js';
 
 /** The path of a request as it may be logged: no query string, no key (D20), at most 300 characters. */
 export function loggablePath(url: string): string {
@@ -17,7 +18,7 @@ export function pathExcerpt(url: string, max = 80): string {
  * The fields of the one log line of a request (D19, D20). `route` is null for a request that
  * matched no route (404, or a malformed URL answered before routing).
  */
-export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs = reply.elapsedTime) {
+export function requestLine(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs = reply.elapsedTime): RequestLineFields {
   return {
     // The app's loggers are not per-request children (see app.ts): the id is a field of the line.
     reqId: request.id,
@@ -42,8 +43,12 @@ export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply, ro
  * the metrics, issue 12), which must never fail the process: a fault there is logged.
  */
 export class RequestLog extends LogController {
-  constructor(private readonly onCompleted?: RequestCompleted) {
+  /** Writes a line of `requestLine`'s fields at level info: as pino would, for less (core/logger.ts). */
+  readonly writeLine: (fields: RequestLineFields) => void;
+
+  constructor(logger: FastifyBaseLogger, private readonly onCompleted?: RequestCompleted) {
     super();
+    this.writeLine = requestLineWriter(logger as Logger, 'request');
   }
 
   override incomingRequest(): void {}
@@ -54,7 +59,7 @@ export class RequestLog extends LogController {
     const elapsedMs = reply.elapsedTime;
     const line = requestLine(request, reply, route, elapsedMs);
     if (error) reply.log.error({ ...line, err: error }, 'request');
-    else reply.log.info(line, 'request');
+    else this.writeLine(line);
     if (this.onCompleted !== undefined) countCompleted(this.onCompleted, request, reply, route, elapsedMs);
   }
 

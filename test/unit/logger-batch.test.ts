@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { destination, pino } from 'pino';
-import { TurnBatch } from '../../src/core/logger.js';
+import { jsonString, requestLineWriter, TurnBatch, type RequestLineFields } from '../../src/core/logger.js';
+import { prng } from '../support/random.js';
 
 /**
  * The serving logger's stream (src/core/logger.ts): request lines wait for the end of the turn of
@@ -80,6 +81,101 @@ describe('TurnBatch: the serving logger stream', () => {
       assert.equal(child.status, status, child.stderr);
       const lines = child.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { n: number });
       assert.deepEqual(lines.map((l) => l.n), [1, 2, 3], `${ending}: every line, in order`);
+    }
+  });
+});
+
+describe('requestLineWriter: the request line without pino\'s generic serialisation', () => {
+  const fields = (over: Partial<RequestLineFields> = {}): RequestLineFields => ({
+    reqId: 'req_0123456789abcdef000001',
+    method: 'GET',
+    route: '/v1/listings/:id',
+    path: '/v1/listings/0b3c7f52-8a2e-4f3e-9a0e-3c1f0d0e8b1a',
+    status: 200,
+    ms: 0.43,
+    key_prefix: 'sg_live_AbCd',
+    ...over,
+  });
+  const cases: RequestLineFields[] = [
+    fields(),
+    fields({ route: null, key_prefix: null, status: 404, ms: 12 }),
+    fields({ path: '/v1/"quoted"\\back\u0001\u001f\u007f\u00e9\u4e2d\ud83d\ude00', method: 'HEAD', ms: 1234.5 }),
+    fields({ reqId: 'a "client" id\n', ms: Number.NaN }),
+    fields({ ms: Number.POSITIVE_INFINITY, status: 304 }),
+  ];
+
+  /** The same pino logger as the serving one (createLogger's options) into a TurnBatch, with a fixed clock. */
+  function servingLikeLogger() {
+    const file = join(dir, `log-${++files}.ndjson`);
+    const batch = new TurnBatch(destination({ dest: file, sync: true, mkdir: true }));
+    const logger = pino({
+      level: 'info',
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'password'], censor: '[redacted]' },
+      timestamp: () => ',"time":1795550000000',
+    }, batch);
+    return { logger, batch, text: () => readFileSync(file, 'utf8') };
+  }
+
+  it('writes the very bytes pino writes for the same fields, escapes included', () => {
+    const viaPino = servingLikeLogger();
+    const viaWriter = servingLikeLogger();
+    const write = requestLineWriter(viaWriter.logger, 'request');
+    for (const line of cases) {
+      viaPino.logger.info(line, 'request');
+      write(line);
+    }
+    viaPino.batch.flushSync();
+    viaWriter.batch.flushSync();
+    assert.equal(viaWriter.text(), viaPino.text());
+    const parsed = viaWriter.text().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(parsed.length, cases.length);
+    assert.deepEqual(parsed[2]!.path, cases[2]!.path);
+    assert.equal(parsed[3]!.ms, null, 'a number that is not finite is written as null, as pino does');
+  });
+
+  it('holds its lines for the end of the turn, like the request lines pino writes', async () => {
+    const { logger, batch, text } = servingLikeLogger();
+    const write = requestLineWriter(logger, 'request');
+    write(fields());
+    logger.warn({ n: 1 }, 'state change');
+    const first = text().trimEnd().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    assert.deepEqual(first.map((l) => l.msg), ['request', 'state change'], 'a line logged after it goes out after it');
+    write(fields({ status: 201 }));
+    assert.equal(text().trimEnd().split('\n').length, 2, 'held during the turn');
+    await endOfTurn();
+    assert.equal(text().trimEnd().split('\n').length, 3);
+    batch.flushSync();
+  });
+
+  it('writes nothing when the level is above info, and is logger.info for any other stream', () => {
+    const { logger, batch, text } = servingLikeLogger();
+    const write = requestLineWriter(logger, 'request');
+    logger.level = 'warn';
+    write(fields());
+    batch.flushSync();
+    assert.equal(text(), '');
+
+    const file = join(dir, `log-${++files}.ndjson`);
+    const plain = pino({ level: 'info', timestamp: () => ',"time":1' }, destination({ dest: file, sync: true }));
+    requestLineWriter(plain, 'request')(fields());
+    const line = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    assert.equal(line.msg, 'request');
+    assert.equal(line.reqId, fields().reqId);
+  });
+
+  it('jsonString is JSON.stringify for every string', () => {
+    const fixed = ['', 'a', '"', '\\', '\u0000', '\u001f', ' ', '\u007f', '\u2028', '\ud800', '\udfff', '\ud83d\ude00', 'x\ud83d', '\ude00x', 'plain/path?q=1'];
+    for (const s of fixed) assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
+    const random = prng(9);
+    for (let n = 0; n < 2000; n++) {
+      let s = '';
+      const length = Math.floor(random() * 12);
+      for (let i = 0; i < length; i++) {
+        // Mostly ASCII, with the escapes and the surrogate range well represented.
+        const pick = random();
+        s += String.fromCharCode(pick < 0.5 ? 0x20 + Math.floor(random() * 0x60) : pick < 0.7 ? Math.floor(random() * 0x20) : pick < 0.85 ? 0xd800 + Math.floor(random() * 0x800) : Math.floor(random() * 0x10000));
+      }
+      assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
     }
   });
 });
