@@ -2,16 +2,39 @@
  * Text formats shared by the API, the import, the CLI and the dashboard, declared once.
  */
 
-/** A UUID in its text form: 8-4-4-4-12 hexadecimal digits, either case. */
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/**
+ * A UUID in its text form: 8-4-4-4-12 hexadecimal digits, either case. Checked character by
+ * character: every detail request's id passes here, and this is a fraction of the cost of a
+ * case-insensitive regular expression followed by toLowerCase().
+ */
+const UUID_LENGTH = 36;
+
+/** 0 when `value` is not a UUID, 1 when it is one in lowercase, 2 when it has uppercase digits. */
+function uuidForm(value: string): 0 | 1 | 2 {
+  if (value.length !== UUID_LENGTH) return 0;
+  let form: 1 | 2 = 1;
+  for (let i = 0; i < UUID_LENGTH; i++) {
+    const c = value.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45 /* - */) return 0;
+    } else if (c >= 65 && c <= 70 /* A-F */) {
+      form = 2;
+    } else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) /* 0-9 a-f */) {
+      return 0;
+    }
+  }
+  return form;
+}
 
 export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID_PATTERN.test(value);
+  return typeof value === 'string' && uuidForm(value) !== 0;
 }
 
 /** The stored (lowercase) form of a UUID, or undefined when `value` is not one. */
 export function canonicalUuid(value: unknown): string | undefined {
-  return isUuid(value) ? value.toLowerCase() : undefined;
+  if (typeof value !== 'string') return undefined;
+  const form = uuidForm(value);
+  return form === 0 ? undefined : form === 1 ? value : value.toLowerCase();
 }
 
 /** The largest signed 32-bit integer: the bound of every integer the API and the import accept (D7). */

@@ -157,6 +157,27 @@ describe('key format (D2)', () => {
     }
   });
 
+  it('parseKey rejects a character outside [0-9A-Za-z] anywhere in the secret, even with a valid checksum', () => {
+    const key = generateKey('ca');
+    const random = key.slice(SECRET_START, SECRET_START + RANDOM_LENGTH);
+    // The neighbours of each range (/ : @ [ ` {), and a few a careless copy brings in.
+    const outside = ['/', ':', '@', '[', '`', '{', '_', '-', ' ', '.', '\u00e9', '\u0000', '\u00c0'];
+    for (const c of outside) {
+      for (const pos of [0, 1, 15, RANDOM_LENGTH - 1]) {
+        const body = `ca_live_${random.slice(0, pos)}${c}${random.slice(pos + 1)}`;
+        assert.equal(parseKey(body + checksum(body)), undefined, `${JSON.stringify(c)} at ${pos} with a valid checksum`);
+      }
+      for (let pos = SECRET_START + RANDOM_LENGTH; pos < key.length; pos++) {
+        assert.equal(parseKey(key.slice(0, pos) + c + key.slice(pos + 1)), undefined, `${JSON.stringify(c)} in the checksum at ${pos}`);
+      }
+    }
+    // Each range's ends are digits of the alphabet.
+    for (const c of ['0', '9', 'A', 'Z', 'a', 'z']) {
+      const body = `ca_live_${c}${random.slice(1)}`;
+      assert.equal(parseKey(body + checksum(body)), 'ca', c);
+    }
+  });
+
   it('parseKey rejects truncated keys, keys with an extra character, and surrounding text', () => {
     const key = generateKey('nz');
     for (let n = 0; n < key.length; n++) assert.equal(parseKey(key.slice(0, n)), undefined, `first ${n} characters`);
