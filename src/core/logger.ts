@@ -153,6 +153,12 @@ const INFO = 30;
  * bindings), so the line is pino's line; logger-batch.test.ts compares the two. Any other logger
  * (pino-pretty on a terminal, a test's logger) gets `logger.info`. pino's redaction paths name
  * none of these fields, and the path is redacted before it gets here (request-log.ts).
+ *
+ * Where pino's line would not be valid JSON, this one is: half of a surrogate pair is escaped
+ * (pino writes it raw, and it becomes U+FFFD once encoded; Node's parser gives no such request
+ * anyway), and a value of the wrong type is written as null rather than breaking the line or
+ * throwing in a 'finish' listener. The level is the logger's own (Fastify's child of it has the
+ * same, and nothing here changes levels at run time).
  */
 export function requestLineWriter(logger: Logger, message: string): (fields: RequestLineFields) => void {
   const stream = (logger as unknown as Record<symbol, unknown>)[symbols.streamSym];
@@ -162,14 +168,14 @@ export function requestLineWriter(logger: Logger, message: string): (fields: Req
   const time = internals[symbols.timeSym] as () => string;
   const bindings = internals[symbols.chindingsSym] as string;
   const end = `,"msg":${JSON.stringify(message)}}\n`;
-  const text = (value: string | null) => (value === null ? 'null' : jsonString(value));
+  const text = (value: string | null) => (typeof value === 'string' ? jsonString(value) : 'null');
   // As pino writes a number that is not finite.
   const number = (value: number) => (Number.isFinite(value) ? value : null);
   return (fields) => {
     if (logger.levelVal > INFO) return;
     stream.writeRequestLine(
-      `${levelPrefix}${time()}${bindings},"reqId":${jsonString(fields.reqId)},"method":${jsonString(fields.method)},"route":${text(fields.route)}` +
-        `,"path":${jsonString(fields.path)},"status":${fields.status},"ms":${number(fields.ms)},"key_prefix":${text(fields.key_prefix)}${end}`,
+      `${levelPrefix}${time()}${bindings},"reqId":${text(fields.reqId)},"method":${text(fields.method)},"route":${text(fields.route)}` +
+        `,"path":${text(fields.path)},"status":${number(fields.status)},"ms":${number(fields.ms)},"key_prefix":${text(fields.key_prefix)}${end}`,
     );
   };
 }

@@ -102,6 +102,7 @@ describe('requestLineWriter: the request line without pino\'s generic serialisat
     fields({ path: '/v1/"quoted"\\back\u0001\u001f\u007f\u00e9\u4e2d\ud83d\ude00', method: 'HEAD', ms: 1234.5 }),
     fields({ reqId: 'a "client" id\n', ms: Number.NaN }),
     fields({ ms: Number.POSITIVE_INFINITY, status: 304 }),
+    fields({ status: Number.NaN }),
   ];
 
   /** The same pino logger as the serving one (createLogger's options) into a TurnBatch, with a fixed clock. */
@@ -131,6 +132,22 @@ describe('requestLineWriter: the request line without pino\'s generic serialisat
     assert.equal(parsed.length, cases.length);
     assert.deepEqual(parsed[2]!.path, cases[2]!.path);
     assert.equal(parsed[3]!.ms, null, 'a number that is not finite is written as null, as pino does');
+    assert.equal(parsed[5]!.status, null);
+  });
+
+  it('stays valid JSON where pino\'s line would not: half of a surrogate pair, a value of the wrong type', () => {
+    const { logger, batch, text } = servingLikeLogger();
+    const write = requestLineWriter(logger, 'request');
+    write(fields({ path: '/v1/\ud800x\udfff' }));
+    write({ ...fields(), reqId: undefined, key_prefix: 42 } as unknown as RequestLineFields);
+    batch.flushSync();
+    const [first, second] = text().trimEnd().split('\n');
+    assert.match(first!, /"path":"\/v1\/\\ud800x\\udfff"/, 'escaped, as JSON.stringify does');
+    assert.equal((JSON.parse(first!) as { path: string }).path, '/v1/\ud800x\udfff');
+    const parsed = JSON.parse(second!) as Record<string, unknown>;
+    assert.equal(parsed.reqId, null);
+    assert.equal(parsed.key_prefix, null);
+    assert.equal(parsed.msg, 'request');
   });
 
   it('holds its lines for the end of the turn, like the request lines pino writes', async () => {
