@@ -112,6 +112,11 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     responses.push(await server.get(`/x${key}`, { key }));
     responses.push(await server.get(`/v1/listings/${key.replaceAll('_', '%5F')}`, { key }));
     responses.push(await server.get(`/v1/listings/${key.replaceAll('_', '%5f')}%`, { key }));
+    // Any character percent-encoded: the secret's first (so that the rest follows it as sent), the l of live.
+    const percent = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+    responses.push(await server.get(`/v1/listings/sg_live_${percent(secret[0]!)}${secret.slice(1)}`, { key }));
+    responses.push(await server.get(`/v1/listings/sg_${percent('l')}ive_${secret}`, { key }));
+    responses.push(await server.get(`/v1/listings?page=${[...key].map(percent).join('')}`, { key }));
     // A revoked key, then a request with it.
     const revoked = await server.createKey(orgId, 'sg', 'to revoke');
     assert.equal((await server.get('/v1/listings', { key: revoked.key })).status, 200);
@@ -125,7 +130,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     const logged = server.logs.raw.slice(before).join('\n');
     assert.ok(logged.length > 0);
     // The key without its checksum is as good as the key: the checksum is computed from it (D2).
-    const secrets = [key, key.slice(0, -6), secret.slice(0, -6), hashHex, hashB64, revoked.key, revoked.key.slice(0, -6), createHash('sha256').update(revoked.key).digest('hex')];
+    // Nor the secret less its first character (sent percent-encoded above): 61 guesses from the key.
+    const secrets = [key, key.slice(0, -6), secret.slice(0, -6), secret.slice(1, -6), hashHex, hashB64, revoked.key, revoked.key.slice(0, -6), createHash('sha256').update(revoked.key).digest('hex')];
     for (const s of secrets) {
       assert.ok(!logged.includes(s), `a secret (${s.slice(0, 10)}...) is in the log`);
       for (const res of responses) {

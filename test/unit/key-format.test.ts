@@ -11,6 +11,7 @@ import {
   lastFour,
   parseKey,
   randomBase62,
+  redactKeys,
 } from '../../src/auth/key-format.js';
 import { COUNTRY_CODES } from '../../src/core/countries.js';
 
@@ -213,5 +214,45 @@ describe('key format (D2)', () => {
       // What is shown leaves 30 unknown characters of the secret (>= 178 bits).
       assert.ok(key.length - prefix.length - 4 >= 30);
     }
+  });
+
+  describe('redactKeys (D20): a key in a logged or echoed text', () => {
+    const key = 'sg_live_AbCdEfGhIjKlMnOpQrStUvWxYz012345QwErTy';
+    /** Percent-encodes the characters at these positions, as a URL may carry them. */
+    const encode = (text: string, positions: readonly number[]) =>
+      [...text].map((c, i) => (positions.includes(i) ? `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}` : c)).join('');
+    /** No run of 8 characters of the secret is left, in the text as written or once decoded. */
+    const leaksNothing = (text: string) => {
+      const decoded = text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      for (let i = 8; i + 8 <= key.length; i++) {
+        const run = key.slice(i, i + 8);
+        if (text.includes(run) || decoded.includes(run)) return false;
+      }
+      return true;
+    };
+
+    it('keeps the country and "live" and redacts the secret, anywhere in the text', () => {
+      assert.equal(redactKeys(`/v1/listings/${key}`), '/v1/listings/sg_live_[redacted]');
+      assert.equal(redactKeys(`x${key}?page=${key}`), 'xsg_live_[redacted]?page=sg_live_[redacted]');
+      assert.equal(redactKeys('https://SG_LIVE_abc.example.com'), 'https://SG_LIVE_[redacted].example.com');
+      assert.equal(redactKeys('/v1/listings/deliver-now'), '/v1/listings/deliver-now', 'text without a key is unchanged');
+    });
+
+    it('redacts a key with any of its characters percent-encoded', () => {
+      const cases = [
+        encode(key, [2, 7]), // both underscores, as before
+        encode(key, [8]), // the secret's first character
+        encode(key, [3]), // the l of live
+        encode(key, [0, 1, 3, 4, 5, 6]),
+        encode(key, [8, 9, 10, 20, 30, 45]),
+        encode(key, [...key].map((_, i) => i)), // every character
+        encode(key, [...key].map((_, i) => i)).toLowerCase(),
+      ];
+      for (const encoded of cases) {
+        const redacted = redactKeys(`/v1/listings/${encoded}`);
+        assert.match(redacted, /\[redacted\]$/, encoded);
+        assert.ok(leaksNothing(redacted), `${encoded} -> ${redacted}`);
+      }
+    });
   });
 });
