@@ -14,7 +14,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
   const listingId = 'f0000000-0000-4000-8000-000000000001';
 
   before(async () => {
-    server = await startTestServer();
+    // The serving processes' logger: request lines from the template of core/logger.ts (D19, D20).
+    server = await startTestServer({}, undefined, { servingLogger: true });
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     await server.addListings(orgId, [{ id: listingId }]);
@@ -57,6 +58,12 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
       assert.equal(line.status, res.status, name);
       assert.equal(line.method, options.method ?? 'GET', name);
       assert.equal(line.path, path.split('?')[0], name);
+      if (line.msg === 'request') {
+        // The API's lines come from core/logger.ts's template: pino's fields, in pino's order.
+        assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'route', 'path', 'status', 'ms', 'key_prefix', 'msg'], name);
+        assert.equal(line.level, 30, name);
+        assert.equal(typeof line.ms, 'number', name);
+      }
     }
   });
 

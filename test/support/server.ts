@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { issueKey } from '../../src/auth/keys.js';
+import { TurnBatch } from '../../src/core/logger.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
 import { createService, type Service } from '../../src/service.js';
@@ -71,6 +72,21 @@ export class LogCapture extends Writable {
     }
     done();
   }
+
+  /**
+   * The stream of the serving processes' logger (core/logger.ts: a TurnBatch, whose request lines
+   * are written from a template, not by pino) in front of this capture, for the tests of the log
+   * lines themselves. Request lines arrive at the end of their turn: read them with `logLinesOf`.
+   */
+  servingStream(): TurnBatch {
+    const capture = this;
+    const out = {
+      write: (text: string) => capture.write(text),
+      flush: (done?: (error?: Error) => void) => done?.(),
+      flushSync: () => {},
+    };
+    return new TurnBatch(out as unknown as ConstructorParameters<typeof TurnBatch>[0]);
+  }
 }
 
 export interface TestServer {
@@ -126,13 +142,13 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
  * an injected clock and captured logs. The database is the suite's store (support/database.ts):
  * SQLite, or a fresh PostgreSQL database when the runner asks for it.
  */
-export async function startTestServer(env: Record<string, string> = {}, clock = new TestClock()): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, clock = new TestClock(), options: { servingLogger?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
   const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
-  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, logs) });
+  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, options.servingLogger ? logs.servingStream() : logs) });
   await service.listen();
   const address = service.app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
