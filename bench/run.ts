@@ -38,7 +38,10 @@ interface Settings {
    * measured next to one with both off (`USAGE_COUNTING=off`, no METRICS_PORT), in the same run.
    */
   compareCounting: boolean;
-  /** With BENCH_COUNTING=compare: rounds of BENCH_DURATION seconds each, alternating the two services (BENCH_ROUNDS). */
+  /**
+   * BENCH_ROUNDS: rounds of BENCH_DURATION seconds each per server and target, the servers taken in
+   * turn (the ceiling, the floor and the service; with BENCH_COUNTING=compare, the two services).
+   */
   rounds: number;
   /**
    * BENCH_LOAD: the load generator of the side-by-side runs: wrk (wrk.ts) when it is installed,
@@ -71,17 +74,19 @@ function settings(): Settings {
   for (const t of targets) {
     if (!TARGETS.some((x) => x.name === t)) throw new Error(`BENCH_TARGETS: unknown target "${t}" (available: ${TARGETS.map((x) => x.name).join(', ')})`);
   }
+  const compareCounting = process.env.BENCH_COUNTING?.trim() === 'compare';
   return {
     mode: process.env.BENCH_MODE?.trim() || 'sqlite',
-    durationS: numberEnv('BENCH_DURATION', 10, 1),
+    // Side by side: three rounds of 5 s per server (15 s each, in turn); compare: five of 10 s.
+    durationS: numberEnv('BENCH_DURATION', compareCounting ? 10 : 5, 1),
     warmupS: numberEnv('BENCH_WARMUP', 2, 0),
     connections: Math.floor(numberEnv('BENCH_CONNECTIONS', 50, 1)),
     listings: Math.floor(numberEnv('BENCH_LISTINGS', 10_000, 1)),
     detailIds: Math.floor(numberEnv('BENCH_DETAIL_IDS', 1000, 1)),
     targets,
     keep: process.env.BENCH_KEEP === '1',
-    compareCounting: process.env.BENCH_COUNTING?.trim() === 'compare',
-    rounds: Math.floor(numberEnv('BENCH_ROUNDS', 5, 1)),
+    compareCounting,
+    rounds: Math.floor(numberEnv('BENCH_ROUNDS', compareCounting ? 5 : 3, 1)),
     loadGenerator: loadGeneratorEnv(),
   };
 }
@@ -160,7 +165,7 @@ async function main(): Promise<number> {
   }
 
   try {
-    log(`Benchmark: mode ${s.mode} (${mode.description}); load from ${s.loadGenerator}, ${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up`);
+    log(`Benchmark: mode ${s.mode} (${mode.description}); load from ${s.loadGenerator}, ${s.connections} connections; per target, each server warmed up for ${s.warmupS} s, then ${s.rounds} rounds of ${s.durationS} s that take the servers in turn`);
     log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start; server and load generator share it, so compare ratios, not absolute numbers.`);
     prepared = await mode.prepare({ workDir, env: process.env });
 
@@ -249,12 +254,26 @@ async function main(): Promise<number> {
         }
         continue;
       }
-      for (const [server, child] of [['baseline', baseline], ['fastify', floor], ['service', service]] as const) {
-        const load = { port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
-        const warmup = s.warmupS > 0 ? await runLoad({ ...load, durationS: s.warmupS }) : undefined;
-        const result = await runLoad({ ...load, durationS: s.durationS });
-        rows.push({ target: target.name, server, warmup, result });
-        log(`  ${target.name.padEnd(8)} ${server.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms${result.non2xx + result.errors + result.timeouts > 0 ? `  (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)` : ''}`);
+      // Each server warmed up, then BENCH_ROUNDS rounds that take the three in turn, each round
+      // starting one further along: what else the machine does meanwhile weighs on all three
+      // alike, and each round gives a ratio of its own (the table shows their median).
+      const trio = [['baseline', baseline], ['fastify', floor], ['service', service]] as const;
+      const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
+      const warmups = new Map<string, LoadResult | undefined>();
+      for (const [server, child] of trio) warmups.set(server, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
+      const parts = new Map<string, LoadResult[]>(trio.map(([server]) => [server, []]));
+      for (let round = 0; round < s.rounds; round++) {
+        for (let i = 0; i < trio.length; i++) {
+          const [server, child] = trio[(i + round + t) % trio.length]!;
+          parts.get(server)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
+        }
+      }
+      for (const [server] of trio) {
+        const rounds = parts.get(server)!;
+        const result = combine(rounds);
+        rows.push({ target: target.name, server, warmup: warmups.get(server), result, rounds });
+        const faults = result.non2xx + result.errors + result.timeouts > 0 ? `  (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)` : '';
+        log(`  ${target.name.padEnd(8)} ${server.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (rounds: ${rounds.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)${faults}`);
       }
     }
 
@@ -299,9 +318,16 @@ async function main(): Promise<number> {
     const ratios: Record<string, number> = {};
     const table: string[][] = [['target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'x baseline', 'goals']];
     for (const target of targets) {
-      const base = rows.find((r) => r.target === target.name && r.server === 'baseline')!.result;
-      const svc = rows.find((r) => r.target === target.name && r.server === 'service')!.result;
-      const ratio = svc.reqPerSec / base.reqPerSec;
+      const rowOf = (server: Row['server']) => rows.find((r) => r.target === target.name && r.server === server);
+      const baseRow = rowOf('baseline')!;
+      const base = baseRow.result;
+      const svc = rowOf('service')!.result;
+      /** `server` over the ceiling: the median of the rounds' own ratios when the two were measured in the same rounds. */
+      const overBaseline = (row: Row): number =>
+        row.rounds !== undefined && baseRow.rounds !== undefined && row.rounds.length === baseRow.rounds.length
+          ? median(row.rounds.map((part, i) => part.reqPerSec / baseRow.rounds![i]!.reqPerSec))
+          : row.result.reqPerSec / base.reqPerSec;
+      const ratio = overBaseline(rowOf('service')!);
       ratios[target.name] = ratio;
       const marks: string[] = [];
       if (target.ratioGoal !== undefined) {
@@ -313,12 +339,14 @@ async function main(): Promise<number> {
       checks.push({ target: target.name, goal: `p99 < ${P99_GOAL_MS} ms at ${s.connections} connections`, value: svc.p99Ms, pass: p99Pass });
       marks.push(`p99 < ${P99_GOAL_MS} ms: ${p99Pass ? 'PASS' : 'MISS'}`);
       table.push([target.name, 'baseline', fmt(base.reqPerSec, 0), fmt(base.p50Ms), fmt(base.p99Ms), '', '']);
-      const framework = rows.find((r) => r.target === target.name && r.server === 'fastify')?.result;
-      if (framework !== undefined) {
-        ratios[`${target.name}:fastify`] = framework.reqPerSec / base.reqPerSec;
-        ratios[`${target.name}:service/fastify`] = svc.reqPerSec / framework.reqPerSec;
-        table.push([target.name, 'fastify', fmt(framework.reqPerSec, 0), fmt(framework.p50Ms), fmt(framework.p99Ms), fmt(framework.reqPerSec / base.reqPerSec), 'the framework alone']);
-        marks.push(`service/fastify ${fmt(svc.reqPerSec / framework.reqPerSec)}`);
+      const frameworkRow = rowOf('fastify');
+      if (frameworkRow !== undefined) {
+        const framework = frameworkRow.result;
+        const frameworkRatio = overBaseline(frameworkRow);
+        ratios[`${target.name}:fastify`] = frameworkRatio;
+        ratios[`${target.name}:service/fastify`] = ratio / frameworkRatio;
+        table.push([target.name, 'fastify', fmt(framework.reqPerSec, 0), fmt(framework.p50Ms), fmt(framework.p99Ms), fmt(frameworkRatio), 'the framework alone']);
+        marks.push(`service/fastify ${fmt(ratio / frameworkRatio)}`);
       }
       table.push([target.name, 'service', fmt(svc.reqPerSec, 0), fmt(svc.p50Ms), fmt(svc.p99Ms), fmt(ratio), marks.join('; ')]);
       const on = rows.find((r) => r.target === target.name && r.server === 'counted')?.result;
