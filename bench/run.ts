@@ -226,55 +226,44 @@ async function main(): Promise<number> {
     // The framework's floor: the same bytes from a Fastify app with nothing of the service in it.
     const floor = await startReplay('fastify', FASTIFY_FLOOR);
 
-    // Per target: baseline, the Fastify floor, then the service, back to back. BENCH_COUNTING=compare:
-    // the baseline, then both services warmed up and measured in BENCH_ROUNDS alternating rounds, so
-    // that what else the machine does meanwhile weighs on both alike.
+    // Per target, each server is warmed up, then measured in BENCH_ROUNDS rounds that take the
+    // servers in turn, so that what else the machine does meanwhile weighs on all of them alike and
+    // each round gives a ratio of its own (the table shows their median). Side by side: the
+    // baseline, the Fastify floor and the service, each round starting one further along.
+    // BENCH_COUNTING=compare: the baseline measured once, then the two services in rounds, alternating
+    // which goes first.
     const rows: Row[] = [];
     const firstOrder = Math.random() < 0.5 ? 0 : 1;
+    type Server = readonly [Row['server'], Child];
+    const measureInRounds = async (target: Target, servers: readonly Server[], orderOf: (round: number) => readonly Server[]) => {
+      const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
+      const warmups = new Map<string, LoadResult | undefined>();
+      for (const [name, child] of servers) warmups.set(name, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
+      const parts = new Map<string, LoadResult[]>(servers.map(([name]) => [name, []]));
+      for (let round = 0; round < s.rounds; round++) {
+        for (const [name, child] of orderOf(round)) parts.get(name)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
+      }
+      for (const [name] of servers) {
+        const rounds = parts.get(name)!;
+        const result = combine(rounds);
+        rows.push({ target: target.name, server: name, warmup: warmups.get(name), result, rounds });
+        const faults = result.non2xx + result.errors + result.timeouts > 0 ? `  (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)` : '';
+        log(`  ${target.name.padEnd(8)} ${name.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (${s.rounds} rounds of ${s.durationS} s: ${rounds.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)${faults}`);
+      }
+    };
     for (const [t, target] of targets.entries()) {
       if (counted !== undefined) {
-        const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
-        const base = loadOf(baseline);
+        const base = { port: baseline.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! };
         const baseWarmup = s.warmupS > 0 ? await runLoad({ ...base, durationS: s.warmupS }) : undefined;
         const baseResult = await runLoad({ ...base, durationS: s.durationS });
         rows.push({ target: target.name, server: 'baseline', warmup: baseWarmup, result: baseResult });
         log(`  ${target.name.padEnd(8)} baseline ${fmt(baseResult.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(baseResult.p50Ms)} ms  p99 ${fmt(baseResult.p99Ms)} ms`);
-        const pair: Array<['service' | 'counted', Child]> = [['service', service], ['counted', counted.child]];
-        const warmups = new Map<string, LoadResult | undefined>();
-        for (const [name, child] of pair) warmups.set(name, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
-        const parts = new Map<string, LoadResult[]>([['service', []], ['counted', []]]);
-        for (let round = 0; round < s.rounds; round++) {
-          const order = (round + t + firstOrder) % 2 === 0 ? pair : [...pair].reverse();
-          for (const [name, child] of order) parts.get(name)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
-        }
-        for (const [name] of pair) {
-          const result = combine(parts.get(name)!);
-          rows.push({ target: target.name, server: name, warmup: warmups.get(name), result, rounds: parts.get(name)! });
-          log(`  ${target.name.padEnd(8)} ${name.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (${s.rounds} rounds of ${s.durationS} s: ${parts.get(name)!.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)`);
-        }
+        const pair: Server[] = [['service', service], ['counted', counted.child]];
+        await measureInRounds(target, pair, (round) => ((round + t + firstOrder) % 2 === 0 ? pair : [...pair].reverse()));
         continue;
       }
-      // Each server warmed up, then BENCH_ROUNDS rounds that take the three in turn, each round
-      // starting one further along: what else the machine does meanwhile weighs on all three
-      // alike, and each round gives a ratio of its own (the table shows their median).
-      const trio = [['baseline', baseline], ['fastify', floor], ['service', service]] as const;
-      const loadOf = (child: Child) => ({ port: child.port, connections: s.connections, headers, paths: pathsOf.get(target.name)! });
-      const warmups = new Map<string, LoadResult | undefined>();
-      for (const [server, child] of trio) warmups.set(server, s.warmupS > 0 ? await runLoad({ ...loadOf(child), durationS: s.warmupS }) : undefined);
-      const parts = new Map<string, LoadResult[]>(trio.map(([server]) => [server, []]));
-      for (let round = 0; round < s.rounds; round++) {
-        for (let i = 0; i < trio.length; i++) {
-          const [server, child] = trio[(i + round + t) % trio.length]!;
-          parts.get(server)!.push(await runLoad({ ...loadOf(child), durationS: s.durationS }));
-        }
-      }
-      for (const [server] of trio) {
-        const rounds = parts.get(server)!;
-        const result = combine(rounds);
-        rows.push({ target: target.name, server, warmup: warmups.get(server), result, rounds });
-        const faults = result.non2xx + result.errors + result.timeouts > 0 ? `  (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)` : '';
-        log(`  ${target.name.padEnd(8)} ${server.padEnd(8)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms (rounds: ${rounds.map((p) => fmt(p.reqPerSec, 0)).join(', ')} req/s)${faults}`);
-      }
+      const trio: Server[] = [['baseline', baseline], ['fastify', floor], ['service', service]];
+      await measureInRounds(target, trio, (round) => trio.map((_, i) => trio[(i + round + t) % trio.length]!));
     }
 
     // Stop the service first so its log is complete, then check logging really was on.
