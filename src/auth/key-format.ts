@@ -14,7 +14,7 @@ export const CHECKSUM_LENGTH = 6;
 const PREFIX_LENGTH = 'sg_live_'.length;
 const KEY_LENGTH = PREFIX_LENGTH + RANDOM_LENGTH + CHECKSUM_LENGTH;
 /** Characters of the key kept for display: `sg_live_` and the first four of the secret (D2, D20). */
-const DISPLAY_PREFIX_LENGTH = 'sg_live_'.length + 4;
+const DISPLAY_PREFIX_LENGTH = PREFIX_LENGTH + 4;
 
 /** Uniform base-62 characters from a CSPRNG; rejection sampling avoids the modulo bias. */
 export function randomBase62(length: number): string {

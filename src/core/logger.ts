@@ -71,20 +71,20 @@ export class TurnBatch {
       this.handOver();
       this.flushAtEndOfTurn = true;
     }
-    if (!this.endOfTurnScheduled) {
-      this.endOfTurnScheduled = true;
-      setImmediate(this.endOfTurn);
-    }
+    this.scheduleEndOfTurn();
     return true;
   }
 
   /** A request line already serialised (see `requestLineWriter`): held like the request lines pino writes. */
   writeRequestLine(line: string): void {
     this.lines.push(line);
-    if (!this.endOfTurnScheduled) {
-      this.endOfTurnScheduled = true;
-      setImmediate(this.endOfTurn);
-    }
+    this.scheduleEndOfTurn();
+  }
+
+  private scheduleEndOfTurn(): void {
+    if (this.endOfTurnScheduled) return;
+    this.endOfTurnScheduled = true;
+    setImmediate(this.endOfTurn);
   }
 
   /** pino's logger.flush(): what is held here, then sonic-boom's buffer. */
@@ -161,9 +161,9 @@ const INFO = 30;
  * same, and nothing here changes levels at run time).
  */
 export function requestLineWriter(logger: Logger, message: string): (fields: RequestLineFields) => void {
-  const stream = (logger as unknown as Record<symbol, unknown>)[symbols.streamSym];
-  if (!(stream instanceof TurnBatch)) return (fields) => logger.info(fields, message);
   const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[symbols.streamSym];
+  if (!(stream instanceof TurnBatch)) return (fields) => logger.info(fields, message);
   const levelPrefix = (internals[symbols.lsCacheSym] as Record<number, string>)[INFO]!;
   const time = internals[symbols.timeSym] as () => string;
   const bindings = internals[symbols.chindingsSym] as string;
