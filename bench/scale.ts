@@ -88,6 +88,8 @@ const log = (text = '') => process.stdout.write(`${text}\n`);
 const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 const dec = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 const mb = (bytes: number) => `${int(bytes / (1024 * 1024))} MB`;
+/** Where a probe's RSS is: V8's heap (in use, of what it holds) and the memory outside it (Buffers). */
+const memoryParts = (p: Probe) => `heap ${mb(p.heap_used_bytes)} in use of ${mb(p.heap_total_bytes)}, outside the heap ${mb(p.external_bytes)}`;
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** Writes lines to a file as they come, waiting for the stream to drain: nothing is held in memory. */
@@ -215,6 +217,8 @@ interface Probe {
   cpu_ms: { user: number; system: number };
   rss_bytes: number;
   heap_used_bytes: number;
+  heap_total_bytes: number;
+  external_bytes: number;
 }
 
 interface Server {
@@ -605,7 +609,7 @@ export async function runScale(): Promise<number> {
 
     const prodEnd = await probe(prod);
     const prodEndGc = await probe(prod, true);
-    step(`Server 1 after its phases: RSS ${mb(prodEnd.rss_bytes)} (heap ${mb(prodEnd.heap_used_bytes)}), with every tenant's index and the response caches; after a full garbage collection RSS ${mb(prodEndGc.rss_bytes)} (heap ${mb(prodEndGc.heap_used_bytes)}).`);
+    step(`Server 1 after its phases: RSS ${mb(prodEnd.rss_bytes)} (${memoryParts(prodEnd)}), with every tenant's index and the response caches; after a full garbage collection RSS ${mb(prodEndGc.rss_bytes)} (${memoryParts(prodEndGc)}).`);
     await prod.child.stop(15_000);
 
     // =============================================================================================
@@ -717,7 +721,7 @@ export async function runScale(): Promise<number> {
 
     const offEnd = await probe(off);
     const offEndGc = await probe(off, true);
-    step(`Server 2 after the bench: RSS ${mb(offEnd.rss_bytes)} (heap ${mb(offEnd.heap_used_bytes)}), serving the ${int(s.big)} tenant and the ${s.tenants} small ones; after a full garbage collection RSS ${mb(offEndGc.rss_bytes)} (heap ${mb(offEndGc.heap_used_bytes)}).`);
+    step(`Server 2 after the bench: RSS ${mb(offEnd.rss_bytes)} (${memoryParts(offEnd)}), serving the ${int(s.big)} tenant and the ${s.tenants} small ones; after a full garbage collection RSS ${mb(offEndGc.rss_bytes)} (${memoryParts(offEndGc)}).`);
     await off.child.stop(15_000);
 
     // Logging really was on: one line per request at least.

@@ -58,6 +58,8 @@ function report(reason: 'signal' | 'exit' | 'gc'): void {
     cpu_ms: { user: Math.round(cpu.user / 1000), system: Math.round(cpu.system / 1000) },
     rss_bytes: memory.rss,
     heap_used_bytes: memory.heapUsed,
+    // What V8 holds for its heap, used or not: with heap_used, how much of the RSS is V8's slack.
+    heap_total_bytes: memory.heapTotal,
     external_bytes: memory.external,
     array_buffers_bytes: memory.arrayBuffers,
   };
