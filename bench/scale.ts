@@ -56,6 +56,8 @@ interface Settings {
   coldConcurrency: number;
   writeIntervalMs: number;
   keep: boolean;
+  /** NODE_OPTIONS of the two serving processes only (the CLI and this process keep their own). */
+  serveNodeOptions: string | undefined;
 }
 
 function settings(): Settings {
@@ -78,6 +80,7 @@ function settings(): Settings {
     coldConcurrency: int('BENCH_SCALE_COLD_CONCURRENCY', 10, 10, 1),
     writeIntervalMs: int('BENCH_SCALE_WRITE_INTERVAL_MS', 1000, 1000, 50),
     keep: process.env.BENCH_KEEP === '1',
+    serveNodeOptions: process.env.BENCH_SERVE_NODE_OPTIONS?.trim() || undefined,
   };
 }
 
@@ -334,6 +337,7 @@ export async function runScale(): Promise<number> {
       `${s.connections} connections, ${s.durationS} s per measurement after a ${s.warmupS} s warm-up, median of ${s.runs} run${s.runs === 1 ? '' : 's'} where noted.`);
     log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), ${mb(totalmem())} RAM, Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start. ` +
       'The load generator (this process), the server and the CLI share these cores: absolute figures move from run to run.');
+    if (s.serveNodeOptions !== undefined) log(`The serving processes run with NODE_OPTIONS="${s.serveNodeOptions}" (BENCH_SERVE_NODE_OPTIONS); the CLI and the load generator without.`);
 
     // --- Accounts and keys, through the store -------------------------------------------------
     const now = new Date();
@@ -424,7 +428,7 @@ export async function runScale(): Promise<number> {
         // --expose-gc only for the last probe's full collection (probe(server, true)).
         args: ['--expose-gc', PROBE],
         cwd: ROOT,
-        env: serviceEnv(port, dbUrl, extraEnv),
+        env: serviceEnv(port, dbUrl, s.serveNodeOptions === undefined ? extraEnv : { NODE_OPTIONS: s.serveNodeOptions, ...extraEnv }),
         port,
         stdoutFile: logFile,
         startTimeoutMs: 60_000,
