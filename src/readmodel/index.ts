@@ -45,6 +45,8 @@ export interface ReadStats {
   indexReplays: number;
   /** Filtered or sorted views computed (once per view and index generation). */
   viewsComputed: number;
+  /** Cached keys, origins, bodies and answers read again ahead of their safety TTL (cache/read-cache.ts). */
+  refreshedAhead: number;
   /** Tenants and listings held in memory now. */
   tenants: number;
   listings: number;
@@ -105,6 +107,15 @@ class ListingBody implements Body {
 }
 
 const COMMA = Buffer.from(',');
+
+/** The key of a serialised listing in its cache: the listing at one change (a change is a new key). */
+function bodyKey(id: string, changeSeq: number): string {
+  return `${id}\n${changeSeq}`;
+}
+
+function idOfBodyKey(key: string): string {
+  return key.slice(0, key.indexOf('\n'));
+}
 
 /**
  * Cached bytes in memory of their own. `Buffer.from` and `Buffer.concat` put anything under 4 KB
@@ -196,7 +207,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
   /** A listing's JSON, from the cache or as read (written with the listing: listings/body.ts), and kept. */
   function listingBody(row: ServedListingRow): ListingBody {
-    const key = `${row.id}\n${Number(row.change_seq)}`;
+    const key = bodyKey(row.id, Number(row.change_seq));
     const cached = listingBodies.peek(key);
     if (cached !== undefined) return cached;
     const body = new ListingBody(ownBuffer(row.body));
@@ -206,12 +217,36 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const feed = createFeed(store, clock, (row) => listingBody(row).bytes.toString());
 
   /**
+   * Details due for their refresh-ahead (cache/read-cache.ts), by cache key: read again together,
+   * in one query at the end of the turn, while the reads that found them due answer from memory.
+   * A listing whose change moved on since is left alone: its new change is a new key, read when asked.
+   */
+  const dueBodies = new Set<string>();
+  const refreshDueBodies = async (): Promise<void> => {
+    const due = new Set(dueBodies);
+    dueBodies.clear();
+    try {
+      for (const row of await store.listings.rows([...due].map(idOfBodyKey))) {
+        const key = bodyKey(row.id, Number(row.change_seq));
+        if (due.has(key)) listingBodies.remember(key, new ListingBody(ownBuffer(row.body)));
+      }
+    } catch {
+      // Nothing to answer here: the entries are answered until they expire, and the next read
+      // then reads them itself, and answers the error if there still is one.
+    }
+  };
+  const refreshAhead = (key: string): void => {
+    if (dueBodies.size === 0) setImmediate(() => void refreshDueBodies());
+    dueBodies.add(key);
+  };
+
+  /**
    * The JSON of each entry, from the cache or read from the database. A row whose change is
    * newer than the entry's means the tenant changed meanwhile: undefined, and the caller reads
    * again at the new version.
    */
   async function listingBodiesOf(entries: readonly IndexEntry[]): Promise<ListingBody[] | undefined> {
-    const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(`${e.id}\n${e.changeSeq}`));
+    const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(bodyKey(e.id, e.changeSeq)));
     const missing = entries.filter((_, i) => found[i] === undefined);
     if (missing.length === 0) return found as ListingBody[];
     const rows = new Map<string, ServedListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
@@ -298,6 +333,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         indexBuilds: counters.indexBuilds,
         indexReplays: counters.indexReplays,
         viewsComputed: counters.viewsComputed,
+        refreshedAhead: keys.refreshes + origins.refreshes + listingBodies.refreshes + pages.refreshes + feedAnswers.refreshes,
         tenants: indexes.size,
         listings,
       };
@@ -310,7 +346,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
     const entry = index.get(id);
     if (entry === undefined) return undefined;
-    const cached = listingBodies.peek(`${entry.id}\n${entry.changeSeq}`);
+    const cached = listingBodies.peek(bodyKey(entry.id, entry.changeSeq), refreshAhead);
     if (cached !== undefined) {
       counters.detailHits++;
       return cached;

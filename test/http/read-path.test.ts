@@ -71,6 +71,39 @@ describe('read path: per-tenant versions', () => {
     assert.equal((await server.get(`/v1/listings/${moving.id}`, { key: keyB })).json.org_id, b);
   });
 
+  it('a detail read on across its safety TTL is read again ahead of its expiry, in the background: never a miss, and a body changed by hand is served within the TTL', async () => {
+    // Tenant A's: the body is changed by hand for good, and the next test compares B's pages.
+    const ttl = server.config.readCacheTtlMs;
+    const id: string = (await server.get('/v1/listings?per_page=1', { key: keyA })).json.items[0].id;
+    const detail = () => server.get(`/v1/listings/${id}`, { key: keyA });
+    server.clock.advance(ttl); // whatever was cached before has expired
+    const first = await detail(); // read from the database now, kept for one TTL
+    // Changed in the database by hand, no change recorded: only the safety TTL brings it.
+    const edited = JSON.stringify({ ...first.json, title: 'Edited by hand' });
+    await server.service.store.db.updateTable('listings').set({ body: edited }).where('id', '=', id).execute();
+    const before = stats();
+
+    server.clock.advance(ttl * 0.75 - 1);
+    assert.equal((await detail()).body, first.body, 'cached');
+    assert.equal(stats().refreshedAhead, before.refreshedAhead, 'not due yet');
+    server.clock.advance(1); // the last quarter of the TTL
+    assert.equal((await detail()).body, first.body, 'due: answered from memory while it is read again');
+    assert.equal(stats().refreshedAhead, before.refreshedAhead + 2, 'the listing, and the key (read again at `first` too)');
+    // The read in the background lands (polled in process: no request, no rate limit spent).
+    const cached = () => {
+      const body = server.service.reads.detail({ ownerAccountId: a, country: 'sg' }, id);
+      return body instanceof Promise || body === undefined ? undefined : body.bytes.toString();
+    };
+    for (let i = 0; i < 400 && cached() !== edited; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(cached(), edited, 'what the database holds now, within the TTL of the first read');
+
+    server.clock.advance(ttl * 0.25 + 1); // past the TTL of the first read
+    const later = await detail();
+    assert.equal(later.body, edited);
+    assert.notEqual(later.headers.etag, first.headers.etag);
+    assert.equal(stats().details.misses, before.details.misses, 'never a miss: every answer came from memory');
+  });
+
   it('with READ_CACHE_TTL_MS=0 nothing is reused but the index, and answers are the same', async () => {
     const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0' }, server.clock);
     try {

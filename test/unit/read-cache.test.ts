@@ -71,6 +71,100 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
     assert.equal(cache.peek('ttl'), undefined, 'gone at the TTL exactly');
   });
 
+  it('refresh-ahead: a read in the last quarter of the TTL answers from memory and loads once in the background', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    let loads = 0;
+    let release!: () => void;
+    let gate = Promise.resolve();
+    const load = async () => {
+      loads++;
+      await gate;
+      return { value: `v${loads}` };
+    };
+    assert.equal(await cache.getOrLoad('k', load), 'v1');
+    advance(2999);
+    assert.equal(cache.getOrLoad('k', load), 'v1');
+    assert.equal(loads, 1, 'before the last quarter: no reload');
+    gate = new Promise<void>((resolve) => (release = resolve));
+    advance(1);
+    assert.equal(cache.getOrLoad('k', load), 'v1', 'due: still answered from memory, synchronously');
+    assert.equal(cache.getOrLoad('k', load), 'v1');
+    assert.equal(loads, 2, 'one reload, however many reads find the entry due');
+    assert.equal(cache.refreshes, 1);
+    release();
+    await gate;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(cache.getOrLoad('k', load), 'v2', 'the reloaded value');
+    advance(3999); // 6,999 ms after the first load, 3,999 after the reload
+    assert.equal(cache.getOrLoad('k', load), 'v2', 'read on, an entry is never missed');
+    assert.deepEqual({ hits: cache.hits, misses: cache.misses }, { hits: 5, misses: 1 });
+    advance(1);
+    assert.ok(cache.getOrLoad('k', load) instanceof Promise, 'the reload lives one TTL: the read that found it due did not make it live longer');
+  });
+
+  it('refresh-ahead never serves past the TTL: an entry not read in its last quarter expires as before', () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    cache.remember('k', 'v');
+    advance(3000);
+    assert.equal(cache.peek('k'), 'v', 'a peek without onDue starts nothing');
+    assert.equal(cache.refreshes, 0);
+    advance(1000);
+    assert.equal(cache.peek('k'), undefined);
+  });
+
+  it('an entry that ends at validUntil before its TTL is not refreshed ahead (D10: it changes then)', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    let loads = 0;
+    const load = async () => ({ value: `v${++loads}`, validUntil: clock() + 3500 });
+    assert.equal(await cache.getOrLoad('page', load), 'v1');
+    advance(3499);
+    assert.equal(cache.getOrLoad('page', load), 'v1');
+    assert.equal(loads, 1, 'not refreshed ahead');
+    advance(1);
+    assert.ok(cache.getOrLoad('page', load) instanceof Promise, 'gone at validUntil exactly');
+  });
+
+  it('a failed refresh leaves the entry answered until its TTL; the next read then loads and meets the error', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    cache.remember('k', 'old');
+    let attempts = 0;
+    const failing = async (): Promise<{ value: string }> => {
+      attempts++;
+      throw new Error('database away');
+    };
+    advance(3500);
+    assert.equal(cache.getOrLoad('k', failing), 'old');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(attempts, 1);
+    assert.equal(cache.getOrLoad('k', failing), 'old', 'answered until its TTL, and not retried meanwhile');
+    assert.equal(attempts, 1);
+    advance(500);
+    await assert.rejects(async () => cache.getOrLoad('k', failing), /database away/);
+  });
+
+  it('peek calls onDue with the key, once, when the entry is in its last quarter', () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    cache.remember('k', 'v');
+    const due: string[] = [];
+    const onDue = (key: string) => due.push(key);
+    advance(2999);
+    assert.equal(cache.peek('k', onDue), 'v');
+    assert.deepEqual(due, []);
+    advance(1);
+    assert.equal(cache.peek('k', onDue), 'v');
+    assert.equal(cache.peek('k', onDue), 'v');
+    assert.deepEqual(due, ['k']);
+    cache.remember('k', 'v2'); // what the caller does with what it read again
+    advance(3999);
+    assert.equal(cache.peek('k', onDue), 'v2');
+    assert.deepEqual(due, ['k', 'k'], 'due again in the last quarter of its new TTL');
+  });
+
   it('a TTL of 0 keeps nothing (READ_CACHE_TTL_MS=0)', () => {
     const { clock } = manualClock();
     const cache = new ReadCache<string>({ clock, ttlMs: 0, maxEntries: 10 });
