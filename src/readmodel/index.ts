@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { ReadCache } from '../cache/read-cache.js';
+import { batchPerTurn } from '../core/turn-batch.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { tenantKey, type ApiKeyRecord, type ServedListingRow, type Store } from '../storage/index.js';
@@ -38,6 +39,8 @@ export interface Tenant {
 export interface ReadStats {
   pages: { hits: number; misses: number };
   details: { hits: number; misses: number };
+  /** Reads of listing rows by id (details and pages that missed, details refreshed ahead): one per turn however many were asked. */
+  listingRowReads: number;
   keys: { hits: number; misses: number };
   origins: { hits: number; misses: number };
   /** Tenant indexes built from scratch, and brought up to date from the change log. */
@@ -155,7 +158,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const listingBodies = new ReadCache<ListingBody>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 2)), sizeOf: bodyBytes });
   const pages = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
   const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
-  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0, viewsComputed: 0 };
+  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0, rowReads: 0, viewsComputed: 0 };
   // Filtered and sorted views of an index generation: exact for it (not a TTL cache), bounded by size.
   const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: options.maxIndexedListings ?? 2_000_000, sizeCalculation: (v) => Math.max(1, v.length) });
   const computingViews = new Map<string, Promise<readonly IndexEntry[]>>();
@@ -217,27 +220,30 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const feed = createFeed(store, clock, (row) => listingBody(row).bytes.toString());
 
   /**
-   * Details due for their refresh-ahead (cache/read-cache.ts), by cache key: read again together,
-   * in one query at the end of the turn, while the reads that found them due answer from memory.
-   * A listing whose change moved on since is left alone: its new change is a new key, read when asked.
+   * A listing's row by id, read with those every other request of the same turn asks for, in one
+   * query (core/turn-batch.ts): the details and pages that missed the cache together (fifty
+   * connections' worth after the caches expired while traffic paused, or every request with the
+   * caches off), and the details due for their refresh-ahead.
    */
-  const dueBodies = new Set<string>();
-  const refreshDueBodies = async (): Promise<void> => {
-    const due = new Set(dueBodies);
-    dueBodies.clear();
-    try {
-      for (const row of await store.listings.rows([...due].map(idOfBodyKey))) {
-        const key = bodyKey(row.id, Number(row.change_seq));
-        if (due.has(key)) listingBodies.remember(key, new ListingBody(ownBuffer(row.body)));
-      }
-    } catch {
-      // Nothing to answer here: the entries are answered until they expire, and the next read
-      // then reads them itself, and answers the error if there still is one.
-    }
-  };
+  const rowById = batchPerTurn(async (ids: string[]) => {
+    counters.rowReads++;
+    return new Map((await store.listings.rows(ids)).map((row) => [row.id, row]));
+  });
+
+  /**
+   * A cached detail due for its refresh-ahead (cache/read-cache.ts) is read again while the read
+   * that found it due answers from memory. A listing whose change moved on since is left alone:
+   * its new change is a new key, read when asked.
+   */
   const refreshAhead = (key: string): void => {
-    if (dueBodies.size === 0) setImmediate(() => void refreshDueBodies());
-    dueBodies.add(key);
+    rowById(idOfBodyKey(key)).then(
+      (row) => {
+        if (row !== undefined && bodyKey(row.id, Number(row.change_seq)) === key) listingBodies.remember(key, new ListingBody(ownBuffer(row.body)));
+      },
+      // Nothing to answer here: the entry is answered until it expires, and the next read then
+      // reads it itself, and answers the error if there still is one.
+      () => undefined,
+    );
   };
 
   /**
@@ -247,12 +253,12 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
    */
   async function listingBodiesOf(entries: readonly IndexEntry[]): Promise<ListingBody[] | undefined> {
     const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(bodyKey(e.id, e.changeSeq)));
-    const missing = entries.filter((_, i) => found[i] === undefined);
-    if (missing.length === 0) return found as ListingBody[];
-    const rows = new Map<string, ServedListingRow>((await store.listings.rows(missing.map((e) => e.id))).map((r) => [r.id, r]));
+    if (!found.includes(undefined)) return found as ListingBody[];
+    // With the rows every other request of this turn misses: the same page asked by many at once is one read.
+    const rows = await Promise.all(entries.map((e, i) => (found[i] === undefined ? rowById(e.id) : undefined)));
     for (const [i, entry] of entries.entries()) {
       if (found[i] !== undefined) continue;
-      const row = rows.get(entry.id);
+      const row = rows[i];
       if (row === undefined || Number(row.change_seq) !== entry.changeSeq) return undefined;
       found[i] = listingBody(row);
     }
@@ -328,6 +334,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       return {
         pages: count(pages),
         details: { hits: counters.detailHits, misses: counters.detailMisses },
+        listingRowReads: counters.rowReads,
         keys: count(keys),
         origins: count(origins),
         indexBuilds: counters.indexBuilds,
@@ -355,8 +362,9 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     return withIndex(tenant, async (current) => {
       const e = current.get(id);
       if (e === undefined) return undefined;
-      const bodies = await listingBodiesOf([e]);
-      return bodies === undefined ? STALE : bodies[0]!;
+      const row = await rowById(e.id);
+      // Gone or changed since the index was read: the tenant changed meanwhile, read again.
+      return row === undefined || Number(row.change_seq) !== e.changeSeq ? STALE : listingBody(row);
     });
   }
 }

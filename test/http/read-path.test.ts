@@ -104,6 +104,29 @@ describe('read path: per-tenant versions', () => {
     assert.equal(stats().details.misses, before.details.misses, 'never a miss: every answer came from memory');
   });
 
+  it('details that miss the cache in one turn are read in one query, each answered with its own listing', async () => {
+    const ids: string[] = (await server.get('/v1/listings?per_page=10', { key: keyB })).json.items.map((item: { id: string }) => item.id);
+    const expected = await Promise.all(ids.map(async (id) => (await server.get(`/v1/listings/${id}`, { key: keyB })).body));
+    server.clock.advance(server.config.readCacheTtlMs); // every cached body has expired
+    const before = stats();
+    const asked = ids.map((id) => server.service.reads.detail({ ownerAccountId: b, country: 'sg' }, id));
+    assert.ok(asked.every((answer) => answer instanceof Promise), 'all missed');
+    const bodies = await Promise.all(asked);
+    assert.deepEqual(bodies.map((body) => body?.bytes.toString()), expected);
+    assert.equal(stats().details.misses, before.details.misses + ids.length);
+    assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the ten');
+  });
+
+  it('pages that miss the cache in one turn read the listings they lack in one query', async () => {
+    const expected = await Promise.all([1, 2].map(async (page) => (await server.get(`/v1/listings?page=${page}&per_page=4`, { key: keyB })).body));
+    server.clock.advance(server.config.readCacheTtlMs); // every cached page and body has expired
+    const before = stats();
+    const asked = [1, 2].map((page) => server.service.reads.listPage({ ownerAccountId: b, country: 'sg' }, page, 4));
+    assert.deepEqual((await Promise.all(asked)).map((body) => body.bytes.toString()), expected);
+    assert.equal(stats().pages.misses, before.pages.misses + 2);
+    assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the eight listings of two pages');
+  });
+
   it('with READ_CACHE_TTL_MS=0 nothing is reused but the index, and answers are the same', async () => {
     const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0' }, server.clock);
     try {
