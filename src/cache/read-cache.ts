@@ -16,6 +16,11 @@ export interface ReadCacheOptions<V> {
 export interface Loaded<V> {
   value: V;
   validUntil?: number;
+  /**
+   * When the oldest data in the value was read from the database, in clock ms, if earlier than
+   * now (a page assembled from listings cached a while ago): the safety TTL counts from then.
+   */
+  readAt?: number;
 }
 
 /** Expired entries dropped each time one is stored (see `dropExpired`). */
@@ -49,8 +54,9 @@ interface Entry<V> {
  * hot details missed once every 5 s, together, each miss an asynchronous database read whose
  * answer is written on its own (http/write-batch.ts): the requests behind them waited, and the
  * p99 of cached details under wrk was 6.3 ms where it is now 4.7 (medians of ten rounds; README,
- * Performance). Nothing is served past the TTL of when it was read: the bound is the same, only
- * the reads come before it instead of after.
+ * Performance). Nothing is served past the TTL from when it was read from the database (`readAt`,
+ * for a value assembled from older cached parts): the bound is the same, only the reads come
+ * before it instead of after.
  * An entry that ends at `validUntil` before its TTL is not refreshed ahead: it changes then (D10).
  */
 export class ReadCache<V> {
@@ -124,9 +130,9 @@ export class ReadCache<V> {
     const pending = this.inflight.get(key);
     if (pending !== undefined) return pending;
     const loading = load().then(
-      ({ value, validUntil }) => {
+      ({ value, validUntil, readAt }) => {
         this.inflight.delete(key);
-        this.remember(key, value, validUntil);
+        this.remember(key, value, validUntil, readAt);
         return value;
       },
       (error: unknown) => {
@@ -138,11 +144,14 @@ export class ReadCache<V> {
     return loading;
   }
 
-  /** Stores a value obtained elsewhere (or read again ahead of its expiry), for a TTL from now. */
-  remember(key: string, value: V, validUntil = Infinity): void {
+  /**
+   * Stores a value obtained elsewhere (or read again ahead of its expiry), for a TTL from when it
+   * was read (`readAt`, default now) and no later than `validUntil`.
+   */
+  remember(key: string, value: V, validUntil = Infinity, readAt?: number): void {
     const now = this.options.clock();
     this.dropExpired(now);
-    const ttlEnd = now + this.options.ttlMs;
+    const ttlEnd = Math.min(readAt ?? now, now) + this.options.ttlMs;
     if (Math.min(validUntil, ttlEnd) <= now) return;
     // Refreshed ahead only when the TTL ends it: an entry that ends earlier, at validUntil, changes then.
     const refreshAt = validUntil < ttlEnd ? Infinity : ttlEnd - this.options.ttlMs * REFRESH_AHEAD_FRACTION;

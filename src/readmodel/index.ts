@@ -103,7 +103,11 @@ function toBody(text: string): Body {
  */
 class ListingBody implements Body {
   private tag: string | undefined;
-  constructor(readonly bytes: Buffer) {}
+  /** `readAt`: clock ms when it was read from the database (a page made of it expires a TTL after its oldest). */
+  constructor(
+    readonly bytes: Buffer,
+    readonly readAt: number,
+  ) {}
   get etag(): string {
     return (this.tag ??= etagOf(this.bytes));
   }
@@ -208,20 +212,18 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     });
   }
 
-  /** A listing's JSON, from the cache or as read (written with the listing: listings/body.ts), and kept. */
+  /** A listing's JSON as just read (written with the listing: listings/body.ts), kept in place of any older copy. */
   function listingBody(row: ServedListingRow): ListingBody {
-    const key = bodyKey(row.id, Number(row.change_seq));
-    const cached = listingBodies.peek(key);
-    if (cached !== undefined) return cached;
-    const body = new ListingBody(ownBuffer(row.body));
-    listingBodies.remember(key, body);
+    const body = new ListingBody(ownBuffer(row.body), clock());
+    listingBodies.remember(bodyKey(row.id, Number(row.change_seq)), body);
     return body;
   }
-  const feed = createFeed(store, clock, (row) => listingBody(row).bytes.toString());
+  // The feed reads its listings' rows itself, and its answers are cached whole.
+  const feed = createFeed(store, clock, (row) => row.body);
 
   /**
    * A listing's row by id, read with those every other request of the same turn asks for, in one
-   * query (core/turn-batch.ts): the details and pages that missed the cache together (fifty
+   * read (core/turn-batch.ts; storage/listings.ts `rows` queries 500 ids at a time): the details and pages that missed the cache together (fifty
    * connections' worth after the caches expired while traffic paused, or every request with the
    * caches off), and the details due for their refresh-ahead.
    */
@@ -238,7 +240,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const refreshAhead = (key: string): void => {
     rowById(idOfBodyKey(key)).then(
       (row) => {
-        if (row !== undefined && bodyKey(row.id, Number(row.change_seq)) === key) listingBodies.remember(key, new ListingBody(ownBuffer(row.body)));
+        if (row !== undefined && bodyKey(row.id, Number(row.change_seq)) === key) listingBody(row);
       },
       // Nothing to answer here: the entry is answered until it expires, and the next read then
       // reads it itself, and answers the error if there still is one.
@@ -247,12 +249,15 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   };
 
   /**
-   * The JSON of each entry, from the cache or read from the database. A row whose change is
-   * newer than the entry's means the tenant changed meanwhile: undefined, and the caller reads
-   * again at the new version.
+   * The JSON of each entry, from the cache if it was read from the database since `readSince`,
+   * else read now. A row whose change is newer than the entry's means the tenant changed
+   * meanwhile: undefined, and the caller reads again at the new version.
    */
-  async function listingBodiesOf(entries: readonly IndexEntry[]): Promise<ListingBody[] | undefined> {
-    const found: Array<ListingBody | undefined> = entries.map((e) => listingBodies.peek(bodyKey(e.id, e.changeSeq)));
+  async function listingBodiesOf(entries: readonly IndexEntry[], readSince: number): Promise<ListingBody[] | undefined> {
+    const found: Array<ListingBody | undefined> = entries.map((e) => {
+      const cached = listingBodies.peek(bodyKey(e.id, e.changeSeq));
+      return cached !== undefined && cached.readAt >= readSince ? cached : undefined;
+    });
     if (!found.includes(undefined)) return found as ListingBody[];
     // With the rows every other request of this turn misses: the same page asked by many at once is one read.
     const rows = await Promise.all(entries.map((e, i) => (found[i] === undefined ? rowById(e.id) : undefined)));
@@ -296,7 +301,10 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         withIndex(tenant, async (index) => {
           const entries = await viewOf(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
-          const items = await listingBodiesOf(slice);
+          // A page is kept for a TTL from its oldest listing's read (the safety TTL bounds what it
+          // shows, not only the page): listings read over half a TTL ago are read again, so that
+          // it lives at least half a TTL and its refresh-ahead does not fall due at once.
+          const items = await listingBodiesOf(slice, clock() - ttlMs / 2);
           if (items === undefined) return STALE;
           // The envelope of spec 2.3, in the order of its schema; items are the cached listings' JSON.
           const parts: Buffer[] = [Buffer.from('{"items":[')];
@@ -306,7 +314,8 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
           }
           parts.push(Buffer.from(`],"page":${page},"per_page":${perPage},"total":${entries.length},"pages":${pageCount(entries.length, perPage)}}`));
           const bytes = ownConcat(parts);
-          return { value: { bytes, etag: etagOf(bytes) }, validUntil: index.validUntil };
+          const readAt = items.reduce((oldest, item) => Math.min(oldest, item.readAt), clock());
+          return { value: { bytes, etag: etagOf(bytes) }, validUntil: index.validUntil, readAt };
         });
       if (version === undefined) return load().then((r) => r.value);
       return pages.getOrLoad(key, load);

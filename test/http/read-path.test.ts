@@ -94,7 +94,7 @@ describe('read path: per-tenant versions', () => {
       const body = server.service.reads.detail({ ownerAccountId: a, country: 'sg' }, id);
       return body instanceof Promise || body === undefined ? undefined : body.bytes.toString();
     };
-    for (let i = 0; i < 400 && cached() !== edited; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 2000 && cached() !== edited; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     assert.equal(cached(), edited, 'what the database holds now, within the TTL of the first read');
 
     server.clock.advance(ttl * 0.25 + 1); // past the TTL of the first read
@@ -140,5 +140,66 @@ describe('read path: per-tenant versions', () => {
     } finally {
       await uncached.close();
     }
+  });
+});
+
+/**
+ * READ_CACHE_TTL_MS bounds what is served from the moment it was read from the database, for a
+ * page too, which is assembled from listings cached earlier: a listing changed by hand in the
+ * database (no change recorded, so no version moves) is shown within that time, everywhere.
+ */
+describe('read path: the safety TTL bounds what a cached page shows', () => {
+  let server: TestServer;
+  let account: string;
+  let key: string;
+  let ttl: number;
+
+  before(async () => {
+    server = await startTestServer();
+    account = await server.createAccount();
+    await server.addListings(account, Array.from({ length: 3 }, (_, i) => ({ title: `L${i}` })));
+    key = (await server.createKey(account)).key;
+    ttl = server.config.readCacheTtlMs;
+  });
+  after(() => server.close());
+
+  const page = () => server.get('/v1/listings?per_page=3', { key });
+  /** Changes a listing's stored JSON directly, as someone editing the database by hand would. */
+  const editByHand = async (id: string, title: string) => {
+    const row = await server.service.store.db.selectFrom('listings').select('body').where('id', '=', id).executeTakeFirstOrThrow();
+    await server.service.store.db.updateTable('listings').set({ body: JSON.stringify({ ...JSON.parse(row.body), title }) }).where('id', '=', id).execute();
+  };
+
+  it('a page built from a listing cached earlier expires a TTL after that listing was read, not after the page was built', async () => {
+    server.clock.advance(ttl);
+    const id: string = (await page()).json.items[0].id;
+    server.clock.advance(ttl); // nothing cached any more
+    assert.equal((await server.get(`/v1/listings/${id}`, { key })).status, 200); // the listing is read now: t0
+    await editByHand(id, 'Edited early');
+    server.clock.advance(ttl * 0.4);
+    const built = await page(); // a miss, built now from the listing read at t0
+    assert.equal(built.json.items[0].title.startsWith('Edited'), false, 'the cached listing, read 0.4 TTL ago');
+    server.clock.advance(ttl * 0.6); // t0 + TTL: the page lived a TTL from its listing's read
+    assert.equal((await page()).json.items[0].title, 'Edited early');
+  });
+
+  it('a page read on across the TTL is refreshed ahead with its listings read again: never a miss, and an edit shows within the TTL', async () => {
+    server.clock.advance(ttl);
+    const first = await page(); // the page and its listings, read now
+    const id: string = first.json.items[1].id;
+    await editByHand(id, 'Edited by hand');
+    const stats = () => server.service.reads.stats();
+    const before = stats();
+    server.clock.advance(ttl * 0.75);
+    assert.equal((await page()).body, first.body, 'due: answered from memory while it is built again');
+    const cached = () => {
+      const body = server.service.reads.listPage({ ownerAccountId: account, country: 'sg' }, 1, 3);
+      return body instanceof Promise ? undefined : body.bytes.toString();
+    };
+    for (let i = 0; i < 2000 && !(cached() ?? '').includes('Edited by hand'); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    server.clock.advance(ttl * 0.25); // the first read's TTL has passed
+    const later = await page();
+    assert.equal(later.json.items[1].title, 'Edited by hand');
+    assert.equal(stats().pages.misses, before.pages.misses, 'never a miss: every answer came from memory');
   });
 });

@@ -165,6 +165,23 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
     assert.deepEqual(due, ['k', 'k'], 'due again in the last quarter of its new TTL');
   });
 
+  it('a value assembled from parts read earlier lives a TTL from its oldest read (readAt), and is refreshed ahead from then', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    let loads = 0;
+    const readAt = clock() - 1000;
+    const load = async () => ({ value: `v${++loads}`, readAt });
+    assert.equal(await cache.getOrLoad('page', load), 'v1');
+    advance(1999);
+    assert.equal(cache.getOrLoad('page', load), 'v1');
+    assert.equal(loads, 1, 'not due before readAt + 3/4 of the TTL');
+    advance(1);
+    assert.equal(cache.getOrLoad('page', load), 'v1', 'due at readAt + 3/4 of the TTL');
+    assert.equal(loads, 2);
+    cache.remember('late', 'x', Infinity, clock() - 4000);
+    assert.equal(cache.peek('late'), undefined, 'read a whole TTL ago: not kept at all');
+  });
+
   it('a TTL of 0 keeps nothing (READ_CACHE_TTL_MS=0)', () => {
     const { clock } = manualClock();
     const cache = new ReadCache<string>({ clock, ttlMs: 0, maxEntries: 10 });
