@@ -223,9 +223,10 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
   /**
    * A listing's row by id, read with those every other request of the same turn asks for, in one
-   * read (core/turn-batch.ts; storage/listings.ts `rows` queries 500 ids at a time): the details and pages that missed the cache together (fifty
-   * connections' worth after the caches expired while traffic paused, or every request with the
-   * caches off), and the details due for their refresh-ahead.
+   * read (core/turn-batch.ts; storage/listings.ts `rows` queries up to 128 ids at a time): the
+   * details and pages that missed the cache together (fifty connections' worth after the caches
+   * expired while traffic paused, or every request with the caches off), and the details due for
+   * their refresh-ahead.
    */
   const rowById = batchPerTurn(async (ids: string[]) => {
     counters.rowReads++;

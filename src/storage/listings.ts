@@ -61,16 +61,20 @@ const CHUNK = 500;
 /**
  * The lengths an `id in (...)` list of the read path takes. Each length is a SQL text of its own,
  * which the SQLite statement cache (storage/database.ts) keeps prepared: reads batched per turn of
- * the event loop (core/turn-batch.ts) come in every length from 1 to 500, and 500 prepared
+ * the event loop (core/turn-batch.ts) came in every length from 1 to 500, and 500 prepared
  * statements held 26 MB (the scale bench's caches-off RSS rose from 235 to 259 MB with them).
+ * At most 128: SQLite's driver is synchronous, and a read of 128 listings by id holds the event
+ * loop about 0.6 ms where 500 held it about 2 (the turn budget, storage/database.ts, lets the
+ * next read wait for a later turn, but a statement once begun runs to its end).
  */
-const ID_LIST_LENGTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, CHUNK];
+const ID_LIST_LENGTHS = [1, 2, 4, 8, 16, 32, 64, 128];
+const ID_LIST_MAX = ID_LIST_LENGTHS.at(-1)!;
 
-/** `ids` in lists of at most CHUNK, each padded to the next of ID_LIST_LENGTHS with its last id again (`in` ignores repeats). */
+/** `ids` in lists of at most ID_LIST_MAX, each padded to the next of ID_LIST_LENGTHS with its last id again (`in` ignores repeats). */
 export function idLists(ids: readonly string[]): string[][] {
   const lists: string[][] = [];
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    const list = ids.slice(i, i + CHUNK);
+  for (let i = 0; i < ids.length; i += ID_LIST_MAX) {
+    const list = ids.slice(i, i + ID_LIST_MAX);
     const length = ID_LIST_LENGTHS.find((n) => n >= list.length)!;
     while (list.length < length) list.push(list.at(-1)!);
     lists.push(list);
