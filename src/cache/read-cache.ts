@@ -30,7 +30,7 @@ const EXPIRED_PER_STORE = 2;
  * The last part of an entry's safety TTL in which a read still answers from memory but also has it
  * read again in the background (refresh-ahead): 0.25 of 5 s is its last 1.25 s.
  */
-export const REFRESH_AHEAD_FRACTION = 0.25;
+const REFRESH_AHEAD_FRACTION = 0.25;
 
 interface Entry<V> {
   value: V;

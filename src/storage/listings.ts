@@ -81,6 +81,7 @@ export function idLists(ids: readonly string[]): string[][] {
   }
   return lists;
 }
+
 /**
  * SQLite `cache_size` while importing: negative is KiB, so 32 MB. 64 MB made a 100,000-line
  * import a little faster but a 1,000,000-line one no faster, and raised its peak RSS by the same
