@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { parseKey } from '../../src/auth/key-format.js';
 import { EXAMPLE_ACCOUNT } from '../../src/cli/program.js';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
-import type { CliResult } from '../support/cli.js';
+import { BIN, type CliResult } from '../support/cli.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dump, fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
 
@@ -176,6 +178,17 @@ describe('account list', () => {
   it('takes no argument and no other option (exit 2)', async () => {
     fails(await db.call(['account', 'list', 'extra']), 2, [/too many arguments/, /\(see listings-api account list --help\)$/]);
     fails(await db.call(['account', 'list', '--kind', 'individual']), 2, [/unknown option '--kind'/]);
+  });
+
+  it('a reader that goes away (`| head -1`) ends nothing badly: no stack trace, the status of the command', async () => {
+    // The pipe's reading end is closed before the bin has started, so its first write meets EPIPE.
+    const child = spawn(process.execPath, [BIN, 'account', 'list'], { env: { ...process.env, DATABASE_URL: db.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [status] = (await once(child, 'close')) as [number | null];
+    assert.equal(stderr, '');
+    assert.equal(status, 0);
   });
 });
 
