@@ -2,16 +2,17 @@ import { createServer } from 'node:http';
 import { loadCapturedRoutes } from './captured-routes.js';
 
 /**
- * The ceiling: a bare node:http server answering each benchmarked path with the exact bytes the
- * real service returned for it (same status, same content-type), precomputed at start. It does no
- * work per request beyond one Map look-up, so what the load generator gets from it is the most
- * this machine can do for a response of that size.
+ * The ceiling: a bare node:http server answering each benchmarked path with the bytes the real
+ * service returned for it (same status, same header fields and values, same body), precomputed at
+ * start. It does no work per request beyond one Map look-up, so what the load generator gets from
+ * it is the most this machine can do for that response.
  *
  * Usage: PORT=... node dist/bench/baseline-server.js <routes.json> (see captured-routes.ts).
  */
-const routes = new Map<string, { status: number; headers: Record<string, string>; body: Buffer }>();
+const routes = new Map<string, { status: number; headers: string[]; body: Buffer }>();
 for (const [path, route] of loadCapturedRoutes('baseline-server.js')) {
-  routes.set(path, { status: route.status, headers: { 'content-type': route.contentType, 'content-length': String(route.body.length) }, body: route.body });
+  // writeHead takes the fields flat, in order: name, value, name, value.
+  routes.set(path, { status: route.status, headers: route.headers.flat(), body: route.body });
 }
 const health = Buffer.from('{"status":"ok"}');
 

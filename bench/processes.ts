@@ -144,6 +144,8 @@ export function killAllNow(): void {
 export interface HttpResult {
   status: number;
   contentType: string;
+  /** The header fields as sent, in order: name, value, name, value (`rawHeaders`). */
+  rawHeaders: string[];
   body: Buffer;
 }
 
@@ -153,7 +155,7 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
     const req = request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
     req.on('error', reject);

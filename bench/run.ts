@@ -6,6 +6,7 @@ import { seed } from './dataset.js';
 import { runLoad as runAutocannonLoad, type LoadOptions, type LoadResult } from './load.js';
 import { runWrkLoad, wrkInstalled } from './wrk.js';
 import { modeNamed, type PreparedMode } from './modes.js';
+import type { CapturedRouteJson } from './captured-routes.js';
 import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { median, numberEnv, spread } from './settings.js';
 
@@ -48,6 +49,12 @@ interface Settings {
    * else autocannon; or either one by name.
    */
   loadGenerator: 'autocannon' | 'wrk';
+  /**
+   * BENCH_CEILING: what the ceiling and the floor replay of each captured answer: `response`, all of
+   * it (its header fields too); `body`, the body with Content-Type and Content-Length only, as the
+   * bench did until 2026-11-25 (for comparisons with older figures).
+   */
+  ceiling: 'response' | 'body';
 }
 
 /** What is measured. `ratioGoal`: the issue's goal for service req/s over the baseline's. */
@@ -88,7 +95,14 @@ function settings(): Settings {
     compareCounting,
     rounds: Math.floor(numberEnv('BENCH_ROUNDS', compareCounting ? 5 : 3, 1)),
     loadGenerator: loadGeneratorEnv(),
+    ceiling: ceilingEnv(),
   };
+}
+
+function ceilingEnv(): Settings['ceiling'] {
+  const value = process.env.BENCH_CEILING?.trim() || 'response';
+  if (value !== 'response' && value !== 'body') throw new Error(`BENCH_CEILING: expected response or body, got "${value}"`);
+  return value;
 }
 
 function loadGeneratorEnv(): Settings['loadGenerator'] {
@@ -194,9 +208,10 @@ async function main(): Promise<number> {
     const counted = metricsPort === undefined ? undefined : await startService('counted', { USAGE_COUNTING: 'on', METRICS_PORT: String(metricsPort) });
     if (counted !== undefined) log(`Comparing usage counting and metrics: "service" runs with USAGE_COUNTING=off and no METRICS_PORT, "counted" with USAGE_COUNTING=on and METRICS_PORT=${metricsPort}.`);
 
-    // Capture the real response of every benchmarked path once; the baseline serves these bytes.
+    // Capture the real response of every benchmarked path once; the baseline serves these bytes,
+    // header fields included (captured-routes.ts).
     t0 = Date.now();
-    const routes: Record<string, { status: number; contentType: string; body: string }> = {};
+    const routes: Record<string, CapturedRouteJson> = {};
     const bodyBytes: Record<string, number> = {};
     const pathsOf = new Map<string, string[]>();
     for (const target of targets) {
@@ -208,7 +223,7 @@ async function main(): Promise<number> {
         if (res.status !== 200) throw new Error(`${target.name}: GET ${path} answered ${res.status}, not 200: ${res.body.toString('utf8').slice(0, 300)}`);
         const problem = target.check?.(JSON.parse(res.body.toString('utf8')), s.listings);
         if (problem !== undefined) throw new Error(`${target.name}: GET ${path}: ${problem}`);
-        routes[path] = { status: res.status, contentType: res.contentType, body: res.body.toString('base64') };
+        routes[path] = { status: res.status, contentType: res.contentType, rawHeaders: res.rawHeaders, body: res.body.toString('base64') };
         total += res.body.length;
       }
       bodyBytes[target.name] = Math.round(total / paths.length);
@@ -216,11 +231,14 @@ async function main(): Promise<number> {
     const routesFile = join(workDir, 'baseline-routes.json');
     writeFileSync(routesFile, JSON.stringify(routes));
     log(`Captured ${Object.keys(routes).length} real responses in ${Date.now() - t0} ms; body sizes: ${targets.map((t) => `${t.name} ${bodyBytes[t.name]} B`).join(', ')}.`);
+    log(s.ceiling === 'response'
+      ? 'The ceiling and the floor replay each answer whole: its status, header fields (request id, rate-limit headers, ETag and the rest) and body.'
+      : 'BENCH_CEILING=body: the ceiling and the floor replay each body with its Content-Type and Content-Length only, as the bench did until 2026-11-25.');
 
     // A server of the captured bytes (the ceiling, or the framework's floor) in its own process.
     const startReplay = async (name: string, script: string): Promise<Child> => {
       const port = await freePort();
-      return startChild({ name, args: [script, routesFile], cwd: ROOT, env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }, port, stdoutFile: '/dev/null' });
+      return startChild({ name, args: [script, routesFile], cwd: ROOT, env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', BENCH_CEILING: s.ceiling }, port, stdoutFile: '/dev/null' });
     };
     const baseline = await startReplay('baseline', BASELINE);
     // The framework's floor: the same bytes from a Fastify app with nothing of the service in it.
