@@ -4,9 +4,10 @@ import { loadCapturedRoutes } from './captured-routes.js';
 /**
  * The framework's floor: the same bytes as the baseline (bench/baseline-server.ts), served by a
  * Fastify app with nothing of the service in it (no logger, no hooks, one route answering each
- * captured path from a Map, with the captured header fields). The service runs on Fastify, so what separates the service from this
- * floor is the service's own work per request; what separates the floor from the bare baseline is
- * the framework's (issue 9 item 4: "if a part of Fastify is the cost, say so").
+ * captured path from a Map, with the captured header fields). The service runs on Fastify, so what
+ * separates the service from this floor is the service's own work per request; what separates the
+ * floor from the bare baseline is the framework's (issue 9 item 4: "if a part of Fastify is the
+ * cost, say so").
  *
  * Usage: PORT=... node dist/bench/fastify-floor-server.js <routes.json> (see captured-routes.ts).
  */
