@@ -80,8 +80,21 @@ export function createWriter(db: Kysely<Database>, options: WriterOptions) {
 
 export type Write = ReturnType<typeof createWriter>;
 
-/** Lock contention, not a fault: SQLite busy or locked, PostgreSQL deadlock or serialisation failure. */
+/**
+ * A write found that another one changed what it had read, in a way the database does not report
+ * by itself (an import's swap: storage/listings.ts). Like a serialisation failure: rolled back and
+ * done again.
+ */
+export class ConcurrentWriteError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConcurrentWriteError';
+  }
+}
+
+/** Lock contention, not a fault: SQLite busy or locked, PostgreSQL deadlock or serialisation failure, a ConcurrentWriteError. */
 export function isRetryable(error: unknown): boolean {
+  if (error instanceof ConcurrentWriteError) return true;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
   return code.startsWith('SQLITE_BUSY') || code === 'SQLITE_LOCKED' || code === '40P01' || code === '40001';

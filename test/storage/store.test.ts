@@ -4,11 +4,12 @@ import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sql } from '#kysely';
+import pg from 'pg';
+import { sql, type RawBuilder } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings, parseImportLine } from '../../src/listings/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
-import { createImportStaging, INDEX_COLUMNS, swapStatements } from '../../src/storage/listings.js';
+import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
@@ -270,21 +271,66 @@ describe(`store on ${TEST_STORE}`, () => {
         // listings table from end to end for each join with the staged lines.
         await sql`analyze import_staging`.execute(conn);
         if (TEST_STORE === 'postgres') await sql`set enable_seqscan = off`.execute(conn);
-        const { counts, writes } = swapStatements(NOW, NOW, 0);
-        for (const statement of [counts, ...writes]) {
+        const { insert, ...joins } = swapStatements(NOW, NOW, 0);
+        const planOf = async (statement: RawBuilder<unknown>) => {
           const compiled = statement.compile(conn);
-          const plan = JSON.stringify((await conn.executeQuery({ ...compiled, sql: (TEST_STORE === 'sqlite' ? 'EXPLAIN QUERY PLAN ' : 'EXPLAIN ') + compiled.sql })).rows);
-          // Each statement seeks listings by id (their primary key), ...
+          return JSON.stringify((await conn.executeQuery({ ...compiled, sql: (TEST_STORE === 'sqlite' ? 'EXPLAIN QUERY PLAN ' : 'EXPLAIN ') + compiled.sql })).rows);
+        };
+        // None passes over the listings (SQLite: "SCAN l", of the table or one of its indexes;
+        // PostgreSQL: a sequential scan, or a scan of an index other than the key's).
+        const noScan = /SCAN (l|listings)\b|Seq Scan on listings|Index (Only )?Scan using listings_(tenant|visible)/;
+        for (const statement of [...Object.values(joins), insert(true)]) {
+          const plan = await planOf(statement);
+          // Each statement that reads them seeks them by id (their primary key).
           assert.match(plan, /sqlite_autoindex_listings_1 \(id=\?\)|using listings_pkey on listings/, plan);
-          // ... and none passes over them (SQLite: "SCAN l", of the table or one of its indexes;
-          // PostgreSQL: a sequential scan, or a scan of an index other than the key's).
-          assert.doesNotMatch(plan, /SCAN (l|listings)\b|Seq Scan on listings|Index (Only )?Scan using listings_(tenant|visible)/, plan);
+          assert.doesNotMatch(plan, noScan, plan);
         }
+        // The insert of an import none of whose ids exist does not read them at all, so SQLite
+        // does not first copy what it inserts to a temporary table (as it does for a select that
+        // reads the table it inserts into); an id inserted meanwhile is the key's conflict.
+        const plan = await planOf(insert(false));
+        assert.doesNotMatch(plan, /SEARCH l\b|on listings l\b/, plan);
+        if (TEST_STORE === 'postgres') assert.match(plan, /Conflict Arbiter Indexes: listings_pkey/, plan);
       } finally {
         if (TEST_STORE === 'postgres') await sql`reset enable_seqscan`.execute(conn);
         await conn.schema.dropTable('import_staging').ifExists().execute();
       }
     });
+  });
+
+  it("an import whose new listing another write inserts while it is applied is applied again, that listing an update (PostgreSQL; SQLite's write lock excludes it)", { skip: TEST_STORE !== 'postgres' }, async () => {
+    const raced = listingLine(owner, { title: 'from the import' });
+    const plain = listingLine(owner);
+    // The other write: the same id, inserted in a transaction held open until the import waits for it.
+    const { row } = parseImportLine(JSON.stringify({ ...raced, title: 'from the other write' }), 1);
+    const otherWrite = new pg.Client({ connectionString: database.url });
+    await otherWrite.connect();
+    await otherWrite.query('begin');
+    try {
+      const columns = ['id', ...LISTING_DATA_COLUMNS, 'created_at', 'updated_at', 'change_seq', 'body'] as const;
+      const values = { ...row, updated_at: NOW, change_seq: 0, body: '{}' };
+      await otherWrite.query(`insert into listings (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, columns.map((c) => values[c]));
+      const importing = importListings(store, ndjsonStream([raced, plain]), new Date(NOW));
+      // The import counted both as new (the other row is not committed) and its insert now waits on the key.
+      // Asked on a connection of its own: within a transaction PostgreSQL shows the activity as it was at its first look.
+      const waiting = async () =>
+        (await sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into listings%'`.execute(store.db)).rows.length > 0;
+      const start = Date.now();
+      while (!(await waiting())) {
+        if (Date.now() - start > 10_000) throw new Error("the import's insert never waited for the other write");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await otherWrite.query('commit');
+      // Its first attempt found one insert short and was rolled back; the second counted the listing as existing.
+      assert.deepEqual(await importing, { inserted: 1, updated: 1, unchanged: 0 });
+    } finally {
+      await otherWrite.query('rollback').catch(() => undefined);
+      await otherWrite.end();
+    }
+    const stored = await store.db.selectFrom('listings').select(['id', 'title', 'body']).where('id', 'in', [raced.id as string, plain.id as string]).execute();
+    assert.equal(stored.length, 2);
+    assert.equal(stored.find((r) => r.id === raced.id)?.title, 'from the import');
+    assert.match(stored.find((r) => r.id === raced.id)!.body, /"title":"from the import"/);
   });
 
   it('building a tenant\'s index reads the order index alone (migration 008: it covers the indexed columns)', async () => {
