@@ -306,8 +306,9 @@ function differs(): RawBuilder<unknown> {
 }
 
 /**
- * The statements of a swap, in order, after the change log's `before` sequence and with the
- * change time `at` (exported for the test that checks each seeks by the staged ids).
+ * The statements of a swap, after the change log's `before` sequence and with the change time
+ * `at`, in the order `swapIn` runs them; the insert in the form the count calls for (exported for
+ * the test that checks their plans).
  */
 export function swapStatements(now: string, at: string, before: number) {
   const counts = sql<{ total: number | string; existing: number | string; changed: number | string }>`
