@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -82,6 +82,30 @@ describe('TurnBatch: the serving logger stream', () => {
       const lines = child.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { n: number });
       assert.deepEqual(lines.map((l) => l.n), [1, 2, 3], `${ending}: every line, in order`);
     }
+  });
+
+  it('writes a turn\'s lines on the main thread, not through libuv\'s thread pool (a busy pool does not hold them)', () => {
+    // The serving logger, stdout a file. The pool's one thread is busy with a key derivation (a few
+    // hundred milliseconds); 8 KB of request lines are logged in one turn. An asynchronous write would
+    // queue behind the derivation; the synchronous one is in the file when the turn's hand-over ran.
+    const file = join(dir, `pool-${++files}.ndjson`);
+    const logger = new URL('../../src/core/logger.js', import.meta.url).href;
+    const out = openSync(file, 'w');
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', `
+      import { fstatSync, writeSync } from 'node:fs';
+      import { pbkdf2 } from 'node:crypto';
+      const { createLogger } = await import(${JSON.stringify(logger)});
+      const log = await createLogger('info', { batched: true, pretty: false });
+      const started = Date.now();
+      pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => writeSync(2, 'pool free after ' + (Date.now() - started) + ' ms\\n'));
+      for (let n = 0; n < 100; n++) log.info({ n, pad: 'x'.repeat(60) }, 'request');
+      setImmediate(() => setImmediate(() => writeSync(2, 'bytes after the turn: ' + fstatSync(1).size + '\\n')));
+    `], { encoding: 'utf8', stdio: ['ignore', out, 'pipe'], env: { ...process.env, UV_THREADPOOL_SIZE: '1' } });
+    closeSync(out);
+    assert.equal(child.status, 0, child.stderr);
+    const written = Number(/bytes after the turn: (\d+)/.exec(child.stderr)?.[1]);
+    assert.ok(written >= 8000, `the turn's lines are in the file when the turn ends (${child.stderr.trim()})`);
+    assert.match(child.stderr, /bytes after the turn[^]*pool free after/, 'the pool was still busy then');
   });
 });
 
