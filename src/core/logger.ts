@@ -8,11 +8,11 @@ export const REQUEST_LOG_MESSAGES: ReadonlySet<string> = new Set(['request', 'da
 
 export interface LoggerOptions {
   /**
-   * For the serving processes: lines go to stdout in batches of at least 4 KB instead of one write
-   * each, flushed every second (see `startLogFlush`) and on shutdown. Every other line (warnings,
-   * errors, the rare state change such as "Redis is back") is flushed at the end of the current
-   * turn of the event loop, coalesced, so a burst of them is one flush, not one per line (which
-   * also kept piling listeners on the stream).
+   * For the serving processes: lines go to stdout in writes of at least 4 KB instead of one write
+   * each; less than that is flushed every second (see `startLogFlush`) and on shutdown. Every
+   * other line (warnings, errors, the rare state change such as "Redis is back") is flushed at the
+   * end of the current turn of the event loop, coalesced, so a burst of them is one flush, not one
+   * per line (which also kept piling listeners on the stream).
    */
   batched?: boolean;
   /**
@@ -41,9 +41,10 @@ export async function createLogger(level: LogLevel, options: LoggerOptions = {})
   // Written synchronously, as pino writes by default: one write(2) per turn of the event loop
   // under load (TurnBatch hands the turn's lines over together), made on the main thread. Handed to
   // libuv's thread pool instead (sync: false), each write cost a wake-up of a pool thread and one of
-  // the loop when it completed: side by side, cached details went from 34,700 to 37,000 answers a
-  // second with this (README, Performance). A stdout that cannot keep up (a stalled pipe) now slows
-  // the process instead of growing its memory without bound, as with pino's defaults.
+  // the loop when it completed: cached details went from 30,400-31,800 to 34,400-37,100 answers a
+  // second with this, three processes a side (README, Performance, "The log is written on the main
+  // thread"). A stdout that cannot keep up (a stalled pipe) now slows the process instead of growing
+  // its memory without bound, as with pino's defaults.
   return pino(base, new TurnBatch(destination({ dest: 1, minLength: 4096, sync: true })));
 }
 
