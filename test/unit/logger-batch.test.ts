@@ -26,6 +26,8 @@ function loggerToFile() {
   return { logger, lines, batch };
 }
 const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+/** The logger module, as a child process imports it to run the serving logger itself (createLogger, batched, to stdout). */
+const LOGGER_MODULE = JSON.stringify(new URL('../../src/core/logger.js', import.meta.url).href);
 
 describe('TurnBatch: the serving logger stream', () => {
   it('holds the request lines of a turn and writes them, in order, when the turn ends', async () => {
@@ -64,10 +66,9 @@ describe('TurnBatch: the serving logger stream', () => {
 
   it('writes what it holds when the process exits in the middle of a turn: a crash, or process.exit()', () => {
     // The serving logger itself (createLogger, batched, to stdout) in a child process.
-    const logger = new URL('../../src/core/logger.js', import.meta.url).href;
     const run = (ending: string) =>
       spawnSync(process.execPath, ['--input-type=module', '-e', `
-        const { createLogger } = await import(${JSON.stringify(logger)});
+        const { createLogger } = await import(${LOGGER_MODULE});
         const log = await createLogger('info', { batched: true, pretty: false });
         setTimeout(() => {
           log.info({ n: 1 }, 'request');
@@ -89,12 +90,11 @@ describe('TurnBatch: the serving logger stream', () => {
     // hundred milliseconds); 8 KB of request lines are logged in one turn. An asynchronous write would
     // queue behind the derivation; the synchronous one is in the file when the turn's hand-over ran.
     const file = join(dir, `pool-${++files}.ndjson`);
-    const logger = new URL('../../src/core/logger.js', import.meta.url).href;
     const out = openSync(file, 'w');
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', `
       import { fstatSync, writeSync } from 'node:fs';
       import { pbkdf2 } from 'node:crypto';
-      const { createLogger } = await import(${JSON.stringify(logger)});
+      const { createLogger } = await import(${LOGGER_MODULE});
       const log = await createLogger('info', { batched: true, pretty: false });
       const started = Date.now();
       pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => writeSync(2, 'pool free after ' + (Date.now() - started) + ' ms\\n'));
