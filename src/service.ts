@@ -7,6 +7,7 @@ import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
 import { drainServer } from './http/front.js';
 import { NotReady } from './http/health.js';
+import { ConnectionKeys } from './auth/connection-keys.js';
 import { createReadModel } from './readmodel/index.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
@@ -118,6 +119,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     apiDomain: config.apiDomain,
     defaultRateLimit: config.rateLimitPerMinute,
     onKeyUsed: (key) => lastUsed.touch(key.id),
+    connectionKeys: new ConnectionKeys({ clock, authVersion: () => store.changes.authVersion() }),
     // A draining instance says so, so that a load balancer stops sending it requests.
     checkReady: async () => {
       if (draining) throw new NotReady('the instance is shutting down');

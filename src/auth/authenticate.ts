@@ -1,20 +1,40 @@
 import { unauthorized } from '../core/api-error.js';
 import type { Country } from '../core/countries.js';
+import { tenantOf, type Tenant } from '../core/tenant.js';
 import type { ApiKeyRecord } from '../storage/index.js';
 import { hashKey, parseKey } from './key-format.js';
 
-/** What the rest of the request path knows about the caller once the key is trusted. */
+/**
+ * What the rest of the request path knows about the caller once the key is trusted. Made once per
+ * key record (see `trusted`) and shared by the requests that present the key: never changed.
+ */
 export interface AuthenticatedKey {
-  id: string;
-  accountId: string;
-  country: Country;
+  readonly id: string;
+  readonly accountId: string;
+  readonly country: Country;
+  /** What the key sees (D1): its account's listings in its country. */
+  readonly tenant: Tenant;
   /** Display prefix: the only form of the key that may be logged (D20). */
-  prefix: string;
+  readonly prefix: string;
   /** Per-key limit, or null for the deployment default (D14). */
-  rateLimitPerMinute: number | null;
+  readonly rateLimitPerMinute: number | null;
+  /** Until when (clock ms) the record it was made from may be used without looking it up again (KeyLookup.keyValidUntil). */
+  readonly validUntil: number;
 }
 
 export type FindKeyByHash = (keyHash: string) => Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined;
+
+/** Where keys are found (the read model: its key cache, then the database). */
+export interface KeyLookup {
+  /** By the SHA-256 of a presented key; synchronous when cached. */
+  findKeyByHash: FindKeyByHash;
+  /**
+   * Until when (clock ms) a record `findKeyByHash` gave may be used again without asking for it
+   * again (connection-keys.ts): before READ_CACHE_TTL_MS from when it was read from the database
+   * has passed (the read model says until its refresh-ahead is due).
+   */
+  keyValidUntil(record: ApiKeyRecord): number;
+}
 
 const BEARER = /^Bearer +(\S+) *$/i;
 
@@ -27,11 +47,11 @@ const BEARER = /^Bearer +(\S+) *$/i;
 export function authenticate(
   authorization: string | readonly string[] | undefined,
   hostCountry: Country,
-  findKeyByHash: FindKeyByHash,
+  keys: KeyLookup,
 ): AuthenticatedKey | Promise<AuthenticatedKey> {
   const token = bearerToken(authorization);
-  const found = findKeyByHash(hashKey(token));
-  return found instanceof Promise ? found.then((record) => trusted(record, hostCountry)) : trusted(found, hostCountry);
+  const found = keys.findKeyByHash(hashKey(token));
+  return found instanceof Promise ? found.then((record) => trusted(record, hostCountry, keys)) : trusted(found, hostCountry, keys);
 }
 
 /** The well-formed key of an Authorization header (format and checksum checked, no look-up), or 401. */
@@ -54,8 +74,15 @@ export function bearerToken(authorization: string | readonly string[] | undefine
   return token;
 }
 
+/**
+ * The AuthenticatedKey of each key record. A cached record is the same object for every request
+ * until the key changes (a change is a new record, under a new auth version: D4), so what is
+ * derived from it is derived once. Weak: a record dropped from the cache takes its entry with it.
+ */
+const authenticatedKeys = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
+
 /** The key record, if it exists, is not revoked and belongs to the host's country (D3, D4); else 401. */
-function trusted(record: ApiKeyRecord | undefined, hostCountry: Country): AuthenticatedKey {
+function trusted(record: ApiKeyRecord | undefined, hostCountry: Country, keys: KeyLookup): AuthenticatedKey {
   if (record === undefined || record.revoked_at !== null) {
     // The dashboard holds what explains it: the account's keys, and (for a revoked key of the
     // account) the request itself under Failed requests (issue 12).
@@ -65,11 +92,19 @@ function trusted(record: ApiKeyRecord | undefined, hostCountry: Country): Authen
     // D3: a key works only against its own country's host.
     throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`);
   }
-  return {
-    id: record.id,
-    accountId: record.account_id,
-    country: record.country as Country,
-    prefix: record.prefix,
-    rateLimitPerMinute: record.rate_limit_per_minute,
-  };
+  let key = authenticatedKeys.get(record);
+  if (key === undefined) {
+    const country = record.country as Country;
+    key = {
+      id: record.id,
+      accountId: record.account_id,
+      country,
+      tenant: tenantOf(record.account_id, country),
+      prefix: record.prefix,
+      rateLimitPerMinute: record.rate_limit_per_minute,
+      validUntil: keys.keyValidUntil(record),
+    };
+    authenticatedKeys.set(record, key);
+  }
+  return key;
 }

@@ -32,6 +32,11 @@ const EXPIRED_PER_STORE = 2;
  */
 const REFRESH_AHEAD_FRACTION = 0.25;
 
+/** When the refresh-ahead window of a value read `ttlMs` before `ttlEnd` opens. */
+export function refreshAheadAt(ttlEnd: number, ttlMs: number): number {
+  return ttlEnd - ttlMs * REFRESH_AHEAD_FRACTION;
+}
+
 interface Entry<V> {
   value: V;
   expiresAt: number;
@@ -154,7 +159,7 @@ export class ReadCache<V> {
     const ttlEnd = Math.min(readAt ?? now, now) + this.options.ttlMs;
     if (Math.min(validUntil, ttlEnd) <= now) return;
     // Refreshed ahead only when the TTL ends it: an entry that ends earlier, at validUntil, changes then.
-    const refreshAt = validUntil < ttlEnd ? Infinity : ttlEnd - this.options.ttlMs * REFRESH_AHEAD_FRACTION;
+    const refreshAt = validUntil < ttlEnd ? Infinity : refreshAheadAt(ttlEnd, this.options.ttlMs);
     this.lru.set(key, { value, expiresAt: Math.min(validUntil, ttlEnd), refreshAt });
   }
 

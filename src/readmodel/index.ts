@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { ReadCache } from '../cache/read-cache.js';
+import { ReadCache, refreshAheadAt } from '../cache/read-cache.js';
 import { batchPerTurn } from '../core/turn-batch.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
-import { tenantKey, type ApiKeyRecord, type ServedListingRow, type Store } from '../storage/index.js';
+import type { Tenant } from '../core/tenant.js';
+import type { KeyLookup } from '../auth/authenticate.js';
+import type { ApiKeyRecord, ServedListingRow, Store } from '../storage/index.js';
 import { createFeed } from './feed.js';
 import { TenantIndex, type IndexEntry } from './tenant-index.js';
 import { filterInSlices, matches, sortInSlices, SORTS, type View } from './views.js';
@@ -17,8 +19,9 @@ import { filterInSlices, matches, sortInSlices, SORTS, type View } from './views
  *   refused on the next request anywhere (D4);
  * - listings are read through a per-tenant index (tenant-index.ts) at the tenant's version, so a
  *   read costs its page, and a write to one tenant leaves every other tenant's caches alone;
- * - a serialised listing is cached by (id, change sequence), a page body by (tenant, version,
- *   page, size) until the soonest expiry it depends on (D10), each with its strong ETag (D21).
+ * - a serialised listing is cached by id and used only for the change the index shows, a page
+ *   body by (tenant, version, page, size) until the soonest expiry it depends on (D10), each with
+ *   its strong ETag (D21).
  *
  * With READ_CACHE_TTL_MS=0 nothing is reused from one request to the next but the indexes, which
  * are not caches but the read path's structure, kept exact by the change log.
@@ -30,10 +33,7 @@ export interface Body {
   etag: string;
 }
 
-export interface Tenant {
-  ownerAccountId: string;
-  country: Country;
-}
+export { tenantOf, type Tenant } from '../core/tenant.js';
 
 /** Counters of the read path, for metrics and for tests that prove what was (not) read again. */
 export interface ReadStats {
@@ -55,9 +55,7 @@ export interface ReadStats {
   listings: number;
 }
 
-export interface ListingReads {
-  /** By the SHA-256 of a presented key; synchronous when cached. */
-  findKeyByHash(keyHash: string): ApiKeyRecord | undefined | Promise<ApiKeyRecord | undefined>;
+export interface ListingReads extends KeyLookup {
   /** D17; synchronous when cached. */
   isOriginAllowed(accountId: string, country: Country, origin: string): boolean | Promise<boolean>;
   /** The page envelope (spec 2.3) of a tenant's listings, filtered and sorted by `view` if given (D23). */
@@ -103,9 +101,14 @@ function toBody(text: string): Body {
  */
 class ListingBody implements Body {
   private tag: string | undefined;
-  /** `readAt`: clock ms when it was read from the database (a page made of it expires a TTL after its oldest). */
+  /**
+   * `changeSeq`: the change of the listing it shows (answered only for an index entry at that
+   * change). `readAt`: clock ms when it was read from the database (a page made of it expires a
+   * TTL after its oldest).
+   */
   constructor(
     readonly bytes: Buffer,
+    readonly changeSeq: number,
     readonly readAt: number,
   ) {}
   get etag(): string {
@@ -115,13 +118,13 @@ class ListingBody implements Body {
 
 const COMMA = Buffer.from(',');
 
-/** The key of a serialised listing in its cache: the listing at one change (a change is a new key). */
-function bodyKey(id: string, changeSeq: number): string {
-  return `${id}\n${changeSeq}`;
-}
-
-function idOfBodyKey(key: string): string {
-  return key.slice(0, key.indexOf('\n'));
+/**
+ * A cached serialised listing for an index entry: only at the entry's change. The cache is keyed by
+ * the id alone (the string the index holds, whose hash is computed once), not by a key made per
+ * read; a newer change of the listing replaces the older one.
+ */
+function bodyAt(cached: ListingBody | undefined, entry: IndexEntry): ListingBody | undefined {
+  return cached !== undefined && cached.changeSeq === entry.changeSeq ? cached : undefined;
 }
 
 /**
@@ -155,10 +158,12 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const ttlMs = options.cacheTtlMs;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+  /** When each key record the cache holds was read from the database (taken before the read). */
+  const keyReadAt = new WeakMap<ApiKeyRecord, number>();
   const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
   // Bodies are bounded by their bytes only (each entry costs what it holds, nothing set aside).
   const bodyBytes = (b: Body) => b.bytes.length;
-  // Serialised listings by id and change: pages are joined from these, and a detail answers with one.
+  // Serialised listings by id (each for one change, see `bodyAt`): pages are joined from these, and a detail answers with one.
   const listingBodies = new ReadCache<ListingBody>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 2)), sizeOf: bodyBytes });
   const pages = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
   const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
@@ -196,13 +201,13 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   function currentIndex(tenant: Tenant): TenantIndex | Promise<TenantIndex> {
     const pending = store.changes.pending();
     if (pending !== undefined) return pending.then(() => currentIndex(tenant));
-    const key = tenantKey(tenant.ownerAccountId, tenant.country);
+    const key = tenant.key;
     let index = indexes.get(key);
     if (index === undefined) {
       index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, (kind) => (kind === 'build' ? counters.indexBuilds++ : counters.indexReplays++));
       indexes.set(key, index);
     }
-    const refreshing = index.refresh(store.changes.tenantVersion(tenant.ownerAccountId, tenant.country));
+    const refreshing = index.refresh(store.changes.tenantVersion(key));
     if (refreshing === undefined) return index;
     const ready = index;
     return refreshing.then(() => {
@@ -212,10 +217,15 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     });
   }
 
-  /** A listing's JSON as just read (written with the listing: listings/body.ts), kept in place of any older copy. */
+  /**
+   * A listing's JSON as just read (written with the listing: listings/body.ts), kept in place of
+   * any older copy; never in place of a newer one (a read that started before a write can end
+   * after a read made since).
+   */
   function listingBody(row: ServedListingRow): ListingBody {
-    const body = new ListingBody(ownBuffer(row.body), clock());
-    listingBodies.remember(bodyKey(row.id, Number(row.change_seq)), body);
+    const body = new ListingBody(ownBuffer(row.body), Number(row.change_seq), clock());
+    const cached = listingBodies.peek(row.id);
+    if (cached === undefined || cached.changeSeq <= body.changeSeq) listingBodies.remember(row.id, body);
     return body;
   }
   // The feed reads its listings' rows itself, and its answers are cached whole.
@@ -235,13 +245,13 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
   /**
    * A cached detail due for its refresh-ahead (cache/read-cache.ts) is read again while the read
-   * that found it due answers from memory. A listing whose change moved on since is left alone:
-   * its new change is a new key, read when asked.
+   * that found it due answers from memory: at whatever change the listing is now (an older one
+   * is never answered for a newer index entry, see `bodyAt`).
    */
-  const refreshAhead = (key: string): void => {
-    rowById(idOfBodyKey(key)).then(
+  const refreshAhead = (id: string): void => {
+    rowById(id).then(
       (row) => {
-        if (row !== undefined && bodyKey(row.id, Number(row.change_seq)) === key) listingBody(row);
+        if (row !== undefined) listingBody(row);
       },
       // Nothing to answer here: the entry is answered until it expires, and the next read then
       // reads it itself, and answers the error if there still is one.
@@ -256,7 +266,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
    */
   async function listingBodiesOf(entries: readonly IndexEntry[], readSince: number): Promise<ListingBody[] | undefined> {
     const found: Array<ListingBody | undefined> = entries.map((e) => {
-      const cached = listingBodies.peek(bodyKey(e.id, e.changeSeq));
+      const cached = bodyAt(listingBodies.peek(e.id), e);
       return cached !== undefined && cached.readAt >= readSince ? cached : undefined;
     });
     if (!found.includes(undefined)) return found as ListingBody[];
@@ -285,8 +295,20 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
   return {
     findKeyByHash(keyHash) {
-      const found = keys.getOrLoad(`${store.changes.authVersion()}\n${keyHash}`, async () => ({ value: (await store.keys.findByHash(keyHash)) ?? null }));
+      const found = keys.getOrLoad(`${store.changes.authVersion()}\n${keyHash}`, async () => {
+        const readAt = clock();
+        const record = await store.keys.findByHash(keyHash);
+        if (record !== undefined) keyReadAt.set(record, readAt);
+        return { value: record ?? null, readAt };
+      });
       return found instanceof Promise ? found.then((r) => r ?? undefined) : (found ?? undefined);
+    },
+
+    keyValidUntil(record) {
+      // Up to the start of its refresh-ahead window, not its expiry: a key recalled by its
+      // connection is not looked up, so this lets a look-up in that window read it again in the
+      // background, and the connections using it never wait for the database when it expires.
+      return refreshAheadAt((keyReadAt.get(record) ?? -Infinity) + ttlMs, ttlMs);
     },
 
     isOriginAllowed(accountId, country, origin) {
@@ -296,8 +318,8 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     },
 
     listPage(tenant, page, perPage, view) {
-      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.ownerAccountId, tenant.country) : undefined;
-      const key = `${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${page}\n${perPage}\n${view?.key ?? ''}`;
+      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.key) : undefined;
+      const key = `${tenant.key}\n${version}\n${page}\n${perPage}\n${view?.key ?? ''}`;
       const load = async () =>
         withIndex(tenant, async (index) => {
           const entries = await viewOf(index, view);
@@ -332,9 +354,9 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         const text = await feed.answer(tenant, cursor, limit, index.version);
         return { value: toBody(text), validUntil: index.validUntil };
       };
-      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.ownerAccountId, tenant.country) : undefined;
+      const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.key) : undefined;
       if (version === undefined) return load().then((r) => r.value);
-      return feedAnswers.getOrLoad(`${tenant.ownerAccountId}\n${tenant.country}\n${version}\n${limit}\n${cursor ?? ''}`, load);
+      return feedAnswers.getOrLoad(`${tenant.key}\n${version}\n${limit}\n${cursor ?? ''}`, load);
     },
 
     stats() {
@@ -363,7 +385,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
     const entry = index.get(id);
     if (entry === undefined) return undefined;
-    const cached = listingBodies.peek(bodyKey(entry.id, entry.changeSeq), refreshAhead);
+    const cached = bodyAt(listingBodies.peek(entry.id, refreshAhead), entry);
     if (cached !== undefined) {
       counters.detailHits++;
       return cached;

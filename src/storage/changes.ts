@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely } from '#kysely';
+import { tenantKey, type TenantKey } from '../core/tenant.js';
 import type { Dialect } from './database.js';
 import { CHANGES_CHANNEL, PgNotifications } from './pg-notifications.js';
 import type { Database } from './schema.js';
@@ -19,10 +20,6 @@ import type { Database } from './schema.js';
  * which learns of other processes' commits from SQLite's `data_version` or PostgreSQL's
  * LISTEN/NOTIFY, and of its own at once.
  */
-
-/** The key of a tenant in maps: account id and country. */
-export type TenantKey = string;
-export const tenantKey = (ownerAccountId: string, country: string): TenantKey => `${ownerAccountId}\n${country}`;
 
 /** What a committed write changed, applied to the writing process's own watcher at once. */
 export interface CommittedChanges {
@@ -98,8 +95,12 @@ export class ChangeRecorder {
 export interface ChangeWatcher {
   /** Moves whenever keys or origins may have changed (D4); caches of them are scoped by it. */
   authVersion(): number;
-  /** The tenant's version: the sequence of its last change, 0 if it never had a listing. The same on every instance. */
-  tenantVersion(ownerAccountId: string, country: string): number;
+  /**
+   * The tenant's version: the sequence of its last change, 0 if it never had a listing. The same on
+   * every instance. By its key (`tenantKey`), which the read path makes once per API key rather
+   * than once per request.
+   */
+  tenantVersion(tenant: TenantKey): number;
   /**
    * Undefined when the versions above reflect every commit made before now; otherwise a promise
    * that resolves once they do (PostgreSQL, while a notification is being followed up or the
@@ -146,9 +147,9 @@ export class SqliteChangeWatcher implements ChangeWatcher {
     return this.authValue;
   }
 
-  tenantVersion(ownerAccountId: string, country: string): number {
+  tenantVersion(tenant: TenantKey): number {
     this.sync();
-    return this.versions.get(tenantKey(ownerAccountId, country)) ?? 0;
+    return this.versions.get(tenant) ?? 0;
   }
 
   pending(): undefined {
@@ -230,8 +231,8 @@ export class PgChangeWatcher implements ChangeWatcher {
     return this.notifications.listening ? this.authEpoch : ++this.authEpoch;
   }
 
-  tenantVersion(ownerAccountId: string, country: string): number {
-    return this.versions.get(tenantKey(ownerAccountId, country)) ?? 0;
+  tenantVersion(tenant: TenantKey): number {
+    return this.versions.get(tenant) ?? 0;
   }
 
   pending(): Promise<void> | undefined {

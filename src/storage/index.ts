@@ -31,7 +31,7 @@ export type { AccountKind } from './schema.js';
 export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
 export type { Expiry, LastChange } from './feed.js';
-export { tenantKey, type ChangeWatcher, type TenantKey } from './changes.js';
+export type { ChangeWatcher } from './changes.js';
 
 /**
  * The storage capability: one query layer (Kysely) over SQLite or PostgreSQL, as repositories of

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { readAll } from './helpers.js';
+import { tenantOf } from '../../src/core/tenant.js';
 
 /**
  * The read path at scale (issue 9): each tenant's listings have their own version, so a write to
@@ -71,6 +72,25 @@ describe('read path: per-tenant versions', () => {
     assert.equal((await server.get(`/v1/listings/${moving.id}`, { key: keyB })).json.org_id, b);
   });
 
+  it('a cached listing is answered only at the change its index shows: an edit of a cached detail is served at once, in its pages too', async () => {
+    const listing = (await server.get('/v1/listings?per_page=3', { key: keyA })).json.items[2];
+    const detail = () => server.get(`/v1/listings/${listing.id}`, { key: keyA });
+    const first = await detail();
+    const hits = stats().details.hits;
+    assert.equal((await detail()).body, first.body);
+    assert.equal(stats().details.hits, hits + 1, 'cached (by id) at its change');
+
+    await server.addListings(a, [{ id: listing.id, title: 'Renamed while cached', created_at: listing.created_at }]);
+    const misses = stats().details.misses;
+    const edited = await detail();
+    assert.equal(edited.json.title, 'Renamed while cached', 'the new change, not the cached body of the old one');
+    assert.notEqual(edited.headers.etag, first.headers.etag);
+    assert.equal(stats().details.misses, misses + 1, 'the old change\'s body was not answered: read again');
+    assert.equal((await detail()).body, edited.body);
+    const page = await server.get('/v1/listings?per_page=3', { key: keyA });
+    assert.equal(page.json.items[2].title, 'Renamed while cached');
+  });
+
   it('a detail read on across its safety TTL is read again ahead of its expiry, in the background: never a miss, and a body changed by hand is served within the TTL', async () => {
     // Tenant A's: the body is changed by hand for good, and the next test compares B's pages.
     const ttl = server.config.readCacheTtlMs;
@@ -91,7 +111,7 @@ describe('read path: per-tenant versions', () => {
     assert.equal(stats().refreshedAhead, before.refreshedAhead + 2, 'the listing, and the key (read again at `first` too)');
     // The read in the background lands (polled in process: no request, no rate limit spent).
     const cached = () => {
-      const body = server.service.reads.detail({ ownerAccountId: a, country: 'sg' }, id);
+      const body = server.service.reads.detail(tenantOf(a, 'sg'), id);
       return body instanceof Promise || body === undefined ? undefined : body.bytes.toString();
     };
     for (let i = 0; i < 2000 && cached() !== edited; i++) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -109,7 +129,7 @@ describe('read path: per-tenant versions', () => {
     const expected = await Promise.all(ids.map(async (id) => (await server.get(`/v1/listings/${id}`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached body has expired
     const before = stats();
-    const asked = ids.map((id) => server.service.reads.detail({ ownerAccountId: b, country: 'sg' }, id));
+    const asked = ids.map((id) => server.service.reads.detail(tenantOf(b, 'sg'), id));
     assert.ok(asked.every((answer) => answer instanceof Promise), 'all missed');
     const bodies = await Promise.all(asked);
     assert.deepEqual(bodies.map((body) => body?.bytes.toString()), expected);
@@ -121,7 +141,7 @@ describe('read path: per-tenant versions', () => {
     const expected = await Promise.all([1, 2].map(async (page) => (await server.get(`/v1/listings?page=${page}&per_page=4`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached page and body has expired
     const before = stats();
-    const asked = [1, 2].map((page) => server.service.reads.listPage({ ownerAccountId: b, country: 'sg' }, page, 4));
+    const asked = [1, 2].map((page) => server.service.reads.listPage(tenantOf(b, 'sg'), page, 4));
     assert.deepEqual((await Promise.all(asked)).map((body) => body.bytes.toString()), expected);
     assert.equal(stats().pages.misses, before.pages.misses + 2);
     assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the eight listings of two pages');
@@ -193,7 +213,7 @@ describe('read path: the safety TTL bounds what a cached page shows', () => {
     server.clock.advance(ttl * 0.75);
     assert.equal((await page()).body, first.body, 'due: answered from memory while it is built again');
     const cached = () => {
-      const body = server.service.reads.listPage({ ownerAccountId: account, country: 'sg' }, 1, 3);
+      const body = server.service.reads.listPage(tenantOf(account, 'sg'), 1, 3);
       return body instanceof Promise ? undefined : body.bytes.toString();
     };
     for (let i = 0; i < 2000 && !(cached() ?? '').includes('Edited by hand'); i++) await new Promise((resolve) => setTimeout(resolve, 5));

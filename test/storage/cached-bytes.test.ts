@@ -4,6 +4,7 @@ import type { Body } from '../../src/readmodel/index.js';
 import { TEST_STORE } from '../support/database.js';
 import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
 import { TestClock } from '../support/server.js';
+import { tenantOf } from '../../src/core/tenant.js';
 
 /**
  * What the read model caches owns its memory. Node cuts short buffers (under 4 KB: a listing, a
@@ -33,7 +34,7 @@ describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's bu
   };
 
   it('a detail answer (the cached listing), a page and a feed answer', async () => {
-    const tenant = { ownerAccountId: owner, country: 'sg' as const };
+    const tenant = tenantOf(owner, 'sg');
     for (const id of ids) ownsItsMemory(await model.reads.detail(tenant, id), `detail ${id}`);
     ownsItsMemory(await model.reads.listPage(tenant, 1, 1), 'a page of one listing');
     ownsItsMemory(await model.reads.changes(tenant, undefined, 1), 'a feed answer of one event');

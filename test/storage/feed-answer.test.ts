@@ -6,6 +6,7 @@ import { TEST_STORE } from '../support/database.js';
 import { turnsDuring } from '../support/event-loop.js';
 import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
 import { ndjsonStream, TestClock } from '../support/server.js';
+import { tenantOf } from '../../src/core/tenant.js';
 
 interface FeedEvent {
   type: 'listing.upserted' | 'listing.removed';
@@ -40,7 +41,7 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
   const tenantWith = (count: number) => model.tenantWith(count);
 
   const answer = async (owner: string, cursor?: string): Promise<FeedAnswer> =>
-    JSON.parse((await model.reads.changes({ ownerAccountId: owner, country: 'sg' }, cursor, 1000)).bytes.toString()) as FeedAnswer;
+    JSON.parse((await model.reads.changes(tenantOf(owner, 'sg'), cursor, 1000)).bytes.toString()) as FeedAnswer;
 
   /** The copy a client keeps by applying every event in order. */
   const apply = (copy: Map<string, string | null>, events: readonly FeedEvent[]) => {

@@ -10,7 +10,8 @@ import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings, parseImportLine } from '../../src/listings/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
-import { openStore, tenantKey, type Store } from '../../src/storage/index.js';
+import { tenantKey } from '../../src/core/tenant.js';
+import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 
@@ -86,7 +87,7 @@ describe(`store on ${TEST_STORE}`, () => {
     const first = (await changeRows()).slice(before);
     assert.deepEqual(first.map((c) => [c.listing_id, c.owner_account_id, c.country]), [[a.id, owner, 'sg'], [b.id, owner, 'sg']]);
     assert.equal(await changeSeqOf(a.id as string), first[0]!.seq, 'each listing is stamped with its change');
-    assert.equal(store.changes.tenantVersion(owner, 'sg'), first[1]!.seq, "the tenant's version is its last change");
+    assert.equal(store.changes.tenantVersion(tenantKey(owner, 'sg')), first[1]!.seq, "the tenant's version is its last change");
 
     // b again, identical, and a changed: one change; b keeps its stamp.
     assert.deepEqual(await importListings(store, ndjsonStream([{ ...a, title: 'new title' }, b]), new Date(NOW)), { inserted: 0, updated: 2, unchanged: 1 });
@@ -98,8 +99,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.deepEqual(await importListings(store, ndjsonStream([{ ...a, owner_account_id: other }]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 0 });
     const third = (await changeRows()).slice(before + 3);
     assert.deepEqual(third.map((c) => [c.listing_id, c.owner_account_id]), [[a.id, owner], [a.id, other]]);
-    assert.equal(store.changes.tenantVersion(owner, 'sg'), third[0]!.seq);
-    assert.equal(store.changes.tenantVersion(other, 'sg'), third[1]!.seq);
+    assert.equal(store.changes.tenantVersion(tenantKey(owner, 'sg')), third[0]!.seq);
+    assert.equal(store.changes.tenantVersion(tenantKey(other, 'sg')), third[1]!.seq);
   });
 
   it('import: without created_at an update keeps the stored one and an insert takes the import time', async () => {
@@ -166,10 +167,10 @@ describe(`store on ${TEST_STORE}`, () => {
 
   it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {
     const auth = store.changes.authVersion();
-    const mine = store.changes.tenantVersion(owner, 'my');
+    const mine = store.changes.tenantVersion(tenantKey(owner, 'my'));
     await importListings(store, ndjsonStream([listingLine(owner, { country: 'uk', currency: 'GBP' })]), new Date(NOW));
-    assert.equal(store.changes.tenantVersion(owner, 'my'), mine);
-    assert.ok(store.changes.tenantVersion(owner, 'uk') > mine);
+    assert.equal(store.changes.tenantVersion(tenantKey(owner, 'my')), mine);
+    assert.ok(store.changes.tenantVersion(tenantKey(owner, 'uk')) > mine);
     assert.equal(store.changes.authVersion(), auth, 'listings are not keys or origins (D4 caches stay)');
     await store.origins.add({ account_id: owner, country: 'uk', origin: 'https://b.example', created_at: NOW });
     assert.notEqual(store.changes.authVersion(), auth, 'an origin change moves the auth version at once');
@@ -181,13 +182,13 @@ describe(`store on ${TEST_STORE}`, () => {
       const auth = store.changes.authVersion();
       await otherStore.origins.add({ account_id: owner, country: 'au', origin: 'https://c.example', created_at: NOW });
       await eventually(() => store.changes.authVersion() !== auth);
-      const version = store.changes.tenantVersion(other, 'nz');
+      const version = store.changes.tenantVersion(tenantKey(other, 'nz'));
       await importListings(otherStore, ndjsonStream([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
       await eventually(() => {
         void store.changes.pending();
-        return store.changes.tenantVersion(other, 'nz') > version;
+        return store.changes.tenantVersion(tenantKey(other, 'nz')) > version;
       });
-      assert.equal(store.changes.tenantVersion(other, 'nz'), Number((await store.db.selectFrom('tenant_versions').select('version').where('owner_account_id', '=', other).where('country', '=', 'nz').executeTakeFirstOrThrow()).version), 'the same version as in the database: the same on every instance');
+      assert.equal(store.changes.tenantVersion(tenantKey(other, 'nz')), Number((await store.db.selectFrom('tenant_versions').select('version').where('owner_account_id', '=', other).where('country', '=', 'nz').executeTakeFirstOrThrow()).version), 'the same version as in the database: the same on every instance');
     } finally {
       await otherStore.close();
     }
@@ -224,14 +225,14 @@ describe(`store on ${TEST_STORE}`, () => {
   it('changedSince: the listings changed after a version, once each; pruned history says so', async () => {
     const tenant = randomUUID();
     await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
-    const start = store.changes.tenantVersion(tenant, 'sg');
+    const start = store.changes.tenantVersion(tenantKey(tenant, 'sg'));
     const [x, y] = [listingLine(tenant), listingLine(tenant)];
     await importListings(store, ndjsonStream([x!, y!]), new Date(NOW));
     await importListings(store, ndjsonStream([{ ...x!, title: 'again' }]), new Date(NOW));
     const changes = await store.listings.changedSince(tenant, 'sg', start, 100);
     assert.ok(changes !== 'pruned');
     assert.deepEqual(new Set(changes.ids), new Set([x!.id, y!.id]));
-    assert.equal(changes.lastSeq, store.changes.tenantVersion(tenant, 'sg'));
+    assert.equal(changes.lastSeq, store.changes.tenantVersion(tenantKey(tenant, 'sg')));
     assert.equal(changes.complete, true);
     const partial = await store.listings.changedSince(tenant, 'sg', start, 2);
     assert.ok(partial !== 'pruned' && !partial.complete);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { tenantKey } from '../../src/core/tenant.js';
 import { importListings } from '../../src/listings/import.js';
 import { REPLAY_READ_CHUNK, SPLICE_LIMIT, TenantIndex } from '../../src/readmodel/tenant-index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
@@ -77,7 +78,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
       await importListings(store, ndjsonStream(batch), new Date(now));
       await store.broadcastSettled();
       await store.changes.pending();
-      return store.changes.tenantVersion(owner, 'sg');
+      return store.changes.tenantVersion(tenantKey(owner, 'sg'));
     };
 
     let replays = 0;
@@ -114,7 +115,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     const lines = Array.from({ length: 2 * REPLAY_READ_CHUNK + 50 }, (_, i) => listingLine(tenant, { title: `L${i}`, created_at: new Date(now - i * 60_000).toISOString() }));
     await importListings(store, ndjsonStream(lines), new Date(now));
     const index = new TenantIndex(tenant, 'sg', store, () => now);
-    await index.refresh(store.changes.tenantVersion(tenant, 'sg'));
+    await index.refresh(store.changes.tenantVersion(tenantKey(tenant, 'sg')));
     assert.equal(index.size, lines.length);
 
     // Every listing changes: half move to the front of the order, a few stop being visible.
@@ -122,12 +123,12 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     await importListings(store, ndjsonStream(changed), new Date(now));
     await store.broadcastSettled();
     await store.changes.pending();
-    const { turns } = await turnsDuring(async () => index.refresh(store.changes.tenantVersion(tenant, 'sg')));
+    const { turns } = await turnsDuring(async () => index.refresh(store.changes.tenantVersion(tenantKey(tenant, 'sg'))));
     // SQLite reads in slices, a turn between each; PostgreSQL at once, its driver never holding the loop.
     assert.ok(turns >= 2, `three reads, a turn between each (saw ${turns})`);
 
     const fresh = new TenantIndex(tenant, 'sg', store, () => now);
-    await fresh.refresh(store.changes.tenantVersion(tenant, 'sg'));
+    await fresh.refresh(store.changes.tenantVersion(tenantKey(tenant, 'sg')));
     assert.deepEqual(index.entries.map((e) => [e.id, e.changeSeq, e.featured]), fresh.entries.map((e) => [e.id, e.changeSeq, e.featured]));
   });
 });

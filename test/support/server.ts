@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -26,6 +26,8 @@ export interface TestResponse {
   headers: Record<string, string | string[] | undefined>;
   body: string;
   json: any;
+  /** The client side's port of the connection it came on: equal for two answers of one keep-alive connection. */
+  connectionPort: number | undefined;
 }
 
 export interface RequestOptions {
@@ -34,6 +36,8 @@ export interface RequestOptions {
   host?: string;
   key?: string;
   headers?: Record<string, string>;
+  /** A keep-alive agent, to send requests on one connection; by default each request has a connection of its own. */
+  agent?: Agent;
 }
 
 /** One HTTP request to a listening server, with full control of the Host header. */
@@ -41,7 +45,8 @@ export function httpCall(port: number, path: string, options: RequestOptions = {
   const headers: Record<string, string> = { host: options.host ?? 'api.localhost', ...options.headers };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers, agent: false }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers, agent: options.agent ?? false }, (res) => {
+      const connectionPort = res.socket?.localPort;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -52,7 +57,7 @@ export function httpCall(port: number, path: string, options: RequestOptions = {
         } catch {
           json = undefined;
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json, connectionPort });
       });
     });
     req.on('error', reject);

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import { describe, it } from 'node:test';
 import {
   CHECKSUM_LENGTH,
   RANDOM_LENGTH,
   checksum,
+  crc32,
   displayPrefix,
   generateKey,
   hashKey,
@@ -95,6 +97,17 @@ describe('key format (D2)', () => {
     assert.equal(checksum(body), checksum(body));
     assert.notEqual(checksum(body), checksum(body.replace('sg', 'my')));
     assert.notEqual(checksum(body), checksum(body.slice(0, -1) + '6'));
+  });
+
+  it("the checksum's CRC-32 is zlib's: the check value, every length up to a key's, all of ASCII", () => {
+    assert.equal(crc32('123456789'), 0xcbf43926);
+    assert.equal(crc32(''), 0);
+    for (let length = 1; length <= 46; length++) {
+      const text = randomBase62(length);
+      assert.equal(crc32(text), zlibCrc32(text), text);
+    }
+    const ascii = Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('');
+    assert.equal(crc32(ascii), zlibCrc32(ascii));
   });
 
   it('parseKey accepts generated keys of all 8 countries and returns their country', () => {

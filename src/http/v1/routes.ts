@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { AuthenticatedKey } from '../../auth/authenticate.js';
+import type { ConnectionKeys } from '../../auth/connection-keys.js';
 import { ApiError, notFound } from '../../core/api-error.js';
 import type { Country } from '../../core/countries.js';
 import { canonicalUuid } from '../../core/formats.js';
@@ -24,6 +25,7 @@ export interface V1Options {
   apiDomain: string;
   defaultRateLimit: number;
   onKeyUsed(key: AuthenticatedKey): void;
+  connectionKeys: ConnectionKeys;
 }
 
 interface Route {
@@ -85,8 +87,7 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
 
   for (const route of routeTable(opts.reads)) {
     const handler: RouteHandlerMethod = (request, reply) => {
-      const key = request.apiKey!;
-      const read = route.read(request, { ownerAccountId: key.accountId, country: key.country });
+      const read = route.read(request, request.apiKey!.tenant);
       const respond = (body: Body | undefined): FastifyReply | Promise<FastifyReply> => {
         if (body === undefined) throw notFound(route.notFound ?? 'Not found.');
         return answer(request, reply, body, opts.limiter);
