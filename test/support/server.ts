@@ -175,9 +175,17 @@ export async function startTestServer(env: Record<string, string> = {}, clock = 
       await store.accounts.create({ id, name: `Account ${id.slice(0, 8)}`, kind, created_at: new Date(clock.now()).toISOString() });
       return id;
     },
-    createKey: (accountId, country = 'sg', label = 'test') => issueKey(store, { accountId, country, label, now: new Date(clock.now()) }),
+    // Key and origin writes return once their change has come back through LISTEN (PostgreSQL), as
+    // the CLI's and the dashboard's do: until then the echo of this process's own change is still
+    // on its way, and moves the auth version (D4) under the next requests.
+    async createKey(accountId, country = 'sg', label = 'test') {
+      const issued = await issueKey(store, { accountId, country, label, now: new Date(clock.now()) });
+      await store.broadcastSettled();
+      return issued;
+    },
     async allowOrigin(accountId, origin, country = 'sg') {
       await store.origins.add({ account_id: accountId, country, origin, created_at: new Date(clock.now()).toISOString() });
+      await store.broadcastSettled();
     },
     async addListings(ownerAccountId, listings) {
       const lines = listings.map((l) => JSON.stringify(listingLine(ownerAccountId, l))).join('\n');
