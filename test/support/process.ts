@@ -3,17 +3,29 @@ import { createServer } from 'node:net';
 import { BIN } from './cli.js';
 import { httpCall } from './server.js';
 
-/** A free TCP port on loopback (bound then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+/** Ports freePort has handed out in this process: the kernel may offer a just-released one again. */
+const handedOut = new Set<number>();
+
+/**
+ * A free TCP port on loopback (bound then released), never one this process was given before:
+ * two calls in a row (a server's PORT and its METRICS_PORT) must not get the same port.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.on('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const address = server.address();
+        const bound = typeof address === 'object' && address ? address.port : 0;
+        server.close(() => resolve(bound));
+      });
     });
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 export interface ServerProcess {
