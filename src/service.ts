@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
@@ -38,6 +39,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     statementTimeoutMs: config.databaseStatementTimeoutMs,
     busyTimeoutMs: config.databaseBusyTimeoutMs,
     listenForChanges: true,
+    // Every command's change reaches this instance's caches before the command returns (D4).
+    instanceId: randomUUID(),
     onProblem: (error) => logger.warn({ err: error }, 'database change listener problem; caches are bypassed until it reconnects'),
   });
   await store.migrate();

@@ -5,9 +5,13 @@ import { openStore, type Store } from '../storage/index.js';
 import { cliContext } from './context.js';
 import { CliError } from './output.js';
 
+/** How long a command waits for every running instance to confirm its change (D4), at most. */
+const CONFIRM_TIMEOUT_MS = 5000;
+
 /**
  * Opens the configured database, migrated, runs `fn`, and always closes it. On PostgreSQL the
- * command returns only once its changes have been broadcast to every running instance (D4).
+ * command returns only once every running instance has confirmed that it applied the command's
+ * changes (D4), or after CONFIRM_TIMEOUT_MS with a warning on stderr.
  * The configuration comes from `env`, by default the command's context (the process's environment
  * when run by the bin). Migrating first costs about 5 ms on an up-to-date SQLite file.
  */
@@ -15,6 +19,7 @@ export async function withStore<T>(
   fn: (store: Store, config: Config) => Promise<T>,
   { migrate = true, env = cliContext().env }: { migrate?: boolean; env?: Readonly<Record<string, string | undefined>> } = {},
 ): Promise<T> {
+  const context = cliContext();
   const config = loadConfig(env);
   const store = openStore(config.databaseUrl, {
     listenForChanges: true,
@@ -28,7 +33,13 @@ export async function withStore<T>(
     if (migrate) await store.migrate();
     await store.start();
     const result = await fn(store, config);
-    await store.broadcastSettled();
+    const { settled, instances, unconfirmed } = await store.broadcastSettled(CONFIRM_TIMEOUT_MS);
+    if (!settled) {
+      // The change is committed, so the command succeeded; but say plainly that it may not be
+      // served everywhere yet (a stalled or overloaded instance), rather than hang on it.
+      const who = unconfirmed > 0 ? `${unconfirmed} of ${instances} running instances did not confirm it` : 'its notification did not come back';
+      context.stderr(`warning: the change is saved, but ${who} within ${CONFIRM_TIMEOUT_MS / 1000} s; they apply it once they read their notifications\n`);
+    }
     return result;
   } finally {
     await store.close();

@@ -114,7 +114,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
    * (LISTEN/NOTIFY), so the change holds on the very next request anywhere (D4). Immediate on SQLite.
    */
   const settled = async () => {
-    if (!(await store.broadcastSettled())) app.log.warn('change notification did not come back in time; other instances may see the change a moment late');
+    const { settled, unconfirmed } = await store.broadcastSettled();
+    if (!settled) app.log.warn({ unconfirmed }, 'a change was not confirmed by every instance in time; those instances apply it when they read their notifications');
   };
 
   // ------------------------------------------------------------ signed out

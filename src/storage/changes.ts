@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely } from '#kysely';
 import { tenantKey, type TenantKey } from '../core/tenant.js';
 import type { Dialect } from './database.js';
-import { CHANGES_CHANNEL, PgNotifications } from './pg-notifications.js';
+import { acknowledgement, CHANGES_CHANNEL, INSTANCE_APPLICATION_NAME, PgNotifications } from './pg-notifications.js';
 import type { Database } from './schema.js';
 
 /**
@@ -89,6 +90,15 @@ export class ChangeRecorder {
       await sql`select pg_notify(${CHANGES_CHANNEL}, ${list.length <= MAX_PAYLOAD ? list : '{"tenants":"*"}'})`.execute(tx);
     }
   }
+}
+
+/** What broadcastSettled saw: `settled` when its marker came back and every serving instance acknowledged it in time. */
+export interface BroadcastResult {
+  settled: boolean;
+  /** Serving instances listening when it was sent. */
+  instances: number;
+  /** Of those, the ones that had not acknowledged it when it stopped waiting. */
+  unconfirmed: number;
 }
 
 /** A process's view of the versions, kept current. */
@@ -200,10 +210,15 @@ export class PgChangeWatcher implements ChangeWatcher {
   private loaded = false;
   private resync: Promise<void> | undefined;
 
+  /**
+   * `instanceId`: given by a serving instance, whose caches must follow every change; its listener
+   * is then named by it, and acknowledges each command's marker (broadcast).
+   */
   constructor(
     private readonly db: Kysely<Database>,
     url: string,
     private readonly onProblem: (error: unknown) => void,
+    instanceId?: string,
   ) {
     this.notifications = new PgNotifications(url, {
       onNotification: (payload) => this.onNotification(payload),
@@ -214,7 +229,7 @@ export class PgChangeWatcher implements ChangeWatcher {
         if (listening) void this.reload().catch(onProblem);
       },
       onProblem,
-    });
+    }, instanceId);
   }
 
   async start(): Promise<void> {
@@ -222,9 +237,24 @@ export class PgChangeWatcher implements ChangeWatcher {
     await this.reload().catch(this.onProblem);
   }
 
-  /** Resolves true once a marker notification sent now has come back through this process's LISTEN. */
-  waitFor(payload: string, timeoutMs: number): Promise<boolean> {
-    return this.notifications.waitFor(payload, timeoutMs);
+  /**
+   * D4 across instances: sends a marker after this process's committed changes and waits until
+   * it has come back through this process's LISTEN and every serving instance listening now has
+   * acknowledged it, which each does once it has applied every notification before it. An
+   * instance that starts listening later reads everything fresh; one whose listener drops turns
+   * its key caches off until it is back. `unconfirmed` counts the instances that did not answer
+   * within timeoutMs (a stalled or overloaded process).
+   */
+  async broadcast(timeoutMs: number): Promise<BroadcastResult> {
+    const marker = randomUUID();
+    const { rows } = await sql<{ name: string }>`
+      select application_name as name from pg_stat_activity
+      where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(this.db);
+    const acknowledgements = rows.map((row) => acknowledgement(marker, row.name.slice(INSTANCE_APPLICATION_NAME.length)));
+    const arrived = this.notifications.waitForAll([marker, ...acknowledgements], timeoutMs);
+    await sql`select pg_notify(${CHANGES_CHANNEL}, ${marker})`.execute(this.db);
+    const missing = await arrived;
+    return { settled: missing.size === 0, instances: rows.length, unconfirmed: acknowledgements.filter((ack) => missing.has(ack)).length };
   }
 
   authVersion(): number {
@@ -254,7 +284,7 @@ export class PgChangeWatcher implements ChangeWatcher {
       this.authEpoch++;
       return;
     }
-    if (!payload.startsWith('{')) return; // a marker of broadcastSettled
+    if (!payload.startsWith('{')) return; // a command's marker, or an instance's acknowledgement of one
     try {
       const { tenants } = JSON.parse(payload) as { tenants: Array<[string, string, number]> | '*' };
       if (tenants === '*') {

@@ -1,9 +1,6 @@
 import { createAccountsRepository } from './accounts.js';
 import { createAuditRepository } from './audit.js';
-import { randomUUID } from 'node:crypto';
-import { sql } from '#kysely';
-import { PgChangeWatcher, SqliteChangeWatcher, type ChangeWatcher } from './changes.js';
-import { CHANGES_CHANNEL } from './pg-notifications.js';
+import { PgChangeWatcher, SqliteChangeWatcher, type BroadcastResult, type ChangeWatcher } from './changes.js';
 import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';
 import { createFeedRepository } from './feed.js';
 import { createFormsRepository } from './forms.js';
@@ -31,7 +28,7 @@ export type { AccountKind } from './schema.js';
 export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
 export type { Expiry, LastChange } from './feed.js';
-export type { ChangeWatcher } from './changes.js';
+export type { BroadcastResult, ChangeWatcher } from './changes.js';
 
 /**
  * The storage capability: one query layer (Kysely) over SQLite or PostgreSQL, as repositories of
@@ -40,9 +37,16 @@ export type { ChangeWatcher } from './changes.js';
 export interface StoreOptions extends DatabaseOptions {
   /**
    * PostgreSQL: listen for other processes' writes (LISTEN/NOTIFY), for a long-running server
-   * whose caches must see them (D4). One-shot tools leave it off.
+   * whose caches must see them (D4), and for commands that wait for their changes to reach every
+   * instance (broadcastSettled). One-shot tools leave it off.
    */
   listenForChanges?: boolean;
+  /**
+   * PostgreSQL: this process serves the API and caches what it reads, so every command's change
+   * must reach it before the command returns (D4): its listener is named by this id in
+   * pg_stat_activity and acknowledges each command's marker. Needs listenForChanges.
+   */
+  instanceId?: string;
   onProblem?: (error: unknown) => void;
   /** How long a write waits for another writer before failing (DATABASE_BUSY_TIMEOUT_MS). */
   busyTimeoutMs?: number;
@@ -51,7 +55,7 @@ export interface StoreOptions extends DatabaseOptions {
 export function openStore(url: string, options: StoreOptions = {}) {
   const { db, dialect, sqlite } = openDatabase(url, options);
   const onProblem = options.onProblem ?? (() => {});
-  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem) : undefined;
+  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem, options.instanceId) : undefined;
   const watcher: ChangeWatcher | undefined = sqlite !== undefined ? new SqliteChangeWatcher(sqlite) : pgWatcher;
   const write = createWriter(db, {
     dialect,
@@ -82,16 +86,12 @@ export function openStore(url: string, options: StoreOptions = {}) {
     /** Starts following other processes' changes. */
     start: async (): Promise<void> => watcher?.start(),
     /**
-     * PostgreSQL: sends a marker notification and waits until it comes back through LISTEN, so a
-     * command that changed keys or origins returns only once the change has been broadcast to
-     * every listening instance (D4). Needs a store opened with listenForChanges.
+     * PostgreSQL: returns once this process's committed changes have been applied by every serving
+     * instance listening now, each saying so (changes.ts, broadcast), or after timeoutMs; a command
+     * that changed keys or origins returns only then (D4). Needs a store opened with listenForChanges.
      */
-    async broadcastSettled(timeoutMs = 2000): Promise<boolean> {
-      if (pgWatcher === undefined) return true;
-      const marker = randomUUID();
-      const arrived = pgWatcher.waitFor(marker, timeoutMs);
-      await sql`select pg_notify(${CHANGES_CHANNEL}, ${marker})`.execute(db);
-      return arrived;
+    async broadcastSettled(timeoutMs = 2000): Promise<BroadcastResult> {
+      return pgWatcher === undefined ? { settled: true, instances: 0, unconfirmed: 0 } : pgWatcher.broadcast(timeoutMs);
     },
     /** Applies pending migrations; waits its turn like any write when another process holds the database. */
     migrate: async (): Promise<string[]> => {

@@ -8,6 +8,21 @@ const require = createRequire(import.meta.url);
 export const CHANGES_CHANNEL = 'listings_api_changes';
 
 /**
+ * The `application_name` of a serving instance's LISTEN connection, followed by its id: a command
+ * finds every instance that caches keys and listings in `pg_stat_activity` (broadcastSettled).
+ * At most 63 bytes in all (PostgreSQL's NAMEDATALEN).
+ */
+export const INSTANCE_APPLICATION_NAME = 'listings-api instance ';
+
+/**
+ * The payloads on CHANGES_CHANNEL besides the changes themselves (changes.ts): a command's marker,
+ * a UUID, and a serving instance's acknowledgement of it, sent once every notification before the
+ * marker has been applied. Older releases ignore both (neither starts with `{` nor is `auth`).
+ */
+const MARKER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const acknowledgement = (marker: string, instanceId: string): string => `ack ${marker} ${instanceId}`;
+
+/**
  * A LISTEN connection to PostgreSQL for one process: other instances' writes arrive as
  * notifications on CHANGES_CHANNEL. It reconnects by itself; `onState` says when it is
  * listening and when it is not (anything may have changed while it was away).
@@ -19,9 +34,14 @@ export class PgNotifications {
   private readonly waiters = new Set<(payload: string) => void>();
   listening = false;
 
+  /**
+   * `instanceId`: a serving instance's listener is named by it (INSTANCE_APPLICATION_NAME) and
+   * acknowledges every marker; a command's listener is neither.
+   */
   constructor(
     private readonly url: string,
     private readonly handlers: { onNotification(payload: string): void; onState(listening: boolean): void; onProblem(error: unknown): void },
+    private readonly instanceId?: string,
   ) {}
 
   async start(): Promise<void> {
@@ -31,29 +51,42 @@ export class PgNotifications {
     });
   }
 
-  /** Resolves true when a notification with this payload has come back through LISTEN (false after timeoutMs). */
-  waitFor(payload: string, timeoutMs: number): Promise<boolean> {
+  /**
+   * Resolves once a notification with each of these payloads has come through LISTEN, or after
+   * timeoutMs, with the payloads that have not (empty when all came). Start it before sending them.
+   */
+  waitForAll(payloads: Iterable<string>, timeoutMs: number): Promise<Set<string>> {
+    const missing = new Set(payloads);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(done);
-        resolve(false);
-      }, timeoutMs);
-      const done = (received: string) => {
-        if (received !== payload) return;
+      const finish = () => {
         clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve(true);
+        this.waiters.delete(received);
+        resolve(missing);
       };
-      this.waiters.add(done);
+      const timer = setTimeout(finish, timeoutMs);
+      const received = (payload: string) => {
+        if (missing.delete(payload) && missing.size === 0) finish();
+      };
+      this.waiters.add(received);
+      if (missing.size === 0) finish();
     });
   }
 
   private async connect(): Promise<void> {
     const { Client } = require('pg') as typeof pg;
-    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 2000 });
+    const client = new Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: 2000,
+      ...(this.instanceId === undefined ? {} : { application_name: INSTANCE_APPLICATION_NAME + this.instanceId }),
+    });
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
       this.handlers.onNotification(payload);
+      // Notifications are applied synchronously and in commit order, so when a command's marker
+      // arrives every change committed before it has been applied here: say so (D4).
+      if (this.instanceId !== undefined && MARKER.test(payload)) {
+        client.query('select pg_notify($1, $2)', [CHANGES_CHANNEL, acknowledgement(payload, this.instanceId)]).catch(this.handlers.onProblem);
+      }
       for (const waiter of this.waiters) waiter(payload);
     });
     client.on('error', (error) => {

@@ -4,9 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { runCli } from '../support/cli.js';
+import pg from 'pg';
+import { assertError } from '../http/helpers.js';
+import { runCli, startCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startServerProcess, type ServerProcess } from '../support/process.js';
+import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
 
 const stores = (['sqlite', 'postgres'] as const).filter((s) => s === 'sqlite' || process.env.TEST_DATABASE_URL);
@@ -102,6 +104,105 @@ for (const store of stores) {
 
     it('stop gracefully on SIGTERM (exit 0)', async () => {
       for (const s of servers.splice(0)) assert.equal(await s.stop(), 0);
+    });
+  });
+}
+
+/**
+ * D4 on PostgreSQL rests on each command waiting until every running instance has confirmed that
+ * it applied the command's change (storage/changes.ts, broadcast). A stopped process (SIGSTOP)
+ * stands for an instance that is overloaded or paused.
+ */
+if (process.env.TEST_DATABASE_URL) {
+  describe('a command waits until every running instance has applied its change (D4, PostgreSQL)', () => {
+    let database: TestDatabase;
+    let env: Record<string, string>;
+    let accountId: string;
+    let a: ServerProcess;
+    let b: ServerProcess;
+
+    before(async () => {
+      database = await createTestDatabase('postgres');
+      env = { DATABASE_URL: database.url };
+      accountId = runCli(['account', 'create', '--name', 'Org', '--json'], env).json.id;
+      [a, b] = [await startServerProcess(env), await startServerProcess(env)];
+    });
+    after(async () => {
+      for (const s of [a, b]) {
+        s.child.kill('SIGCONT');
+        await s.stop();
+      }
+      await database.drop();
+    });
+
+    /** A new key, answered 200 twice by each instance, so that each has it cached. */
+    async function cachedKey(): Promise<{ id: string; key: string }> {
+      const created = runCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'k', '--json'], env).json;
+      for (const s of [a, b]) {
+        for (let i = 0; i < 2; i++) assert.equal((await httpCall(s.port, '/v1/listings', { key: created.key })).status, 200);
+      }
+      return created;
+    }
+    const refusedEverywhere = async (key: string) => {
+      for (const s of [a, b]) assertError(await httpCall(s.port, '/v1/listings', { key }), 401, 'unauthorized');
+    };
+    async function revokedInDatabase(id: string): Promise<boolean> {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        return (await client.query('select revoked_at from api_keys where id = $1', [id])).rows[0]?.revoked_at !== null;
+      } finally {
+        await client.end();
+      }
+    }
+
+    it('with every instance running, the command returns with nothing on stderr, and both refuse the key', async () => {
+      const { id, key } = await cachedKey();
+      const revoked = runCli(['key', 'revoke', id], env);
+      assert.equal(revoked.status, 0, revoked.stderr);
+      assert.equal(revoked.stderr, '');
+      await refusedEverywhere(key);
+    });
+
+    it('a stalled instance holds the command back until it has resumed and applied the change', async () => {
+      const { id, key } = await cachedKey();
+      b.child.kill('SIGSTOP');
+      let resumedAt: number;
+      try {
+        const revoking = startCli(['key', 'revoke', id], env);
+        await waitFor(() => revokedInDatabase(id), 'the revoke to be committed');
+        // A command that did not wait for B would exit within this time of its commit.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const state = await Promise.race([revoking.then(() => 'exited'), new Promise((resolve) => setImmediate(() => resolve('waiting')))]);
+        assert.equal(state, 'waiting', 'the command waits for the stalled instance');
+        resumedAt = Date.now();
+        b.child.kill('SIGCONT');
+        const result = await revoking;
+        assert.equal(result.status, 0, result.stderr);
+        assert.equal(result.stderr, '', 'confirmed by both, once B was back');
+        assert.ok(result.exitedAt >= resumedAt);
+      } finally {
+        b.child.kill('SIGCONT');
+      }
+      await refusedEverywhere(key);
+    });
+
+    it('an instance that stays stalled holds the command for at most 5 s: it exits 0 and says so in one line on stderr', async () => {
+      const { id, key } = await cachedKey();
+      b.child.kill('SIGSTOP');
+      try {
+        const result = await startCli(['key', 'revoke', id], env);
+        assert.equal(result.status, 0, 'the change is saved');
+        assert.equal(result.stderr, 'warning: the change is saved, but 1 of 2 running instances did not confirm it within 5 s; they apply it once they read their notifications\n');
+        assertError(await httpCall(a.port, '/v1/listings', { key }), 401, 'unauthorized');
+      } finally {
+        b.child.kill('SIGCONT');
+      }
+      // Back, B catches up: the next command returns once it has (every command confirms), and B refuses the key.
+      const listed = runCli(['key', 'list', '--account', accountId, '--json'], env);
+      assert.equal(listed.status, 0, listed.stderr);
+      assert.equal(listed.stderr, '');
+      await refusedEverywhere(key);
     });
   });
 }

@@ -76,7 +76,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     // notification has come back, as the CLI waits for it).
     const importBatch = async (batch: Array<Record<string, unknown>>) => {
       await importListings(store, ndjsonStream(batch), new Date(now));
-      await store.broadcastSettled();
+      assert.ok((await store.broadcastSettled()).settled);
       await store.changes.pending();
       return store.changes.tenantVersion(tenantKey(owner, 'sg'));
     };
@@ -121,7 +121,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     // Every listing changes: half move to the front of the order, a few stop being visible.
     const changed = lines.map((line, i) => (i % 2 === 0 ? { ...line, is_featured: true } : i % 25 === 1 ? { ...line, status: 'leased' } : { ...line, title: `changed ${i}` }));
     await importListings(store, ndjsonStream(changed), new Date(now));
-    await store.broadcastSettled();
+    assert.ok((await store.broadcastSettled()).settled);
     await store.changes.pending();
     const { turns } = await turnsDuring(async () => index.refresh(store.changes.tenantVersion(tenantKey(tenant, 'sg'))));
     // SQLite reads in slices, a turn between each; PostgreSQL at once, its driver never holding the loop.

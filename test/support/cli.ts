@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { runCommandLine } from '../../src/cli/program.js';
@@ -34,6 +34,22 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
     encoding: 'utf8',
   });
   return parsed(result.status ?? -1, result.stdout, result.stderr);
+}
+
+/**
+ * `listings-api ARGS` in a process of its own, as runCli, without waiting for it: resolves with
+ * its result and the moment (Date.now()) this process saw it exit.
+ */
+export function startCli(args: string[], env: Record<string, string>): Promise<CliResult & { exitedAt: number }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => void (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => void (stderr += c.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ ...parsed(code ?? -1, stdout, stderr), exitedAt: Date.now() }));
+  });
 }
 
 /**

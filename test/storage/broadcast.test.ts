@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { sql } from '#kysely';
+import { issueKey } from '../../src/auth/keys.js';
+import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
+import { openStore, type Store } from '../../src/storage/index.js';
+import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+
+/**
+ * D4 across processes: a command's broadcastSettled returns once every serving instance has
+ * applied its changes and said so. That a stalled instance holds a real command back is
+ * test/ops/cross-instance.test.ts's; here, which instances are waited for.
+ */
+describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
+  let database: TestDatabase;
+  let command: Store;
+  const instances: Store[] = [];
+
+  const openInstance = async (id: string) => {
+    const store = openStore(database.url, { listenForChanges: true, instanceId: id });
+    await store.start();
+    instances.push(store);
+    return store;
+  };
+
+  before(async () => {
+    database = await createTestDatabase();
+    command = openStore(database.url, { listenForChanges: true });
+    await command.migrate();
+    await command.start();
+  });
+  after(async () => {
+    for (const store of instances) await store.close();
+    await command.close();
+    await database.drop();
+  });
+
+  if (TEST_STORE === 'sqlite') {
+    it('SQLite: settled at once, with no instance to wait for (each reads the file\'s version before its requests)', async () => {
+      await openInstance(randomUUID());
+      assert.deepEqual(await command.broadcastSettled(), { settled: true, instances: 0, unconfirmed: 0 });
+    });
+    return;
+  }
+
+  it('with no serving instance, settled once its own marker is back', async () => {
+    assert.deepEqual(await command.broadcastSettled(), { settled: true, instances: 0, unconfirmed: 0 });
+  });
+
+  it("every serving instance's listener is named by its id, and each acknowledges; a command's listener is not waited for", async () => {
+    const ids = [randomUUID(), randomUUID()];
+    for (const id of ids) await openInstance(id);
+    const { rows } = await sql<{ name: string }>`select application_name as name from pg_stat_activity where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(command.db);
+    assert.deepEqual(rows.map((row) => row.name).sort(), ids.map((id) => INSTANCE_APPLICATION_NAME + id).sort());
+    assert.ok(rows.every((row) => Buffer.byteLength(row.name) <= 63), 'within NAMEDATALEN');
+    assert.deepEqual(await command.broadcastSettled(), { settled: true, instances: 2, unconfirmed: 0 });
+  });
+
+  it('an instance acknowledges after it has applied every change before the marker: a key write is seen by its auth version', async () => {
+    const instance = instances[0]!;
+    const before = instance.changes.authVersion();
+    const accountId = randomUUID();
+    await command.accounts.create({ id: accountId, name: 'Org', kind: 'organisation', created_at: new Date().toISOString() });
+    await issueKey(command, { accountId, country: 'sg', label: 'k', now: new Date() });
+    assert.ok((await command.broadcastSettled()).settled);
+    assert.notEqual(instance.changes.authVersion(), before, 'the change reached the instance before the command returned');
+  });
+
+  it('an instance that has stopped is no longer waited for', async () => {
+    await instances.pop()!.close();
+    assert.deepEqual(await command.broadcastSettled(), { settled: true, instances: 1, unconfirmed: 0 });
+  });
+});
