@@ -208,7 +208,11 @@ export class PgChangeWatcher implements ChangeWatcher {
   private authEpoch = 0;
   private readonly versions = new Map<TenantKey, number>();
   private loaded = false;
-  private resync: Promise<void> | undefined;
+  /** Reloads of the versions asked for and answered so far, and who waits for which (reload). */
+  private reloadsAsked = 0;
+  private reloadsAnswered = 0;
+  private reloading = false;
+  private reloadWaiters: Array<{ ticket: number; resolve(): void; reject(error: unknown): void }> = [];
 
   /**
    * `instanceId`: given by a serving instance, whose caches must follow every change; its listener
@@ -266,7 +270,7 @@ export class PgChangeWatcher implements ChangeWatcher {
   }
 
   pending(): Promise<void> | undefined {
-    if (this.loaded && this.notifications.listening && this.resync === undefined) return undefined;
+    if (this.loaded && this.notifications.listening && !this.reloading) return undefined;
     return this.reload();
   }
 
@@ -301,20 +305,40 @@ export class PgChangeWatcher implements ChangeWatcher {
     }
   }
 
-  /** Reads every tenant's version (single-flight). Exact as of the moment the query runs. */
+  /**
+   * Reads every tenant's version again, in a query that starts after this call: a reload asked for
+   * while one is running is not answered by it, since its query may have run before the commit
+   * the caller must see. One query runs at a time, and each answers every call made before it
+   * started, so callers wait for at most two.
+   */
   private reload(): Promise<void> {
-    this.resync ??= (async () => {
+    const ticket = ++this.reloadsAsked;
+    const done = new Promise<void>((resolve, reject) => this.reloadWaiters.push({ ticket, resolve, reject }));
+    if (!this.reloading) void this.runReloads();
+    return done;
+  }
+
+  private async runReloads(): Promise<void> {
+    this.reloading = true;
+    while (this.reloadsAnswered < this.reloadsAsked) {
+      const upTo = this.reloadsAsked;
+      let failure: unknown;
       try {
         const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).execute();
         for (const row of rows) {
           const key = tenantKey(row.owner_account_id, row.country);
           this.versions.set(key, Math.max(Number(row.version), this.versions.get(key) ?? 0));
         }
-        this.loaded = this.notifications.listening;
-      } finally {
-        this.resync = undefined;
+      } catch (error) {
+        failure = error;
       }
-    })();
-    return this.resync;
+      this.reloadsAnswered = upTo;
+      // Exact once the last reload asked for has run, and only while notifications are heard.
+      if (failure === undefined && upTo === this.reloadsAsked) this.loaded = this.notifications.listening;
+      const answered = this.reloadWaiters.filter((waiter) => waiter.ticket <= upTo);
+      this.reloadWaiters = this.reloadWaiters.filter((waiter) => waiter.ticket > upTo);
+      for (const waiter of answered) failure === undefined ? waiter.resolve() : waiter.reject(failure);
+    }
+    this.reloading = false;
   }
 }

@@ -74,11 +74,9 @@ export class PgNotifications {
 
   private async connect(): Promise<void> {
     const { Client } = require('pg') as typeof pg;
-    const client = new Client({
-      connectionString: this.url,
-      connectionTimeoutMillis: 2000,
-      ...(this.instanceId === undefined ? {} : { application_name: INSTANCE_APPLICATION_NAME + this.instanceId }),
-    });
+    // TCP keepalive: a listener whose server went away without a word (a failover, a dropped
+    // route) is found dead and replaced, rather than listening to nothing.
+    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 2000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (message) => {
       const payload = message.payload ?? '';
       this.handlers.onNotification(payload);
@@ -96,6 +94,12 @@ export class PgNotifications {
     client.on('end', () => this.lost(client));
     await client.connect();
     await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    if (this.instanceId !== undefined) {
+      // Named only once it listens, so that a command waits for no instance that cannot hear it;
+      // and set here, not in the connection's options, where an application_name in DATABASE_URL
+      // would take precedence and hide the instance.
+      await client.query("select set_config('application_name', $1, false)", [INSTANCE_APPLICATION_NAME + this.instanceId]);
+    }
     if (this.closed) {
       await client.end();
       return;

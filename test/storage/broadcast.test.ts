@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { sql } from '#kysely';
+import { tenantKey } from '../../src/core/tenant.js';
 import { issueKey } from '../../src/auth/keys.js';
 import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { openStore, type Store } from '../../src/storage/index.js';
@@ -65,6 +67,59 @@ describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
     await issueKey(command, { accountId, country: 'sg', label: 'k', now: new Date() });
     assert.ok((await command.broadcastSettled()).settled);
     assert.notEqual(instance.changes.authVersion(), before, 'the change reached the instance before the command returned');
+  });
+
+  it('an application_name in DATABASE_URL does not hide an instance: it is named once it listens', async () => {
+    const url = new URL(database.url);
+    url.searchParams.set('application_name', 'listings-prod');
+    const named = openStore(url.toString(), { listenForChanges: true, instanceId: randomUUID() });
+    await named.start();
+    try {
+      assert.deepEqual(await command.broadcastSettled(), { settled: true, instances: 3, unconfirmed: 0 });
+    } finally {
+      await named.close();
+    }
+  });
+
+  it("a '*' notification (too many tenants to name) that arrives while the versions are being read again is followed by another read: once settled, no version is stale", async () => {
+    const instance = instances[0]!;
+    const owner = randomUUID();
+    // The instance's answers to its reads of the versions are handled 300 ms late, as on a busy
+    // instance: the database answers at once, from the moment the query ran.
+    type Query = { select(...columns: unknown[]): { execute(): Promise<unknown[]> } };
+    const watcher = instance.changes as unknown as { db: object };
+    const realDb = watcher.db;
+    watcher.db = new Proxy(realDb, {
+      get(target, property) {
+        if (property !== 'selectFrom') return Reflect.get(target, property);
+        return (table: string): Query => {
+          const query = (target as { selectFrom(table: string): Query }).selectFrom(table);
+          return {
+            select: (...columns) => ({
+              execute: async () => {
+                const rows = await query.select(...columns).execute();
+                await new Promise((resolve) => setTimeout(resolve, 300));
+                return rows;
+              },
+            }),
+          };
+        };
+      },
+    });
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const commitWithStar = (statement: string) => client.query(`begin; ${statement}; select pg_notify('listings_api_changes', '{"tenants":"*"}'); commit`);
+      await commitWithStar(`insert into tenant_versions (owner_account_id, country, version, pruned_seq) values ('${owner}', 'sg', 10, 0)`);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // its read of the versions has run, its answer not yet handled
+      await commitWithStar(`update tenant_versions set version = 20 where owner_account_id = '${owner}'`);
+      assert.ok((await command.broadcastSettled()).settled);
+      await instance.changes.pending();
+      assert.equal(instance.changes.tenantVersion(tenantKey(owner, 'sg')), 20);
+    } finally {
+      watcher.db = realDb;
+      await client.end();
+    }
   });
 
   it('an instance that has stopped is no longer waited for', async () => {
