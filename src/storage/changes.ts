@@ -208,11 +208,8 @@ export class PgChangeWatcher implements ChangeWatcher {
   private authEpoch = 0;
   private readonly versions = new Map<TenantKey, number>();
   private loaded = false;
-  /** Reloads of the versions asked for and answered so far, and who waits for which (reload). */
-  private reloadsAsked = 0;
-  private reloadsAnswered = 0;
-  private reloading = false;
-  private reloadWaiters: Array<{ ticket: number; resolve(): void; reject(error: unknown): void }> = [];
+  /** The calls of `reload` not yet answered, in order; the versions are being read while there are any. */
+  private reloadWaiters: Array<{ resolve(): void; reject(error: unknown): void }> = [];
 
   /**
    * `instanceId`: given by a serving instance, whose caches must follow every change; its listener
@@ -270,7 +267,7 @@ export class PgChangeWatcher implements ChangeWatcher {
   }
 
   pending(): Promise<void> | undefined {
-    if (this.loaded && this.notifications.listening && !this.reloading) return undefined;
+    if (this.loaded && this.notifications.listening && this.reloadWaiters.length === 0) return undefined;
     return this.reload();
   }
 
@@ -312,16 +309,14 @@ export class PgChangeWatcher implements ChangeWatcher {
    * started, so callers wait for at most two.
    */
   private reload(): Promise<void> {
-    const ticket = ++this.reloadsAsked;
-    const done = new Promise<void>((resolve, reject) => this.reloadWaiters.push({ ticket, resolve, reject }));
-    if (!this.reloading) void this.runReloads();
+    const done = new Promise<void>((resolve, reject) => this.reloadWaiters.push({ resolve, reject }));
+    if (this.reloadWaiters.length === 1) void this.runReloads();
     return done;
   }
 
   private async runReloads(): Promise<void> {
-    this.reloading = true;
-    while (this.reloadsAnswered < this.reloadsAsked) {
-      const upTo = this.reloadsAsked;
+    while (this.reloadWaiters.length > 0) {
+      const callsBefore = this.reloadWaiters.length; // the calls this query answers
       let failure: unknown;
       try {
         const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).execute();
@@ -332,13 +327,10 @@ export class PgChangeWatcher implements ChangeWatcher {
       } catch (error) {
         failure = error;
       }
-      this.reloadsAnswered = upTo;
+      const answered = this.reloadWaiters.splice(0, callsBefore);
       // Exact once the last reload asked for has run, and only while notifications are heard.
-      if (failure === undefined && upTo === this.reloadsAsked) this.loaded = this.notifications.listening;
-      const answered = this.reloadWaiters.filter((waiter) => waiter.ticket <= upTo);
-      this.reloadWaiters = this.reloadWaiters.filter((waiter) => waiter.ticket > upTo);
+      if (failure === undefined && this.reloadWaiters.length === 0) this.loaded = this.notifications.listening;
       for (const waiter of answered) failure === undefined ? waiter.resolve() : waiter.reject(failure);
     }
-    this.reloading = false;
   }
 }
