@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ApiError, badRequest } from '../core/api-error.js';
+import { ApiError, notFound } from '../core/api-error.js';
 import { answerClientError, createFrontServer } from './front.js';
 import { requestIdFor } from './request-id.js';
 import { targetProblem } from './request-target.js';
@@ -59,11 +59,27 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
   // read it, errors included (D18). The literal origin "null" gets none.
   // Synchronous (a callback, not an async function): no promise and no microtask per request.
+  // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
+  const table = routeTable(opts.reads);
+  const isKnownPath = knownPath(table.map((route) => route.url));
+  const served = table.map((route) => `GET ${route.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+  const routeMiss = (request: FastifyRequest, reply: FastifyReply): ApiError =>
+    isKnownPath(request.url)
+      ? methodNotAllowed(request, reply)
+      : notFound(`No route ${request.method} ${pathExcerpt(request.url)}. The API serves ${served.slice(0, -1).join(', ')} and ${served.at(-1)!}.`);
+
+  // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
+  // read it, errors included (D18). The literal origin "null" gets none.
+  // Synchronous (a callback, not an async function): no promise and no microtask per request.
   app.addHook('onRequest', (request, reply, done) => {
     setCommonHeaders(request, reply);
-    // A missing, repeated or contradicted Host: a malformed request, refused before anything else.
+    // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
     const problem = targetProblem(request.raw);
-    done(problem === undefined ? undefined : badRequest(problem));
+    if (problem !== undefined) return done(problem);
+    // The route stage (D5) is decided here, before Fastify reads or parses any body on its
+    // not-found route: a method the API does not serve is 405 and an unknown path 404, whatever
+    // the request carries (a malformed JSON body, a 2 MB body, a method with no route at all).
+    done(request.is404 ? routeMiss(request, reply) : undefined);
   });
 
   // The message of an error answer, for the failed-request list of the dashboard (src/usage).
@@ -84,14 +100,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
   });
 
-  // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
-  const isKnownPath = knownPath(routeTable(opts.reads).map((route) => route.url));
+  // Reached only if the onRequest hook above let a not-found request through (it never does).
   app.setNotFoundHandler(async (request, reply) => {
-    if (isKnownPath(request.url)) throw methodNotAllowed(request, reply);
-    return reply.code(404).send({
-      error: 'not_found',
-      message: `No route ${request.method} ${pathExcerpt(request.url)}. The API serves GET /v1/listings and GET /v1/listings/{id}.`,
-    });
+    throw routeMiss(request, reply);
   });
 
   await app.register(healthRoutes, { checkReady: opts.checkReady });

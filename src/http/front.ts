@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
-import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
+import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
 
 /**
  * The listening socket every request of the API's port arrives on, before Fastify: the target is
@@ -25,18 +25,23 @@ const DRAINING = Symbol('draining');
 type Drainable = Server & { [DRAINING]?: boolean };
 
 export function createFrontServer(apiHandler: RequestListener, options: FrontServerOptions): Server {
-  const server: Drainable = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+  const listener = (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
     // While draining, every answer closes its connection behind it (see drainServer).
     if (server[DRAINING]) res.shouldKeepAlive = false;
     inspectTarget(req);
     const virtual = options.virtualHost;
     if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trustProxy) === virtual.name) {
+      // The dashboard serves a request whose expectation it cannot meet as if it had none (RFC 9110 allows either).
       virtual.handler()(req, res);
       return;
     }
+    if (expectationFailed) rejectExpectation(req);
     // A cached answer is made during this call: it is written with the turn's others (write-batch.ts).
     dispatchCoalesced(apiHandler, req, res);
-  });
+  };
+  const server: Drainable = createServer({ requireHostHeader: false }, (req, res) => listener(req, res));
+  // `Expect` other than 100-continue: Node would answer a bare 417 itself; with a listener, the API answers it (D6, D19).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => listener(req, res, true));
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
   // The cached answers of one turn of the event loop reach the kernel together (write-batch.ts).

@@ -339,7 +339,7 @@ function sharedResponses(): Record<string, Json> {
       { internalError: x.internalError },
     ),
     Error: jsonResponse(
-      `Any other error, in the same JSON shape. In particular: 405 \`method_not_allowed\` with an \`Allow: ${ALLOWED_METHODS}\` header for any method other than GET, HEAD or OPTIONS on an API path (never for this operation), decided before any other check; and 431 \`bad_request\` for request headers over the size limit.`,
+      `Any other error, in the same JSON shape. In particular: 405 \`method_not_allowed\` with an \`Allow: ${ALLOWED_METHODS}\` header for any method other than GET, HEAD or OPTIONS on an API path (never for this operation), decided before any other check; 431 \`bad_request\` for request headers over the size limit; and 417 \`bad_request\` for an \`Expect\` header other than \`100-continue\`.`,
       {
         Allow: header(`Sent with 405: the methods of the path, \`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }, false, ALLOWED_METHODS),
         ...rateLimitHeaders(false),
@@ -607,7 +607,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         '**Keys.** `Authorization: Bearer <cc>_live_<secret>`. Keep keys on your server; a key used from a browser works only from origins registered for it.',
         '',
-        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
+        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 417, 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
         '',
         '**Rate limit.** 60 requests per rolling 60 seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a 429 also carries `Retry-After`.',
         '',

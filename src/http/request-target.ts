@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import { redactKeys } from '../auth/key-format.js';
+import { ApiError, badRequest } from '../core/api-error.js';
 
 /**
  * What is read from a request before routing: its target and its host, with the ambiguities a
@@ -20,11 +22,25 @@ export function headerCount(req: IncomingMessage, name: string): number {
 }
 
 const TARGET_PROBLEM = Symbol('targetProblem');
-type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: string };
+type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: ApiError };
 
-/** Why the request's host or target is ambiguous or missing (a 400), or undefined when it is fine. */
-export function targetProblem(req: IncomingMessage): string | undefined {
+/**
+ * Why the request cannot be routed as sent (a missing, repeated or contradicted host: 400; an
+ * expectation the server cannot meet: 417), or undefined when it is fine. The API answers it
+ * before anything else, in JSON (D6).
+ */
+export function targetProblem(req: IncomingMessage): ApiError | undefined {
   return (req as Inspected)[TARGET_PROBLEM];
+}
+
+/**
+ * `Expect` with anything but `100-continue` (which Node answers itself): RFC 9110 10.1.1 lets the
+ * server refuse it with 417. Node would write a bare 417 with no body and no request id; recorded
+ * here, it is answered like every other error (D6, D19).
+ */
+export function rejectExpectation(req: IncomingMessage): void {
+  const sent = redactKeys(String(req.headers.expect ?? '')).slice(0, 40);
+  (req as Inspected)[TARGET_PROBLEM] ??= new ApiError(417, 'bad_request', `The Expect header ${JSON.stringify(sent)} cannot be met: only "100-continue" is supported. Send the request without it.`);
 }
 
 /**
@@ -37,8 +53,10 @@ export function targetProblem(req: IncomingMessage): string | undefined {
 export function inspectTarget(req: IncomingMessage): void {
   const inspected = req as Inspected;
   const hosts = headerCount(req, 'host');
-  if (hosts === 0) inspected[TARGET_PROBLEM] = 'The Host header is missing; send the API host of your key\'s country.';
-  else if (hosts > 1) inspected[TARGET_PROBLEM] = 'The Host header was sent more than once; send it once.';
+  // HTTP/1.1 requires Host (RFC 9112 3.2); an HTTP/1.0 request without one names no host, and so
+  // no country: the country step answers it 404 like any other host that serves none (D3).
+  if (hosts === 0 && req.httpVersion !== '1.0') inspected[TARGET_PROBLEM] = badRequest('The Host header is missing; send the API host of your key\'s country.');
+  else if (hosts > 1) inspected[TARGET_PROBLEM] = badRequest('The Host header was sent more than once; send it once.');
 
   let url = req.url ?? '/';
   if (!url.startsWith('/')) {
@@ -49,7 +67,7 @@ export function inspectTarget(req: IncomingMessage): void {
     } else {
       const authority = absolute[2]!.toLowerCase();
       if (inspected[TARGET_PROBLEM] === undefined && authority !== (req.headers.host ?? '').toLowerCase()) {
-        inspected[TARGET_PROBLEM] = 'The request target names another host than the Host header; send one host.';
+        inspected[TARGET_PROBLEM] = badRequest('The request target names another host than the Host header; send one host.');
       }
       url = absolute[3] === '' ? '/' : absolute[3]!;
     }

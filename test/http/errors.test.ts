@@ -50,6 +50,50 @@ describe('errors (spec 7; D5, D6)', () => {
     }
   });
 
+  it('the unknown-route 404 names every endpoint the API serves, the change feed included (issue 29 item 10)', async () => {
+    const res = await server.get('/nope', { key });
+    assertError(res, 404, 'not_found');
+    for (const path of ['GET /v1/listings', 'GET /v1/listings/{id}', 'GET /v1/listings/changes']) assert.ok(res.json.message.includes(path), `${path} in ${res.json.message}`);
+  });
+
+  it('a path GET answers (a trailing slash: the detail route with an empty id) is 405 for other methods, like any other id (D5, issue 29 item 10)', async () => {
+    assertError(await server.get('/v1/listings/', { key }), 404, 'not_found', 'GET: an id the key cannot see (D11)');
+    for (const method of METHODS) {
+      const res = await server.get('/v1/listings/', { key, method });
+      assertError(res, 405, 'method_not_allowed', `${method} /v1/listings/`);
+      assert.equal(header(res, 'allow'), 'GET, HEAD, OPTIONS');
+    }
+    assertError(await server.get('/v1/listings/changes/', { key, method: 'DELETE' }), 404, 'not_found', 'a path no route serves stays 404');
+  });
+
+  it('the route stage is decided before any body is read or parsed: 405 on a known path, 404 on an unknown one (D5, D6, issue 29 item 10)', async () => {
+    const send = (method: string, path: string, type: string, body: string | Buffer) =>
+      rawRequest(server.port, Buffer.concat([Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: api.localhost\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`), Buffer.from(body)]));
+    const big = Buffer.alloc(2 * 1024 * 1024, 0x61);
+    const cases: Array<[string, string, string, string | Buffer]> = [
+      ['POST', '/v1/listings', 'application/json', '{bad'],
+      ['PUT', `/v1/listings/${listingId}`, 'application/json', '{"unterminated'],
+      ['DELETE', '/v1/listings', 'application/json', big],
+      ['DELETE', '/v1/listings', 'application/octet-stream', big],
+      ['QUERY', '/v1/listings', 'text/plain', 'page=1'],
+      ['PATCH', '/v1/listings/changes', 'application/x-www-form-urlencoded', 'a=%zz'],
+    ];
+    for (const [method, path, type, body] of cases) {
+      const res = await send(method, path, type, body);
+      assert.equal(res.status, 405, `${method} ${path} ${type}: ${res.body}`);
+      assert.equal(res.json?.error, 'method_not_allowed');
+      assert.equal(res.headers.allow, 'GET, HEAD, OPTIONS');
+    }
+    // A method the API has no route for at all, without a body either.
+    const query = await rawRequest(server.port, `QUERY /v1/listings HTTP/1.1\r\nHost: api.localhost\r\nConnection: close\r\n\r\n`);
+    assert.equal(query.status, 405, query.body);
+    for (const [method, type, body] of [['POST', 'application/json', '{bad'], ['DELETE', 'application/json', big], ['QUERY', 'text/plain', 'x']] as const) {
+      const res = await send(method, '/v2/nothing', type, body);
+      assert.equal(res.status, 404, `${method} unknown path: ${res.body}`);
+      assert.equal(res.json?.error, 'not_found');
+    }
+  });
+
   it('a 405 is answered even when the request has a body', async () => {
     const body = JSON.stringify({ title: 'x' });
     const res = await rawRequest(

@@ -69,12 +69,35 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     assert.match(other.json.message, /another host than the Host header/);
   });
 
-  it('no Host header: a JSON 400 with a request id instead of Node\'s empty 400, HTTP/1.1 and 1.0', async () => {
-    for (const version of ['1.1', '1.0']) {
-      const res = await raw([`GET /v1/listings HTTP/${version}`, `Authorization: Bearer ${key}`, 'Connection: close']);
-      await assertRawError(res, 400, 'bad_request');
-      assert.match(res.json.message, /Host header is missing/);
+  it('no Host header on HTTP/1.1: a JSON 400 with a request id instead of Node\'s empty 400', async () => {
+    const res = await raw(['GET /v1/listings HTTP/1.1', `Authorization: Bearer ${key}`, 'Connection: close']);
+    await assertRawError(res, 400, 'bad_request');
+    assert.match(res.json.message, /Host header is missing/);
+  });
+
+  it('no Host header on HTTP/1.0 (where it is optional): no host, so no country: 404 not_found as JSON (D3, issue 29 item 10)', async () => {
+    for (const path of ['/v1/listings', '/v1/listings/changes', '/nope']) {
+      const res = await raw([`GET ${path} HTTP/1.0`, `Authorization: Bearer ${key}`]);
+      await assertRawError(res, 404, 'not_found');
     }
+    // The route stage still comes first (D5).
+    await assertRawError(await raw(['DELETE /v1/listings HTTP/1.0']), 405, 'method_not_allowed');
+  });
+
+  it('an Expect the server cannot meet: a JSON 417 with a request id and a log line, not Node\'s bare 417 (D6, D19, issue 29 item 9)', async () => {
+    for (const expect of ['foo', 'bar=baz', `${key}`]) {
+      const res = await raw(['GET /v1/listings HTTP/1.1', 'Host: api.localhost', `Authorization: Bearer ${key}`, `Expect: ${expect}`, 'Connection: close']);
+      await assertRawError(res, 417, 'bad_request');
+      assert.match(res.json.message, /Expect/);
+      assert.ok(!res.body.includes(key.slice(8)), 'no key echoed (D20)');
+    }
+    // With an Origin, the browser can read it (D18).
+    const res = await raw(['GET /v1/listings HTTP/1.1', 'Host: api.localhost', 'Origin: https://shop.example.com', 'Expect: foo', 'Connection: close']);
+    assert.equal(res.status, 417);
+    assert.equal(res.headers['access-control-allow-origin'], 'https://shop.example.com');
+    // 100-continue itself is met as before.
+    const ok = await server.get('/v1/listings', { key, headers: { expect: '100-continue' } });
+    assert.equal(ok.status, 200, ok.body);
   });
 
   it('CONNECT: answered with a JSON 405, Allow and a request id, not dropped', async () => {

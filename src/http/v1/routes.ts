@@ -66,9 +66,13 @@ export function routeTable(reads: ListingReads): Route[] {
   ];
 }
 
-/** The URLs of the table (and of any other scope's table) as one matcher: the router's 405 rule (D5, D6). */
+/**
+ * The URLs of the table (and of any other scope's table) as one matcher: the router's 405 rule (D5,
+ * D6). A parameter may be empty, as the router has it (`/v1/listings/` is the detail route with an
+ * empty id), so that every path GET answers is a path other methods get 405 on.
+ */
 export function knownPath(urls: readonly string[]): (url: string) => boolean {
-  const patterns = urls.map((url) => new RegExp(`^${url.replace(/:[A-Za-z]+/g, '[^/?]+')}(\\?|$)`));
+  const patterns = urls.map((url) => new RegExp(`^${url.replace(/:[A-Za-z]+/g, '[^/?]*')}(\\?|$)`));
   return (url) => patterns.some((p) => p.test(url));
 }
 
