@@ -1,16 +1,13 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 /**
- * Request ids (D19): `req_` + 16 random hex characters fixed per process + a counter. Unique
- * across instances without the cost of a random UUID per request.
+ * Request ids (D19): `req_` and a random UUID, unique across instances. Random, not a
+ * counter: a counter every tenant's requests advance would tell one tenant how much traffic the
+ * others send (issue 29 item 8). `randomUUID` draws from a buffered pool of entropy (cheap per call).
  */
-const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`;
-let requestCounter = 0;
-
 export function nextRequestId(): string {
-  requestCounter = (requestCounter + 1) % Number.MAX_SAFE_INTEGER;
-  return `${REQUEST_ID_PREFIX}${requestCounter.toString(36).padStart(6, '0')}`;
+  return `req_${randomUUID()}`;
 }
 
 /** A proxy's request id is reused (D19) only when TRUST_PROXY is set and it looks like an id. */

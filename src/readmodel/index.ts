@@ -356,7 +356,8 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       };
       const version = store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.key) : undefined;
       if (version === undefined) return load().then((r) => r.value);
-      return feedAnswers.getOrLoad(`${tenant.key}\n${version}\n${limit}\n${cursor ?? ''}`, load);
+      // No cursor and a cursor are different questions, whatever the cursor's text (an empty one is refused).
+      return feedAnswers.getOrLoad(`${tenant.key}\n${version}\n${limit}\n${cursor === undefined ? '' : `cursor=${cursor}`}`, load);
     },
 
     stats() {

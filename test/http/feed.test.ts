@@ -150,9 +150,14 @@ describe('change feed (D22)', () => {
 
   it('a cursor edited, forged, from another account or country, or older than the history kept gives 400 saying to start again', async () => {
     const { cursor } = await drain(undefined, 1000);
-    const [payload, mac] = cursor.split('.');
-    const edited = `${Buffer.from(Buffer.from(payload!, 'base64url').toString().replace(/,(\d+),/, (_, n) => `,${Number(n) + 1},`)).toString('base64url')}.${mac}`;
-    for (const bad of [edited, `${payload}.${'A'.repeat(mac!.length)}`, 'nonsense', '', `${cursor}x`, cursor.slice(1)]) {
+    const bytes = Buffer.from(cursor, 'base64url');
+    const flipped = (at: number) => {
+      const copy = Buffer.from(bytes);
+      copy[at] = copy[at]! ^ 1;
+      return copy.toString('base64url');
+    };
+    const edited = [0, 20, bytes.length - 1].map(flipped);
+    for (const bad of [...edited, 'nonsense', '', `${cursor}x`, `${cursor}AAAA`, cursor.slice(1), cursor.slice(0, -4), `${cursor.slice(0, 40)}.${cursor.slice(40)}`]) {
       const res = await feed(`?cursor=${encodeURIComponent(bad)}`);
       assertError(res, 400, 'bad_request', bad);
       assert.match(res.json.message, CURSOR_REFUSED);
@@ -176,6 +181,43 @@ describe('change feed (D22)', () => {
     server.clock.advance(40 * 86_400_000);
     await server.service.store.feed.prune(new Date(server.clock.now() - 35 * 86_400_000).toISOString());
     assert.equal((await feed(`?cursor=${fresh.cursor}`)).status, 200);
+  });
+
+  it('an empty cursor is a 400, also while the answer without a cursor is cached (D22, issue 29 item 6)', async () => {
+    const first = await feed();
+    assert.equal(first.status, 200);
+    assert.equal((await feed()).body, first.body, 'the cursor-less answer is served again');
+    for (let i = 0; i < 2; i++) {
+      const res = await feed('?cursor=');
+      assertError(res, 400, 'bad_request');
+      assert.match(res.json.message, /"cursor" is empty/);
+      assert.match(res.json.message, CURSOR_REFUSED);
+    }
+  });
+
+  it('a cursor tells nothing of other tenants: opaque, the same length whatever the position, and the same position gives the same cursor (issue 29 item 8)', async () => {
+    const other = await server.createAccount();
+    const mine = await drain(undefined, 1000);
+    const lengths = new Set([mine.cursor.length]);
+    const positions: string[] = [mine.cursor];
+    for (let round = 0; round < 3; round++) {
+      // Another tenant writes a lot (the global change sequence moves on), then this one writes once.
+      await server.addListings(other, Array.from({ length: 40 }, (_, i) => ({ title: `theirs ${round}.${i}` })));
+      await server.addListings(owner, [{ title: `mine ${round}` }]);
+      const next = await drain(positions.at(-1), 1000);
+      assert.equal(next.events.length, 1, 'only my change');
+      positions.push(next.cursor);
+      lengths.add(next.cursor.length);
+    }
+    assert.equal(lengths.size, 1, `cursor lengths ${[...lengths].join(', ')}`);
+    assert.equal(new Set(positions).size, positions.length, 'each position its own cursor');
+    for (const cursor of positions) {
+      const text = Buffer.from(cursor, 'base64url').toString('latin1');
+      assert.ok(!text.includes(owner) && !/"[ls]",|\d{4}-\d\d-\d\dT/.test(text), 'nothing readable inside');
+      assert.equal((await feed(`?cursor=${cursor}`)).status, 200);
+    }
+    // Polled again with nothing new: the same cursor back (D22), so the answer is the same.
+    assert.equal((await feed(`?cursor=${positions.at(-1)}`)).json.next_cursor, positions.at(-1));
   });
 
   it('the request rules of the other endpoints: 401, 404 for an unknown host, 405, 403 for an unregistered origin, rate-limit headers, request id', async () => {

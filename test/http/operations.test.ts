@@ -67,6 +67,21 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
+  it('request ids count nothing: random, so one tenant cannot read the others\' traffic from them (issue 29 item 8)', async () => {
+    const ids: string[] = [];
+    // Without a key (a 401) and the health route: ids without spending this file's rate limit.
+    for (let i = 0; i < 50; i++) ids.push(header(await server.get(i % 2 === 0 ? '/v1/listings' : '/healthz'), 'x-request-id')!);
+    const common = (a: string, b: string) => {
+      let n = 0;
+      while (n < a.length && a[n] === b[n]) n++;
+      return n;
+    };
+    // `req_` is shared; a per-process prefix or a counter would share far more between neighbours.
+    const longest = Math.max(...ids.slice(1).map((id, i) => common(id, ids[i]!)));
+    assert.ok(longest <= 'req_'.length + 4, `consecutive ids share ${longest} characters: ${ids.slice(0, 3).join(', ')}`);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+
   it('D19: requests with a malformed path, and requests rejected before routing (malformed HTTP, oversized headers), carry an X-Request-Id that is logged', async () => {
     const bad = await server.get('/v1/listings/%E0%A4%A', { key });
     assert.equal(bad.status, 404);

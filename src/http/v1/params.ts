@@ -161,6 +161,8 @@ export const MAX_FEED_LIMIT = 1000;
 /** D22: `cursor` (opaque, once) and `limit` (1-1000, default 100; larger up to 2^31-1 clamped; else 400). */
 export function parseFeedParams(query: Readonly<Record<string, QueryValue>>): { cursor: string | undefined; limit: number } {
   const cursor = single('cursor', query.cursor);
+  // An empty cursor is not "no cursor": it is a cursor this API never issued (D22).
+  if (cursor === '') throw badRequest('Query parameter "cursor" is empty, which is not a cursor this API issued. Start again without a cursor to get every listing, then follow next_cursor.');
   const limit = parseIntegerParam('limit', query.limit) ?? DEFAULT_FEED_LIMIT;
   if (limit < 1) throw badRequest('Query parameter "limit" must be 1 or more.');
   return { cursor, limit: Math.min(limit, MAX_FEED_LIMIT) };
