@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { redactKeys } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { compileProxyTrust } from '../core/proxy-trust.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
@@ -53,8 +54,9 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * One log line per request: request id, method, path without the query string, status, latency and
- * the member's id. Never a header, cookie or body (passwords, keys: D20).
+ * One log line per request: request id, method, path without the query string, status, latency,
+ * the member's id and the client address (request.ip under TRUST_PROXY, as the sign-in throttle
+ * counts it). Never a header, cookie or body (passwords, keys: D20).
  */
 class DashboardLog extends LogController {
   override incomingRequest(): void {}
@@ -68,6 +70,7 @@ class DashboardLog extends LogController {
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100,
       user_id: member?.user.id ?? null,
+      client_address: request.ip ?? null,
     };
     if (error) reply.log.error({ ...line, err: error }, 'dashboard request');
     else reply.log.info(line, 'dashboard request');
@@ -80,10 +83,12 @@ export async function createDashboard(options: DashboardOptions) {
   const logger = options.logger.child({ component: 'dashboard' });
   const STATIC = readStatic();
 
+  const trust = compileProxyTrust(config.trustProxy);
   const app = Fastify({
     loggerInstance: logger,
     logController: new DashboardLog(),
-    trustProxy: config.trustProxy,
+    // The API app's rule (core/proxy-trust.ts): request.ip is what the sign-in throttle counts.
+    trustProxy: trust,
     bodyLimit: 16 * 1024,
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     return503OnClosing: false,
