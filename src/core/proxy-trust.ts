@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 
 /**
@@ -45,6 +46,49 @@ export function fromTrustedProxy(req: IncomingMessage, trust: ProxyTrust | false
   if (trust === false) return false;
   const peer = req.socket?.remoteAddress;
   return peer !== undefined && trust(peer, 0);
+}
+
+/**
+ * Reduces X-Forwarded-For, in place and before anything reads it, to its right-most run of
+ * entries that are IP addresses, without the port some proxies add (`203.0.113.5:4711`,
+ * `[2001:db8::1]:4711`). An entry that is not an address was written by the client (or by a
+ * broken proxy) and is not believed, nor is anything left of it: the client address is then the
+ * nearest entry (or peer) that is an address. So `request.ip` is always an address, never a
+ * string the client chose (which did not fit the 64-character column of the sign-in throttle:
+ * an error on PostgreSQL), and never varies with a source port (one throttle count per port).
+ * Only for a request whose forwarded headers are read at all (TRUST_PROXY set).
+ */
+export function normaliseForwardedFor(req: IncomingMessage): void {
+  const header = req.headers['x-forwarded-for'];
+  if (header === undefined) return;
+  const entries = (Array.isArray(header) ? header.join(',') : header).split(',');
+  const kept: string[] = [];
+  let changed = Array.isArray(header);
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i]!.trim();
+    // Empty entries are skipped, as proxy-addr does.
+    if (entry === '') continue;
+    const address = bareAddress(entry);
+    if (address === undefined) {
+      changed = true;
+      break;
+    }
+    if (address !== entry) changed = true;
+    kept.push(address);
+  }
+  if (!changed) return;
+  if (kept.length === 0) delete req.headers['x-forwarded-for'];
+  else req.headers['x-forwarded-for'] = kept.reverse().join(', ');
+}
+
+/** The IP address of an X-Forwarded-For entry, port removed; undefined when it is none. */
+function bareAddress(entry: string): string | undefined {
+  // An IPv6 address in text is at most 45 characters; a longer one carries a zone of any length.
+  if (entry.length > 53) return undefined;
+  if (isIP(entry) !== 0) return entry.length <= 45 ? entry : undefined;
+  const withPort = /^(?:\[([^\]]+)\]|([0-9.]+))(?::[0-9]{1,5})?$/.exec(entry);
+  const address = withPort?.[1] ?? withPort?.[2];
+  return address !== undefined && address.length <= 45 && isIP(address) !== 0 ? address : undefined;
 }
 
 /**

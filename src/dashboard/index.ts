@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { redactKeys } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import { compileProxyTrust } from '../core/proxy-trust.js';
+import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
@@ -99,6 +99,8 @@ export async function createDashboard(options: DashboardOptions) {
   await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
 
   app.addHook('onRequest', async (request, reply) => {
+    // On a port of its own, nothing did this before (on the API's port, http/front.ts did): before request.ip is read.
+    if (trust !== false) normaliseForwardedFor(request.raw);
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
     if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000');

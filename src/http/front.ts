@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
-import { clientAddress, type ProxyTrust } from '../core/proxy-trust.js';
+import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
@@ -31,6 +31,8 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
     // While draining, every answer closes its connection behind it (see drainServer).
     if (server[DRAINING]) res.shouldKeepAlive = false;
     inspectTarget(req);
+    // Before either app reads request.ip (core/proxy-trust.ts).
+    if (options.trust !== false) normaliseForwardedFor(req);
     const virtual = options.virtualHost;
     if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trust) === virtual.name) {
       virtual.handler()(req, res);
@@ -49,6 +51,7 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       error: 'method_not_allowed',
       message: `CONNECT is not supported: this is not a proxy. Use ${ALLOWED_METHODS}.`,
     }, { Allow: ALLOWED_METHODS });
+    if (options.trust !== false) normaliseForwardedFor(req);
     const client = clientAddress(req, options.trust) ?? null;
     options.logger.info({ reqId, method: 'CONNECT', route: null, path: null, status: 405, ms: 0, key_prefix: null, client_address: client }, 'request');
   });

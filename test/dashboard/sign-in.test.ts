@@ -173,6 +173,37 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
+  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async () => {
+    const own = await startTestServer({ TRUST_PROXY: '1' });
+    try {
+      const client = new DashboardClient(own.dashboardPort!);
+      await client.get('/sign-in');
+      const cases: Array<[string, string]> = [
+        // Longer than the throttle's column: refused by PostgreSQL before; the peer counts instead.
+        [`203.0.113.5, ${'x'.repeat(100)}`, '127.0.0.1'],
+        ['not-an-address', '127.0.0.1'],
+        [`fe80::1%${'z'.repeat(80)}`, '127.0.0.1'],
+        // What is left of a bad entry is not believed either: the nearest address is the client.
+        ['203.0.113.5, bogus, 198.51.100.9', '198.51.100.9'],
+        // Some proxies append the source port: one count per address, not per connection.
+        ['203.0.113.5:4711', '203.0.113.5'],
+        ['203.0.113.5:4712', '203.0.113.5'],
+        ['[2001:db8::5]:443', '2001:db8::5'],
+        ['10.0.0.1, 2001:db8::6', '2001:db8::6'],
+      ];
+      for (const [n, [xff, expected]] of cases.entries()) {
+        const res = await client.post('/sign-in', { email: `odd${n}@example.com`, password: 'guess guess guess' }, { 'x-forwarded-for': xff });
+        assert.equal(res.status, 401, xff);
+        const row = await own.service.store.db.selectFrom('dashboard_login_failures').select('ip').where('email', '=', `odd${n}@example.com`).executeTakeFirst();
+        assert.equal(row?.ip, expected, xff);
+        const line = own.logs.lines.find((l) => l.msg === 'dashboard request' && l.method === 'POST' && l.client_address === expected);
+        assert.ok(line, `the dashboard's log line names ${expected}`);
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async () => {
     // 127.0.0.2 is the proxy (the test connects from it); 127.0.0.1 reaches the service directly.
     const own = await startTestServer({ TRUST_PROXY: '127.0.0.2, 10.0.0.0/8' });

@@ -235,6 +235,9 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
       [{ 'x-forwarded-for': '203.0.113.9, 10.0.0.10' }, '10.0.0.10'],
       [{ 'x-forwarded-for': '198.51.100.4' }, '198.51.100.4'],
       [{ 'x-forwarded-for': '2001:db8::7' }, '2001:db8::7'],
+      [{ 'x-forwarded-for': '198.51.100.4:61234' }, '198.51.100.4'],
+      // Not an address: not believed, nor anything left of it.
+      [{ 'x-forwarded-for': `198.51.100.4, ${'x'.repeat(80)}` }, '127.0.0.1'],
       // Nothing forwarded: the peer itself.
       [{}, '127.0.0.1'],
     ];
