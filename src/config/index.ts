@@ -1,4 +1,5 @@
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
+import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
 
 /** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
 export interface Config {
@@ -21,7 +22,8 @@ export interface Config {
   /** Prefix of the rate limiter's Redis keys (REDIS_KEY_PREFIX), so deployments can share a Redis. */
   redisKeyPrefix: string;
   rateLimitPerMinute: number;
-  trustProxy: boolean;
+  /** TRUST_PROXY: which peers' forwarded headers are believed, and so who the client is (core/proxy-trust.ts). */
+  trustProxy: TrustProxy;
   logLevel: LogLevel;
   /**
    * Where the developer dashboard listens (DASHBOARD_PORT). `shared` (the default): on the API's
@@ -73,7 +75,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: redisUrl(env),
     redisKeyPrefix: nonEmpty(env, 'REDIS_KEY_PREFIX', 'listings:rl:'),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     logLevel: logLevel(env),
     dashboardPort: dashboardPort(env),
     dashboardHost: dashboardHost(env, domain),
@@ -109,6 +111,44 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(name, `expected one of 1, true, yes, on, 0, false, no, off; got "${raw}"`);
+}
+
+/** More proxies than this in front of one service is a mistake in the setting, not a deployment. */
+export const MAX_PROXY_HOPS = 16;
+
+/**
+ * TRUST_PROXY: off (unset, 0, false, no, off); a number of proxy hops (1 to MAX_PROXY_HOPS), with
+ * 1, true, yes and on all meaning the one proxy in front (issue 29, item 3: `1` once trusted every
+ * hop, so the left-most X-Forwarded-For entry, which the client writes, was taken for its address);
+ * or the proxies' addresses and CIDR ranges separated by commas, as Fastify's `trustProxy` string
+ * and proxy-addr read them (named ranges loopback, linklocal, uniquelocal included).
+ */
+function trustProxy(env: Env): TrustProxy {
+  const raw = value(env, 'TRUST_PROXY');
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (['0', 'false', 'no', 'off'].includes(lower)) return false;
+  if (['true', 'yes', 'on'].includes(lower)) return { hops: 1 };
+  const expected = `expected 0/false/no/off, 1/true/yes/on (one proxy), a number of proxy hops up to ${MAX_PROXY_HOPS}, ` +
+    'or the proxies\' addresses/CIDR ranges separated by commas (e.g. 10.0.0.0/8,loopback)';
+  if (/^[0-9]+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > MAX_PROXY_HOPS) throw new ConfigError('TRUST_PROXY', `${expected}; got "${raw}"`);
+    return { hops };
+  }
+  const addresses = lower.split(',').map((entry) => entry.trim());
+  for (const entry of addresses) {
+    if (entry === '') throw new ConfigError('TRUST_PROXY', `"${raw}" has an empty entry; ${expected}`);
+    // proxy-addr would read "2" as the address 0.0.0.2: a hop count in a list is a mistake.
+    if (/^[0-9]+$/.test(entry)) throw new ConfigError('TRUST_PROXY', `"${raw}" mixes a number of hops with addresses; ${expected}`);
+  }
+  try {
+    compileProxyTrust({ addresses });
+  } catch (error) {
+    // proxy-addr's reason: "invalid IP address: x" or "invalid range on address: x/33".
+    throw new ConfigError('TRUST_PROXY', `${(error as Error).message} in "${raw}"; ${expected}`);
+  }
+  return { addresses: [...new Set(addresses)] };
 }
 
 const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;

@@ -147,6 +147,8 @@ export interface RequestLineFields {
   status: number;
   ms: number;
   key_prefix: string | null;
+  /** The client's address: Fastify's `request.ip` under TRUST_PROXY (core/proxy-trust.ts). */
+  client_address: string | null;
 }
 
 const INFO = 30;
@@ -182,7 +184,8 @@ export function requestLineWriter(logger: Logger, message: string): (fields: Req
     if (logger.levelVal > INFO) return;
     stream.writeRequestLine(
       `${levelPrefix}${time()}${bindings},"reqId":${text(fields.reqId)},"method":${text(fields.method)},"route":${text(fields.route)}` +
-        `,"path":${text(fields.path)},"status":${number(fields.status)},"ms":${number(fields.ms)},"key_prefix":${text(fields.key_prefix)}${end}`,
+        `,"path":${text(fields.path)},"status":${number(fields.status)},"ms":${number(fields.ms)},"key_prefix":${text(fields.key_prefix)}` +
+        `,"client_address":${text(fields.client_address)}${end}`,
     );
   };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
@@ -7,6 +6,8 @@ import type { Logger } from 'pino';
 import { redactKeys } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
+import { nextRequestId } from '../http/request-id.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
@@ -53,8 +54,9 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * One log line per request: request id, method, path without the query string, status, latency and
- * the member's id. Never a header, cookie or body (passwords, keys: D20).
+ * One log line per request: request id, method, path without the query string, status, latency,
+ * the member's id and the client address (request.ip under TRUST_PROXY, as the sign-in throttle
+ * counts it). Never a header, cookie or body (passwords, keys: D20).
  */
 class DashboardLog extends LogController {
   override incomingRequest(): void {}
@@ -68,6 +70,7 @@ class DashboardLog extends LogController {
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100,
       user_id: member?.user.id ?? null,
+      client_address: request.ip ?? null,
     };
     if (error) reply.log.error({ ...line, err: error }, 'dashboard request');
     else reply.log.info(line, 'dashboard request');
@@ -80,12 +83,14 @@ export async function createDashboard(options: DashboardOptions) {
   const logger = options.logger.child({ component: 'dashboard' });
   const STATIC = readStatic();
 
+  const trust = compileProxyTrust(config.trustProxy);
   const app = Fastify({
     loggerInstance: logger,
     logController: new DashboardLog(),
-    trustProxy: config.trustProxy,
+    // The API app's rule (core/proxy-trust.ts): request.ip is what the sign-in throttle counts.
+    trustProxy: trust,
     bodyLimit: 16 * 1024,
-    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    genReqId: nextRequestId,
     return503OnClosing: false,
   });
   // Forms only: no JSON or other body parsers.
@@ -94,6 +99,8 @@ export async function createDashboard(options: DashboardOptions) {
   await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
 
   app.addHook('onRequest', async (request, reply) => {
+    // On a port of its own, nothing did this before (on the API's port, http/front.ts did): before request.ip is read.
+    if (trust !== false) normaliseForwardedFor(request.raw);
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
     if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000');

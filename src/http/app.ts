@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { ApiError, notFound } from '../core/api-error.js';
 import { answerClientError, createFrontServer } from './front.js';
 import { requestIdFor } from './request-id.js';
+import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
 import { targetProblem } from './request-target.js';
 import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
@@ -14,7 +15,8 @@ import { parseQueryString } from './v1/params.js';
 
 export interface AppOptions extends V1Options {
   logger: FastifyBaseLogger;
-  trustProxy: boolean;
+  /** TRUST_PROXY: whose forwarded headers are believed; gives `request.ip`, the host and the request id. */
+  trustProxy: TrustProxy;
   /** Another app served on the API's port for one host name (the dashboard; see front.ts). */
   virtualHost?: { name: string; handler: () => RequestListener };
   /** Readiness: resolves when the service can answer (the database is reachable). */
@@ -25,15 +27,17 @@ export interface AppOptions extends V1Options {
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const requestLog = new RequestLog(opts.logger, opts.onRequestCompleted);
+  const trust = compileProxyTrust(opts.trustProxy);
   const app = Fastify({
     loggerInstance: opts.logger,
     logController: requestLog,
-    trustProxy: opts.trustProxy,
-    genReqId: (req: IncomingMessage) => requestIdFor(req, opts.trustProxy),
+    // One rule for request.ip (the log's client_address, usage records), host and protocol.
+    trustProxy: trust,
+    genReqId: (req: IncomingMessage) => requestIdFor(req, trust),
     // No child logger per request (pino's child() was a measurable share of a cached answer's
     // cost): the request id is written as a field of each line instead (request-log.ts).
     childLoggerFactory: (logger) => logger,
-    serverFactory: (handler) => createFrontServer(handler, { trustProxy: opts.trustProxy, logger: opts.logger, virtualHost: opts.virtualHost }),
+    serverFactory: (handler) => createFrontServer(handler, { trust, logger: opts.logger, virtualHost: opts.virtualHost }),
     // Shutdown drains connections itself, with a time limit (front.ts drainServer).
     forceCloseConnections: false,
     // Any id fits (a request line is bounded by Node's header size limit anyway): a long id is one more id the key cannot see (D11).

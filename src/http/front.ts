@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
+import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
@@ -15,7 +16,8 @@ import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from
  * is let through (Node would answer it with a bare 400) so that the API answers it in JSON.
  */
 export interface FrontServerOptions {
-  trustProxy: boolean;
+  /** TRUST_PROXY compiled (core/proxy-trust.ts): the API app's own, so both read a request alike. */
+  trust: ProxyTrust | false;
   logger: FastifyBaseLogger;
   /** The dashboard on the API's port: requests whose host name is `name` go to `handler`. */
   virtualHost?: { name: string; handler: () => RequestListener };
@@ -29,8 +31,10 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
     // While draining, every answer closes its connection behind it (see drainServer).
     if (server[DRAINING]) res.shouldKeepAlive = false;
     inspectTarget(req);
+    // Before either app reads request.ip (core/proxy-trust.ts).
+    if (options.trust !== false) normaliseForwardedFor(req);
     const virtual = options.virtualHost;
-    if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trustProxy) === virtual.name) {
+    if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trust) === virtual.name) {
       // The dashboard serves a request whose expectation it cannot meet as if it had none (RFC 9110 allows either).
       virtual.handler()(req, res);
       return;
@@ -52,7 +56,9 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       error: 'method_not_allowed',
       message: `CONNECT is not supported: this is not a proxy. Use ${ALLOWED_METHODS}.`,
     }, { Allow: ALLOWED_METHODS });
-    options.logger.info({ reqId, method: 'CONNECT', route: null, path: null, status: 405, ms: 0, key_prefix: null }, 'request');
+    if (options.trust !== false) normaliseForwardedFor(req);
+    const client = clientAddress(req, options.trust) ?? null;
+    options.logger.info({ reqId, method: 'CONNECT', route: null, path: null, status: 405, ms: 0, key_prefix: null, client_address: client }, 'request');
   });
   return server;
 }
@@ -70,7 +76,9 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     error: 'bad_request',
     message: tooLarge ? 'Request headers are too large.' : 'Malformed HTTP request.',
   });
-  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, parse_error: error.code ?? null }, 'request');
+  // The headers were not read: the client address is the connection's peer (a proxy, behind one).
+  const peer = (socket as Duplex & { remoteAddress?: string }).remoteAddress ?? null;
+  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, client_address: peer, parse_error: error.code ?? null }, 'request');
 }
 
 /** Writes a whole JSON error response on a raw socket and closes it; returns the request id it carries. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { fromTrustedProxy, type ProxyTrust } from '../core/proxy-trust.js';
 
 /**
  * Request ids (D19): `req_` and a random UUID, unique across instances. Random, not a
@@ -10,12 +11,12 @@ export function nextRequestId(): string {
   return `req_${randomUUID()}`;
 }
 
-/** A proxy's request id is reused (D19) only when TRUST_PROXY is set and it looks like an id. */
+/** A proxy's request id is reused (D19) only when it comes from a trusted proxy (TRUST_PROXY) and looks like an id. */
 const FORWARDED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The request id of a request: the trusted proxy's, or a new one. */
-export function requestIdFor(req: IncomingMessage, trustProxy: boolean): string {
+export function requestIdFor(req: IncomingMessage, trust: ProxyTrust | false): string {
   const forwarded = req.headers['x-request-id'];
-  if (trustProxy && typeof forwarded === 'string' && FORWARDED_REQUEST_ID.test(forwarded)) return forwarded;
+  if (typeof forwarded === 'string' && FORWARDED_REQUEST_ID.test(forwarded) && fromTrustedProxy(req, trust)) return forwarded;
   return nextRequestId();
 }

@@ -28,6 +28,8 @@ export function requestLine(request: FastifyRequest, reply: FastifyReply, route:
     status: reply.statusCode,
     ms: Math.round(elapsedMs * 100) / 100,
     key_prefix: request.apiKey?.prefix ?? null,
+    // Computed by the app's TRUST_PROXY rule (core/proxy-trust.ts); undefined once the peer is gone.
+    client_address: request.ip ?? null,
   };
 }
 
@@ -36,8 +38,9 @@ export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply, ro
 
 /**
  * One structured line per request, written when the response is finished (issue 2, item 9):
- * request id (as `reqId`, D19), method, route, path, status, latency and the key's display prefix
- * (never the key, its hash or any header, D20). Replaces Fastify's two lines per request.
+ * request id (as `reqId`, D19), method, route, path, status, latency, the key's display prefix
+ * (never the key, its hash or any header, D20) and the client address (`request.ip`, which
+ * TRUST_PROXY decides; issue 29, item 3). Replaces Fastify's two lines per request.
  *
  * It is also the one place where a finished request is counted (`onCompleted`: usage per key and
  * the metrics, issue 12), which must never fail the process: a fault there is logged.

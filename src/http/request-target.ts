@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { redactKeys } from '../auth/key-format.js';
 import { ApiError, badRequest } from '../core/api-error.js';
+import { fromTrustedProxy, type ProxyTrust } from '../core/proxy-trust.js';
 
 /**
  * What is read from a request before routing: its target and its host, with the ambiguities a
@@ -91,12 +92,14 @@ export function escapeStrayPercents(url: string): string {
 }
 
 /**
- * The request's host name as routing sees it: `Host` without the port, or, behind a trusted
- * proxy, the last `X-Forwarded-Host` (the one our proxy added). Lowercase; '' when absent.
+ * The request's host name as routing sees it: `Host` without the port, or, when the connection's
+ * peer is a trusted proxy (TRUST_PROXY, core/proxy-trust.ts), the last `X-Forwarded-Host` (the one
+ * that proxy added), as Fastify's `request.host` reads it for the API's country. Lowercase; ''
+ * when absent.
  */
-export function requestHostName(req: IncomingMessage, trustProxy: boolean): string {
+export function requestHostName(req: IncomingMessage, trust: ProxyTrust | false): string {
   let host = req.headers.host ?? '';
-  if (trustProxy) {
+  if (fromTrustedProxy(req, trust)) {
     const forwarded = req.headers['x-forwarded-host'];
     const value = Array.isArray(forwarded) ? forwarded.at(-1) : forwarded;
     if (value !== undefined && value !== '') host = value.split(',').at(-1)!.trim();

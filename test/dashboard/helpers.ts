@@ -24,7 +24,8 @@ export class DashboardClient {
   /** The single-use token (`_form`) of the create-key form on the last page fetched, if it had that form. */
   formToken: string | undefined;
 
-  constructor(readonly port: number, readonly host = `localhost:${port}`) {}
+  /** `from`: the address to connect from (any of 127.0.0.0/8 on Linux), to be another peer, as a proxy is (TRUST_PROXY tests). */
+  constructor(readonly port: number, readonly host = `localhost:${port}`, readonly from?: string) {}
 
   request(method: string, path: string, options: { body?: string; headers?: Record<string, string> } = {}): Promise<PageResponse> {
     path = path.split('#', 1)[0]!; // browsers never send the fragment
@@ -35,7 +36,7 @@ export class DashboardClient {
       headers['content-length'] = String(Buffer.byteLength(options.body));
     }
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: this.port, path, method, headers, agent: false }, (res) => {
+      const req = httpRequest({ host: '127.0.0.1', port: this.port, path, method, headers, agent: false, localAddress: this.from }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {

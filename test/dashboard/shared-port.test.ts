@@ -58,4 +58,19 @@ describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
       await other.close();
     }
   });
+
+  it('issue 29 item 3: with TRUST_PROXY as addresses, only a listed proxy\'s X-Forwarded-Host reaches the dashboard', async () => {
+    const other = await startTestServer({ DASHBOARD_PORT: '', TRUST_PROXY: '127.0.0.2' });
+    try {
+      const viaHeader = { host: 'lb.internal', headers: { 'x-forwarded-host': 'dashboard.localhost' } };
+      const proxied = await other.get('/sign-in', { ...viaHeader, localAddress: '127.0.0.2' });
+      assert.equal(proxied.status, 200);
+      assert.match(proxied.headers['content-type'] as string, /^text\/html/);
+      const direct = await other.get('/sign-in', viaHeader);
+      assert.equal(direct.status, 404);
+      assert.equal(direct.json.error, 'not_found', 'the API answered: the header was not believed');
+    } finally {
+      await other.close();
+    }
+  });
 });

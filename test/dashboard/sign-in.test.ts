@@ -148,6 +148,103 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
+  it(`issue 29 item 3: TRUST_PROXY=1 counts the address the proxy appended, not the client's own X-Forwarded-For entries (${PER_ADDRESS} then 429)`, async () => {
+    const own = await startTestServer({ TRUST_PROXY: '1' });
+    try {
+      const account = await own.createAccount();
+      const member = await addMember(own, account);
+      const client = new DashboardClient(own.dashboardPort!);
+      await client.get('/sign-in');
+      // The issue's reproduction: the client writes a new left-most entry each time; the proxy
+      // in front appends the address it saw (10.0.0.10), the right-most entry.
+      const statuses: number[] = [];
+      for (let i = 0; i < PER_ADDRESS + 5; i++) {
+        const res = await client.post('/sign-in', { email: `guess${i}@example.com`, password: 'guess guess guess' }, { 'x-forwarded-for': `203.0.113.${i}, 10.0.0.10` });
+        statuses.push(res.status);
+      }
+      assert.deepEqual(statuses, [...Array<number>(PER_ADDRESS).fill(401), ...Array<number>(5).fill(429)]);
+      const stored = await own.service.store.db.selectFrom('dashboard_login_failures').select('ip').distinct().execute();
+      assert.deepEqual(stored.map((r) => r.ip), ['10.0.0.10']);
+      // A client behind another address (as the proxy appended it) is not affected.
+      const other = { 'x-forwarded-for': '10.0.0.10, 198.51.100.1' };
+      assert.equal((await client.post('/sign-in', { email: member.email, password: member.password }, other)).status, 303);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async () => {
+    const own = await startTestServer({ TRUST_PROXY: '1' });
+    try {
+      const client = new DashboardClient(own.dashboardPort!);
+      await client.get('/sign-in');
+      const cases: Array<[string, string]> = [
+        // Longer than the throttle's column: refused by PostgreSQL before; the peer counts instead.
+        [`203.0.113.5, ${'x'.repeat(100)}`, '127.0.0.1'],
+        ['not-an-address', '127.0.0.1'],
+        [`fe80::1%${'z'.repeat(80)}`, '127.0.0.1'],
+        // What is left of a bad entry is not believed either: the nearest address is the client.
+        ['203.0.113.5, bogus, 198.51.100.9', '198.51.100.9'],
+        // Some proxies append the source port: one count per address, not per connection.
+        ['203.0.113.5:4711', '203.0.113.5'],
+        ['203.0.113.5:4712', '203.0.113.5'],
+        ['[2001:db8::5]:443', '2001:db8::5'],
+        ['10.0.0.1, 2001:db8::6', '2001:db8::6'],
+      ];
+      for (const [n, [xff, expected]] of cases.entries()) {
+        const res = await client.post('/sign-in', { email: `odd${n}@example.com`, password: 'guess guess guess' }, { 'x-forwarded-for': xff });
+        assert.equal(res.status, 401, xff);
+        const row = await own.service.store.db.selectFrom('dashboard_login_failures').select('ip').where('email', '=', `odd${n}@example.com`).executeTakeFirst();
+        assert.equal(row?.ip, expected, xff);
+        const line = own.logs.lines.find((l) => l.msg === 'dashboard request' && l.method === 'POST' && l.client_address === expected);
+        assert.ok(line, `the dashboard's log line names ${expected}`);
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async () => {
+    // 127.0.0.2 is the proxy (the test connects from it); 127.0.0.1 reaches the service directly.
+    const own = await startTestServer({ TRUST_PROXY: '127.0.0.2, 10.0.0.0/8' });
+    try {
+      const account = await own.createAccount();
+      const member = await addMember(own, account);
+      const failures = async () => (await own.service.store.db.selectFrom('dashboard_login_failures').select('ip').orderBy('at').execute()).map((r) => r.ip);
+      const wrong = (n: number) => ({ email: `list${n}@example.com`, password: 'guess guess guess' });
+
+      const proxied = new DashboardClient(own.dashboardPort!, undefined, '127.0.0.2');
+      await proxied.get('/sign-in');
+      const forwardedFor = ['203.0.113.5, 198.51.100.7', '203.0.113.5, 10.0.0.10', undefined];
+      for (const [n, xff] of forwardedFor.entries()) {
+        assert.equal((await proxied.post('/sign-in', wrong(n), xff === undefined ? {} : { 'x-forwarded-for': xff })).status, 401);
+        own.clock.advance(1); // the failures' times give their order
+      }
+      // 10.0.0.10 is a listed proxy too: the client is the entry before it. Without the header, the proxy itself.
+      assert.deepEqual(await failures(), ['198.51.100.7', '203.0.113.5', '127.0.0.2']);
+
+      // A peer not in the list: its forwarded headers are the client's words, ignored.
+      const direct = new DashboardClient(own.dashboardPort!);
+      const form = await direct.get('/sign-in', { 'x-forwarded-proto': 'https' });
+      assert.ok(setCookie(form, 'dashboard_signin'), 'no __Host- cookie: X-Forwarded-Proto was not believed');
+      assert.equal(form.headers['strict-transport-security'], undefined);
+      const statuses: number[] = [];
+      for (let i = 0; i <= PER_ADDRESS; i++) {
+        statuses.push((await direct.post('/sign-in', wrong(100 + i), { 'x-forwarded-for': `203.0.113.${i}`, 'x-forwarded-proto': 'https' })).status);
+      }
+      assert.deepEqual(statuses, [...Array<number>(PER_ADDRESS).fill(401), 429], 'every attempt counted for 127.0.0.1, whatever X-Forwarded-For said');
+      assert.equal((await failures()).filter((ip) => ip === '127.0.0.1').length, PER_ADDRESS);
+
+      // The listed proxy's X-Forwarded-Proto is believed, and its clients are still let in.
+      const form2 = await proxied.get('/sign-in', { 'x-forwarded-proto': 'https' });
+      assert.match(setCookie(form2, '__Host-dashboard_signin') ?? '', /; Secure/);
+      const ok = await proxied.post('/sign-in', { email: member.email, password: member.password }, { 'x-forwarded-for': '192.0.2.44', 'x-forwarded-proto': 'https' });
+      assert.equal(ok.status, 303);
+    } finally {
+      await own.close();
+    }
+  });
+
   it(`a session ends after ${IDLE_MS / 3_600_000} h without requests, and ${ABSOLUTE_MS / 3_600_000} h after sign-in however busy (injected clock)`, async () => {
     const member = await addMember(server, accountId);
     const idle = new DashboardClient(server.dashboardPort!);

@@ -60,7 +60,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
       assert.equal(line.path, path.split('?')[0], name);
       if (line.msg === 'request') {
         // The API's lines come from core/logger.ts's template: pino's fields, in pino's order.
-        assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'route', 'path', 'status', 'ms', 'key_prefix', 'msg'], name);
+        assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'route', 'path', 'status', 'ms', 'key_prefix', 'client_address', 'msg'], name);
+        assert.equal(line.client_address, '127.0.0.1', name);
         assert.equal(line.level, 30, name);
         assert.equal(typeof line.ms, 'number', name);
       }
@@ -108,6 +109,13 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     assertError(await server.get('/v1/listings', { key: myKey, headers: { 'x-forwarded-host': 'api.my.localhost' } }), 401, 'unauthorized');
     assertError(await server.get('/v1/listings', { key, host: '127.0.0.1', headers: { 'x-forwarded-host': 'api.localhost' } }), 404, 'not_found');
     assert.equal((await server.get('/v1/listings', { key, headers: { 'x-forwarded-host': 'api.my.localhost' } })).status, 200);
+  });
+
+  it('issue 29 item 3: without TRUST_PROXY the log line\'s client_address is the connection\'s peer, whatever X-Forwarded-For says', async () => {
+    const res = await server.get('/v1/listings', { key, headers: { 'x-forwarded-for': '203.0.113.9, 10.0.0.10' }, localAddress: '127.0.0.3' });
+    assert.equal(res.status, 200);
+    const [line] = await logLinesOf(server, header(res, 'x-request-id')!);
+    assert.equal(line!.client_address, '127.0.0.3');
   });
 
   it('D20: no log line and no response carries the full key or its hash; logs show the key by its display prefix', async () => {
@@ -235,5 +243,67 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
     assertError(await server.get('/v1/listings', { key: sgKey, host: 'api.localhost', headers: { 'x-forwarded-host': 'api.my.localhost' } }), 401, 'unauthorized');
     assert.equal((await server.get('/v1/listings', { key: sgKey, host: 'internal:8080', headers: { 'x-forwarded-host': 'API.LOCALHOST' } })).status, 200);
     assertError(await server.get('/v1/listings', { key: sgKey, host: 'api.localhost', headers: { 'x-forwarded-host': 'evil.example.com' } }), 404, 'not_found');
+  });
+
+  it('issue 29 item 3: the log line\'s client_address is the X-Forwarded-For entry the one proxy appended, not the client\'s own', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ 'x-forwarded-for': '203.0.113.9, 10.0.0.10' }, '10.0.0.10'],
+      [{ 'x-forwarded-for': '198.51.100.4' }, '198.51.100.4'],
+      [{ 'x-forwarded-for': '2001:db8::7' }, '2001:db8::7'],
+      [{ 'x-forwarded-for': '198.51.100.4:61234' }, '198.51.100.4'],
+      // Not an address: not believed, nor anything left of it.
+      [{ 'x-forwarded-for': `198.51.100.4, ${'x'.repeat(80)}` }, '127.0.0.1'],
+      // Nothing forwarded: the peer itself.
+      [{}, '127.0.0.1'],
+    ];
+    for (const [headers, expected] of cases) {
+      const res = await server.get('/v1/listings', { key: sgKey, headers });
+      assert.equal(res.status, 200);
+      const [line] = await logLinesOf(server, header(res, 'x-request-id')!);
+      assert.equal(line!.client_address, expected, JSON.stringify(headers));
+    }
+  });
+});
+
+describe('issue 29 item 3: TRUST_PROXY as the proxies\' addresses: forwarded headers count only from them', () => {
+  let server: TestServer;
+  let sgKey: string;
+  let myKey: string;
+  // The test connects from 127.0.0.2 as the proxy; 127.0.0.1 is a client that reached the service directly.
+  const PROXY = '127.0.0.2';
+
+  before(async () => {
+    server = await startTestServer({ TRUST_PROXY: `${PROXY},10.0.0.0/8` });
+    const org = await server.createAccount();
+    sgKey = (await server.createKey(org)).key;
+    myKey = (await server.createKey(org, 'my')).key;
+    await server.addListings(org, [{ country: 'my', currency: 'MYR' }]);
+  });
+  after(() => server.close());
+
+  const forwarded = { 'x-forwarded-for': '203.0.113.9, 10.0.0.10', 'x-forwarded-host': 'api.my.localhost', 'x-request-id': 'proxy-req-42' };
+
+  it('from a listed proxy: its X-Request-Id, X-Forwarded-Host and X-Forwarded-For are believed, through every listed hop', async () => {
+    const res = await server.get('/v1/listings', { key: myKey, host: 'lb.internal', headers: forwarded, localAddress: PROXY });
+    assert.equal(res.status, 200, res.body);
+    assert.equal(res.json.total, 1, 'X-Forwarded-Host picked the country');
+    assert.equal(header(res, 'x-request-id'), 'proxy-req-42');
+    const lines = await logLinesOf(server, 'proxy-req-42');
+    assert.equal(lines.length, 1);
+    // 10.0.0.10 is listed too: the client is the entry before it.
+    assert.equal(lines[0]!.client_address, '203.0.113.9');
+  });
+
+  it('from any other peer: the same headers are ignored (Host decides, a new request id, the peer is the client)', async () => {
+    const res = await server.get('/v1/listings', { key: sgKey, headers: forwarded });
+    assert.equal(res.status, 200, 'the sg host of Host, not the my host of X-Forwarded-Host');
+    assert.equal(res.json.total, 0);
+    const id = header(res, 'x-request-id')!;
+    assert.notEqual(id, 'proxy-req-42');
+    assert.match(id, REQUEST_ID);
+    const [line] = await logLinesOf(server, id);
+    assert.equal(line!.client_address, '127.0.0.1');
+    assertError(await server.get('/v1/listings', { key: myKey, headers: forwarded }), 401, 'unauthorized');
+    assert.equal(server.logs.lines.filter((l) => l.reqId === 'proxy-req-42').length, 1, 'only the proxied request used that id');
   });
 });

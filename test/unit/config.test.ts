@@ -50,7 +50,7 @@ describe('configuration (OPERATIONS "Configuration")', () => {
     assert.equal(config.databaseUrl, 'postgres://listings:pw@db.internal:5432/listings');
     assert.equal(config.redisUrl, 'redis://cache:6379');
     assert.equal(config.rateLimitPerMinute, 600);
-    assert.equal(config.trustProxy, true);
+    assert.deepEqual(config.trustProxy, { hops: 1 });
     assert.equal(config.logLevel, 'debug');
     assert.equal(loadConfig({ DATABASE_URL: 'file:/tmp/x.db' }).databaseUrl, 'file:/tmp/x.db');
     assert.equal(loadConfig({ DATABASE_URL: 'postgresql://h/db' }).databaseUrl, 'postgresql://h/db');
@@ -58,7 +58,6 @@ describe('configuration (OPERATIONS "Configuration")', () => {
     assert.equal(loadConfig({ PORT: '0' }).port, 0, 'port 0: any free port');
     assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
     assert.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '1' }).rateLimitPerMinute, 1);
-    for (const v of ['1', 'true', 'YES', 'on']) assert.equal(loadConfig({ TRUST_PROXY: v }).trustProxy, true, v);
     for (const v of ['0', 'false', 'No', 'off']) assert.equal(loadConfig({ TRUST_PROXY: v }).trustProxy, false, v);
     for (const v of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) assert.equal(loadConfig({ LOG_LEVEL: v }).logLevel, v);
   });
@@ -93,8 +92,27 @@ describe('configuration (OPERATIONS "Configuration")', () => {
     for (const v of ['0', '-5', 'ten', '1.5', '60/min', '1000000001']) refuses({ RATE_LIMIT_PER_MINUTE: v }, 'RATE_LIMIT_PER_MINUTE');
   });
 
-  it('refuses a bad TRUST_PROXY', () => {
-    for (const v of ['maybe', '2', 'enabled']) refuses({ TRUST_PROXY: v }, 'TRUST_PROXY');
+  it('issue 29 item 3: TRUST_PROXY is off, a number of proxy hops (1, true, yes, on: the one proxy in front), or the proxies\' addresses', () => {
+    for (const v of ['1', 'true', 'YES', 'on', ' 1 ']) assert.deepEqual(loadConfig({ TRUST_PROXY: v }).trustProxy, { hops: 1 }, v);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '2' }).trustProxy, { hops: 2 });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '16' }).trustProxy, { hops: 16 });
+    // As Fastify's trustProxy string (proxy-addr): addresses, CIDR ranges, netmasks, named ranges, IPv6.
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.1' }).trustProxy, { addresses: ['10.0.0.1'] });
+    assert.deepEqual(
+      loadConfig({ TRUST_PROXY: ' 10.0.0.0/8, 192.168.0.0/255.255.0.0,Loopback , fd00::/8,2001:DB8::1,10.0.0.0/8' }).trustProxy,
+      { addresses: ['10.0.0.0/8', '192.168.0.0/255.255.0.0', 'loopback', 'fd00::/8', '2001:db8::1'] },
+    );
+    for (const v of ['uniquelocal', 'linklocal', '::1', '::ffff:10.0.0.1']) assert.deepEqual(loadConfig({ TRUST_PROXY: v }).trustProxy, { addresses: [v] }, v);
+  });
+
+  it('refuses a bad TRUST_PROXY, saying which forms it takes', () => {
+    for (const v of ['maybe', 'enabled', '17', '99999999999999999999', '-1', '1.5e2', '10.0.0.256', '10.0.0.0/33', '10.0.0.0/0', '10.0.0.0/x', 'fe80::/129', '10.0.0.1,,10.0.0.2', '10.0.0.1,', 'loopback,2', '10.0.0.1 10.0.0.2', 'localhost']) {
+      const message = refuses({ TRUST_PROXY: v }, 'TRUST_PROXY');
+      assert.match(message, /number of proxy hops/, v);
+      assert.match(message, /addresses\/CIDR ranges/, v);
+    }
+    assert.match(refuses({ TRUST_PROXY: '10.0.0.1,proxy.internal' }, 'TRUST_PROXY'), /invalid IP address: proxy\.internal/);
+    assert.match(refuses({ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'), /invalid range on address: 10\.0\.0\.0\/33/);
   });
 
   it('refuses a bad LOG_LEVEL', () => {

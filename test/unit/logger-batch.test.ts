@@ -118,15 +118,17 @@ describe('requestLineWriter: the request line without pino\'s generic serialisat
     status: 200,
     ms: 0.43,
     key_prefix: 'sg_live_AbCd',
+    client_address: '203.0.113.7',
     ...over,
   });
   const cases: RequestLineFields[] = [
     fields(),
-    fields({ route: null, key_prefix: null, status: 404, ms: 12 }),
+    fields({ route: null, key_prefix: null, status: 404, ms: 12, client_address: null }),
     fields({ path: '/v1/"quoted"\\back\u0001\u001f\u007f\u00e9\u4e2d\ud83d\ude00', method: 'HEAD', ms: 1234.5 }),
     fields({ reqId: 'a "client" id\n', ms: Number.NaN }),
     fields({ ms: Number.POSITIVE_INFINITY, status: 304 }),
     fields({ status: Number.NaN }),
+    fields({ client_address: '2001:db8::1' }),
   ];
 
   /** The same pino logger as the serving one (createLogger's options) into a TurnBatch, with a fixed clock. */
