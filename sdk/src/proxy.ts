@@ -94,6 +94,20 @@ interface Read {
   entry: Entry;
   how: How;
 }
+/** One visitor's request, as the handler looks at it. */
+interface Visit {
+  method: string;
+  /** The path, still percent-encoded. */
+  pathname: string;
+  /** The raw query, without `?`, still percent-encoded. */
+  query: string;
+  ifNoneMatch: string | null;
+}
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | null;
+}
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -220,34 +234,45 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     return undefined;
   }
 
-  const handler = async function handleListings(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
-    const found = route(url.pathname, url.searchParams);
-    if (found === undefined) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      const response = errorResponse(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${request.method} is not allowed here; use GET or HEAD.` }), request);
-      response.headers.set('allow', 'GET, HEAD');
-      return response;
+  /**
+   * The answer to one visitor's request: method, path and raw query as they came, plus the browser's
+   * If-None-Match. Shared by the Fetch API handler and the node adapter, so that the adapter never
+   * builds a `Request` (whose constructor throws on methods such as TRACE).
+   */
+  async function answer(visit: Visit): Promise<Answer> {
+    const { method, pathname } = visit;
+    if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
+    const found = route(pathname, new URLSearchParams(visit.query));
+    if (found === undefined) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
+    if (method !== 'GET' && method !== 'HEAD') {
+      const refused = errorAnswer(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${printable(method)} is not allowed here; use GET or HEAD.` }), method);
+      refused.headers.allow = 'GET, HEAD';
+      return refused;
     }
     if (found instanceof ListingsApiError) {
       count('error');
-      return errorResponse(found, request);
+      return errorAnswer(found, method);
     }
     const { entry, how } = await read(found.path, found.query);
     count(how);
-    if (entry.failure !== undefined || entry.good === undefined) return errorResponse(entry.failure!, request, how);
-    const headers = new Headers({
+    if (entry.failure !== undefined || entry.good === undefined) return errorAnswer(entry.failure!, method, how);
+    const headers: Record<string, string> = {
       'content-type': 'application/json; charset=utf-8',
       'cache-control': cacheControl,
       'x-content-type-options': 'nosniff',
       'x-listings-cache': how,
-    });
+    };
     if (entry.good.etag !== undefined) {
-      headers.set('etag', entry.good.etag);
-      if (etagMatches(request.headers.get('if-none-match'), entry.good.etag)) return new Response(null, { status: 304, headers });
+      headers.etag = entry.good.etag;
+      if (etagMatches(visit.ifNoneMatch, entry.good.etag)) return { status: 304, headers, body: null };
     }
-    return new Response(request.method === 'HEAD' ? null : entry.good.text, { status: 200, headers });
+    return { status: 200, headers, body: method === 'HEAD' ? null : entry.good.text };
+  }
+
+  const handler = async function handleListings(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const result = await answer({ method: request.method, pathname: url.pathname, query: url.search.slice(1), ifNoneMatch: request.headers.get('if-none-match') });
+    return new Response(result.body, { status: result.status, headers: result.headers });
   } as ListingsHandler;
 
   async function serverRead<T>(path: string, query: Record<string, string>): Promise<T> {
@@ -279,30 +304,28 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     node: {
       enumerable: true,
       value(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
-        const target = req.originalUrl ?? req.url ?? '/';
-        const pathname = target.split('?')[0]!;
-        if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) {
-          if (next !== undefined) return next();
-        }
-        // Only what the handler looks at is carried over: the path, the method and If-None-Match
-        // (for a 304 to this browser; it is never sent upstream).
-        const inm = req.headers['if-none-match'];
-        const request = new Request(new URL(target, 'http://proxy.invalid'), {
-          method: req.method ?? 'GET',
-          headers: typeof inm === 'string' ? { 'if-none-match': inm } : {},
-        });
-        handler(request)
-          .then(async (response) => {
-            res.statusCode = response.status;
-            response.headers.forEach((value, name) => res.setHeader(name, value));
-            res.end(response.body === null ? undefined : new Uint8Array(await response.arrayBuffer()));
+        // Nothing a visitor sends may throw out of here: a throw in a request listener ends the
+        // process. Every input is answered (or passed to `next`); the catch is the last resort.
+        try {
+          const target = parseTarget(req.originalUrl ?? req.url ?? '/');
+          if (target === undefined || (target.pathname !== basePath && !target.pathname.startsWith(`${basePath}/`))) {
+            if (next !== undefined) return next();
+            if (target === undefined) return send(res, errorAnswer(new ListingsApiError({ status: 400, code: 'bad_request', message: 'The request target is not a valid URL.' }), req.method ?? 'GET'));
+          }
+          // Only what the handler looks at is carried over: the path, the method and If-None-Match
+          // (for a 304 to this browser; it is never sent upstream).
+          const inm = req.headers['if-none-match'];
+          answer({
+            method: req.method ?? 'GET',
+            pathname: target!.pathname,
+            query: target!.query,
+            ifNoneMatch: typeof inm === 'string' ? inm : Array.isArray(inm) ? inm.join(', ') : null,
           })
-          .catch((error: unknown) => {
-            if (next !== undefined) return next(error);
-            res.statusCode = 500;
-            res.setHeader('content-type', 'application/json; charset=utf-8');
-            res.end(JSON.stringify({ error: 'internal_error', message: 'The listings proxy failed.' }));
-          });
+            .then((result) => send(res, result))
+            .catch((error: unknown) => fail(res, error, next));
+        } catch (error) {
+          fail(res, error, next);
+        }
       },
     },
   });
@@ -335,18 +358,18 @@ function etagMatches(header: string | null, etag: string): boolean {
  * 400 and 404 (the visitor asked for something wrong or gone); otherwise a gateway error that says
  * the site, not the visitor, has a problem, without any detail of the key.
  */
-function errorResponse(error: ListingsApiError, request: Request, how: How = 'error'): Response {
+function errorAnswer(error: ListingsApiError, method: string, how: How = 'error'): Answer {
   let status: number;
   let code: string;
   let message: string;
-  const headers = new Headers({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how });
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how };
   if (error.status === 400 || error.status === 404 || error.status === 405) {
     ({ status, code, message } = error);
   } else if (error.status === 429) {
     status = 503;
     code = 'rate_limited';
     message = 'The listings are busy right now; try again shortly.';
-    if (error.retryAfter !== undefined) headers.set('retry-after', String(error.retryAfter));
+    if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
   } else if (error.code === 'timeout') {
     status = 504;
     code = 'timeout';
@@ -361,5 +384,45 @@ function errorResponse(error: ListingsApiError, request: Request, how: How = 'er
     message = 'The listings service is unavailable; try again shortly.';
   }
   const body = JSON.stringify({ error: code, message, ...(error.requestId === undefined ? {} : { request_id: error.requestId }) });
-  return new Response(request.method === 'HEAD' ? null : body, { status, headers });
+  return { status, headers, body: method === 'HEAD' ? null : body };
+}
+
+/**
+ * The path and raw query of a node:http request target: origin-form (`/path?query`, what browsers
+ * send) or absolute-form (`http://host/path?query`, which servers must accept, RFC 9112 3.2.2).
+ * Undefined for anything else (`*`, `http://[`): the WHATWG URL parser throws on those, and here
+ * that must become an answer, not an exception.
+ */
+function parseTarget(target: string): { pathname: string; query: string } | undefined {
+  const origin = target.startsWith('/');
+  let url: URL;
+  try {
+    // Prefixed, so that `//host/path` stays a path instead of becoming a host.
+    url = new URL(origin ? `http://proxy.invalid${target}` : target);
+  } catch {
+    return undefined;
+  }
+  if (!origin && url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  return { pathname: url.pathname, query: url.search.slice(1) };
+}
+
+function send(res: NodeResponseLike, answer: Answer): void {
+  res.statusCode = answer.status;
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.end(answer.body ?? undefined);
+}
+
+/** The node adapter's last resort: Express's error handling when there is one, else a JSON 500. */
+function fail(res: NodeResponseLike, error: unknown, next: ((error?: unknown) => void) | undefined): void {
+  if (next !== undefined) return next(error);
+  try {
+    send(res, { status: 500, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, body: JSON.stringify({ error: 'internal_error', message: 'The listings proxy failed.' }) });
+  } catch {
+    // The answer had already started: nothing more can be said on this response.
+  }
+}
+
+/** A method name as it may be repeated in a message: HTTP tokens only, at most 20 characters. */
+function printable(method: string): string {
+  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}$/.test(method) ? method : 'this method';
 }

@@ -195,6 +195,42 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     }
   });
 
+  it('issue 29 item 1: a method fetch refuses (TRACE) or a target the URL parser refuses (http://[) is a 4xx answer, never a throw that ends the process', async () => {
+    const { up, handler } = setup();
+    // Mounted with next (the site's own pages behind it) and bare, as sdk/README.md shows it.
+    const withNext = await site(handler);
+    const bare = createServer(handler.node);
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const barePort = (bare.address() as { port: number }).port;
+    try {
+      for (const port of [withNext.port, barePort]) {
+        for (const method of ['TRACE', 'PROPFIND', 'M-SEARCH']) {
+          const refused = await httpCall(port, '/api/v1/listings', { method });
+          assert.equal(refused.status, 405, method);
+          assert.equal(refused.headers.allow, 'GET, HEAD');
+          assert.deepEqual(refused.json, { error: 'method_not_allowed', message: `Method ${method} is not allowed here; use GET or HEAD.` });
+        }
+        const absolute = await httpCall(port, `http://www.example.test/api/v1/listings?per_page=2`);
+        assert.equal(absolute.status, 200, 'absolute-form targets are served like origin-form ones');
+        assert.equal(absolute.json.items.length, 2);
+      }
+      for (const target of ['http://[', 'http://[/api/v1/listings', 'http://[::1/api/v1/listings', '*']) {
+        const res = await httpCall(barePort, target, { method: target === '*' ? 'OPTIONS' : 'GET' });
+        assert.equal(res.status, 400, target);
+        assert.deepEqual(res.json, { error: 'bad_request', message: 'The request target is not a valid URL.' });
+        // With next, the target is not the handler's to judge: the site's own page says.
+        assert.equal((await httpCall(withNext.port, target)).body, 'site page not found', target);
+      }
+      // Both processes' servers are still there.
+      assert.equal((await httpCall(barePort, '/api/v1/listings?per_page=2')).status, 200);
+      assert.equal((await httpCall(withNext.port, '/api/v1/listings?per_page=2')).status, 200);
+      assert.equal(up.sent.length, 1, 'nothing refused went upstream');
+    } finally {
+      await withNext.close();
+      await new Promise((resolve) => bare.close(resolve));
+    }
+  });
+
   it('serves the last copy when the API cannot be reached, and a clear 502 when it has none', async () => {
     const { up, clock, handler } = setup({ freshMs: 1000, staleIfErrorMs: 60_000 });
     const s = await site(handler);

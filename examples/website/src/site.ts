@@ -65,6 +65,27 @@ function asset(res: ServerResponse, path: string): boolean {
 }
 
 /**
+ * A request target as a URL: origin-form (`/path?query`) or absolute-form (`http://host/path`);
+ * undefined for one the URL parser refuses (`http://[`), which is the visitor's mistake (a 400).
+ */
+function requestUrl(target: string): URL | undefined {
+  try {
+    return new URL(target.startsWith('/') ? `http://site.invalid${target}` : target);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path segment decoded; one that is not valid percent-encoding is no listing's id (a 404, not a crash). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return '';
+  }
+}
+
+/**
  * The example site: `/` (the listings, filter by `?usage=`, pages by `?page=`), `/listings/<id>` (one
  * listing with JSON-LD), `/api/...` (the SDK's proxy handler, for the browser's "load more"), and
  * its assets. node:http only.
@@ -74,8 +95,9 @@ export function createSite(options: SiteOptions): Site {
   const handler = createListingsHandler({ client: options.client, basePath: '/api', freshMs: options.freshMs ?? 10_000, ...(options.now ? { now: options.now } : {}) });
 
   async function page(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://site.invalid');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'Method not allowed', { allow: 'GET, HEAD' });
+    const url = requestUrl(req.url ?? '/');
+    if (url === undefined) return html(res, 400, messagePage('Bad request', 'This address is not one the site can read.'));
     if (asset(res, url.pathname)) return;
     if (url.pathname === '/') {
       const usageParam = url.searchParams.get('usage') ?? '';
@@ -86,7 +108,7 @@ export function createSite(options: SiteOptions): Site {
     }
     const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);
     if (detail !== null) {
-      const listing = await handler.listings.get(decodeURIComponent(detail[1]!));
+      const listing = await handler.listings.get(decodeSegment(detail[1]!));
       const origin = options.siteUrl?.replace(/\/+$/, '') ?? `http://${req.headers.host ?? 'localhost'}`;
       return html(res, 200, detailPage(listing, `${origin}/listings/${encodeURIComponent(listing.id)}`));
     }
