@@ -7,6 +7,7 @@ export {
   ERROR_CODES,
   LIST_LISTINGS_PARAMETERS,
   LIST_CHANGES_PARAMETERS,
+  USAGE_TYPES,
   type ErrorCode,
   type ErrorBody,
   type Listing,
@@ -15,4 +16,5 @@ export {
   type ListingUpserted,
   type ListingRemoved,
   type SortKey,
+  type UsageType,
 } from './openapi.js';

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createListingsHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
-import { detailPage, listPage, messagePage, USAGE_CHOICES } from './render.js';
+import { detailPage, isUsageChoice, listPage, messagePage } from './render.js';
 
 export * from './render.js';
 
@@ -101,7 +101,7 @@ export function createSite(options: SiteOptions): Site {
     if (asset(res, url.pathname)) return;
     if (url.pathname === '/') {
       const usageParam = url.searchParams.get('usage') ?? '';
-      const usage = (USAGE_CHOICES as readonly string[]).includes(usageParam) ? usageParam : undefined;
+      const usage = isUsageChoice(usageParam) ? usageParam : undefined;
       const pageNo = /^[1-9][0-9]{0,5}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
       const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) });
       return html(res, 200, listPage({ page: answer, usage, perPage }));
