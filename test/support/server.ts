@@ -38,6 +38,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** A keep-alive agent, to send requests on one connection; by default each request has a connection of its own. */
   agent?: Agent;
+  /** The client's address (any of 127.0.0.0/8 on Linux's loopback): another visitor, as a server sees it. */
+  localAddress?: string;
 }
 
 /** One HTTP request to a listening server, with full control of the Host header. */
@@ -45,7 +47,7 @@ export function httpCall(port: number, path: string, options: RequestOptions = {
   const headers: Record<string, string> = { host: options.host ?? 'api.localhost', ...options.headers };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers, agent: options.agent ?? false }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers, agent: options.agent ?? false, ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) }, (res) => {
       const connectionPort = res.socket?.localPort;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));

@@ -103,12 +103,15 @@ export function createSite(options: SiteOptions): Site {
       const usageParam = url.searchParams.get('usage') ?? '';
       const usage = isUsageChoice(usageParam) ? usageParam : undefined;
       const pageNo = /^[1-9][0-9]{0,5}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
-      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) });
+      // Read for this visitor: a page that is not in the shared copy spends their budget of
+      // look-ups, as their "load more" through /api does (issue 29: /?page=1, 2, 3, ... would
+      // otherwise let one visitor use up the key's limit).
+      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) }, { visitor: handler.visitorOf(req) });
       return html(res, 200, listPage({ page: answer, usage, perPage }));
     }
     const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);
     if (detail !== null) {
-      const listing = await handler.listings.get(decodeSegment(detail[1]!));
+      const listing = await handler.listings.get(decodeSegment(detail[1]!), { visitor: handler.visitorOf(req) });
       const origin = options.siteUrl?.replace(/\/+$/, '') ?? `http://${req.headers.host ?? 'localhost'}`;
       return html(res, 200, detailPage(listing, `${origin}/listings/${encodeURIComponent(listing.id)}`));
     }
@@ -119,6 +122,11 @@ export function createSite(options: SiteOptions): Site {
     handler.node(req, res, () => {
       page(req, res).catch((error: unknown) => {
         if (error instanceof ListingsApiError && error.status === 404) return html(res, 404, messagePage('Listing not found', 'This listing is no longer available.'));
+        if (error instanceof ListingsApiError && error.status === 429 && error.retryAfter !== undefined) {
+          res.setHeader('retry-after', String(error.retryAfter));
+          // This visitor's budget of look-ups (or, after the client's retries, the key's limit).
+          return html(res, 429, messagePage('Too many requests', `The listings could not be loaded just now. Please try again in ${error.retryAfter} seconds.`));
+        }
         console.error(`example website: ${error instanceof Error ? error.message : String(error)}`);
         html(res, 502, messagePage('Listings unavailable', 'The listings could not be loaded just now. Please try again in a moment.'));
       });
