@@ -7,6 +7,7 @@ import {
   type Listing,
   type ListingPage,
   type SortKey,
+  type UsageType,
 } from './openapi.js';
 import { fetchWithLocalhost, type FetchLike } from './transport.js';
 
@@ -49,8 +50,8 @@ export interface CallOptions {
 
 /** The filters and sort of `GET /v1/listings` (D23), in camelCase. */
 export interface ListingFilters {
-  /** Usage types of the taxonomy, e.g. `'Office'` or `['F&B', 'Retail']` (any of them). */
-  usageType?: string | readonly string[];
+  /** Usage types of the taxonomy, e.g. `'Office'` or `['F&B', 'Retail']` (any of them): names of `USAGE_TYPES`. */
+  usageType?: UsageType | readonly UsageType[];
   minSizeSqft?: number | string;
   maxSizeSqft?: number | string;
   minPrice?: number | string;

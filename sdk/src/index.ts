@@ -2,11 +2,12 @@ export { ListingsClient, Listings, type ClientOptions, type CallOptions, type Li
 export { ListingsApiError, type RateLimit, type ClientErrorCode } from './errors.js';
 export { baseUrlFor, countryOfKey, isLocalhostName, COUNTRIES, type Country } from './hosts.js';
 export { fetchWithLocalhost, type FetchLike } from './transport.js';
-export { createListingsHandler, type ListingsHandler, type ListingsHandlerOptions } from './proxy.js';
+export { createListingsHandler, type ListingsHandler, type ListingsHandlerOptions, type ServerReadOptions, type NodeRequestLike, type NodeResponseLike, type ProxyStats } from './proxy.js';
 export {
   ERROR_CODES,
   LIST_LISTINGS_PARAMETERS,
   LIST_CHANGES_PARAMETERS,
+  USAGE_TYPES,
   type ErrorCode,
   type ErrorBody,
   type Listing,
@@ -15,4 +16,5 @@ export {
   type ListingUpserted,
   type ListingRemoved,
   type SortKey,
+  type UsageType,
 } from './openapi.js';

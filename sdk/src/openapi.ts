@@ -109,6 +109,61 @@ export const LIST_CHANGES_PARAMETERS = ['cursor', 'limit'] as const;
 /** Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first. */
 export type SortKey = 'price' | '-price' | 'size_sqft' | '-size_sqft' | 'created_at' | '-created_at';
 
+/** The usage types of the taxonomy, main types and sub-types: the names `usage_type` takes. */
+export const USAGE_TYPES = ['Office', 'Shared Office', 'F&B', 'Pub', 'Cafe', 'Restaurant', 'Cloud Kitchen', 'Industrial', 'Food Factory', 'Warehouse', 'Retail', 'Kiosk', 'Shop', 'Anchor', 'Clinic'] as const;
+export type UsageType = (typeof USAGE_TYPES)[number];
+
+/**
+ * What decides whether the API takes a query parameter's value, from its schema and style in the
+ * document: the proxy handler refuses locally what the API would refuse. `integer`: base-10 digits
+ * (an optional leading `+`) within the bounds; `number`: a decimal number within the bounds;
+ * `boolean`: `true` or `false`; `string`: the pattern, enum and lengths; `array`: one
+ * value whose items, joined by `separator`, each follow `items`.
+ */
+export interface QueryRule {
+  readonly type: 'integer' | 'number' | 'string' | 'boolean' | 'array';
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly exclusiveMinimum?: number;
+  readonly exclusiveMaximum?: number;
+  readonly pattern?: string;
+  readonly enum?: readonly string[];
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly separator?: string;
+  readonly items?: QueryRule;
+  readonly minItems?: number;
+  readonly maxItems?: number;
+  /** The parameter's example in the document, for the message about a value off its pattern. */
+  readonly example?: string;
+}
+
+/** The rules of the query parameters of GET /v1/listings, in the document's order. */
+export const LIST_LISTINGS_RULES = {
+  page: { type: 'integer', minimum: 1, maximum: 2147483647 },
+  per_page: { type: 'integer', minimum: 1, maximum: 2147483647 },
+  usage_type: { type: 'array', separator: ',', minItems: 1, items: { type: 'string', enum: ['Office', 'Shared Office', 'F&B', 'Pub', 'Cafe', 'Restaurant', 'Cloud Kitchen', 'Industrial', 'Food Factory', 'Warehouse', 'Retail', 'Kiosk', 'Shop', 'Anchor', 'Clinic'] } },
+  min_size_sqft: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '800' },
+  max_size_sqft: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '2500' },
+  min_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '4.5' },
+  max_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '12' },
+  featured: { type: 'string', enum: ['true', 'false'] },
+  takeover: { type: 'string', enum: ['true', 'false'] },
+  sort: { type: 'string', enum: ['price', '-price', 'size_sqft', '-size_sqft', 'created_at', '-created_at'] },
+} as const satisfies Record<(typeof LIST_LISTINGS_PARAMETERS)[number], QueryRule>;
+
+/** The ranges of GET /v1/listings: each `min_<x>` with its `max_<x>`; a lower bound above its upper bound is refused. */
+export const LIST_LISTINGS_RANGES = [['min_size_sqft', 'max_size_sqft'], ['min_price', 'max_price']] as const;
+
+/** The rules of the query parameters of GET /v1/listings/changes, in the document's order. */
+export const LIST_CHANGES_RULES = {
+  cursor: { type: 'string' },
+  limit: { type: 'integer', minimum: 1, maximum: 2147483647 },
+} as const satisfies Record<(typeof LIST_CHANGES_PARAMETERS)[number], QueryRule>;
+
+/** The ranges of GET /v1/listings/changes: each `min_<x>` with its `max_<x>`; a lower bound above its upper bound is refused. */
+export const LIST_CHANGES_RANGES = [] as const;
+
 /** The stable error codes of the API (the `error` of every error answer). */
 export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

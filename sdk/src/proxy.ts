@@ -1,6 +1,7 @@
 import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
 import { ListingsApiError } from './errors.js';
-import { LIST_CHANGES_PARAMETERS, LIST_LISTINGS_PARAMETERS, type ChangePage, type Listing, type ListingPage } from './openapi.js';
+import { LIST_CHANGES_RANGES, LIST_CHANGES_RULES, LIST_LISTINGS_RANGES, LIST_LISTINGS_RULES, type ChangePage, type Listing, type ListingPage, type QueryRule } from './openapi.js';
+import { checkQuery, parseQuery } from './query.js';
 
 export interface ListingsHandlerOptions {
   /** The client that holds the key; only the server ever sees it. */
@@ -21,8 +22,36 @@ export interface ListingsHandlerOptions {
   upstreamTimeoutMs?: number;
   /** `Cache-Control` of the answers to browsers (default `public, max-age=<freshMs in s>`). */
   cacheControl?: string;
+  /**
+   * How many look-ups of the API one visitor may cause per minute (default 20): a request that finds
+   * no fresh copy (a miss or a revalidation) spends one; an answer from the shared copy, or a wait
+   * for a look-up that another request started, spends nothing. Once it is spent the visitor is
+   * served an older copy where one is kept (younger than `staleIfErrorMs`), else a 429
+   * `rate_limited` with `Retry-After`; it refills evenly over the minute. Every request that reaches
+   * the API counts against the key's limit (60 a minute by default), 400s included: keep this well
+   * below it, so that one visitor cannot use up the key for everyone. `Infinity` turns it off.
+   */
+  visitorLookupsPerMinute?: number;
+  /**
+   * Who a Fetch API request comes from, for `visitorLookupsPerMinute`: the client address your
+   * platform vouches for (e.g. Cloudflare's `CF-Connecting-IP`), never a header any client can set.
+   * Without it, or when it returns undefined, all Fetch API requests share one budget. The node
+   * adapter does not use it: it takes `req.ip` (Express, after its `trust proxy` setting), else the
+   * socket's address (see `visitorOf`).
+   */
+  visitorKey?: (request: Request) => string | undefined;
   /** Testing hook: the clock (default Date.now). */
   now?: () => number;
+}
+
+/** Per server-side read. */
+export interface ServerReadOptions {
+  /**
+   * The visitor this read is for (`handler.visitorOf(req)`): its look-ups spend that visitor's
+   * budget, as the browser's requests through the proxy do. Without it the read is the server's own
+   * and spends none.
+   */
+  visitor?: string;
 }
 
 /** Minimal shapes of node:http's (and Express's) request and response, so browser builds need no Node types. */
@@ -32,6 +61,9 @@ export interface NodeRequestLike {
   /** Express keeps the full path here when the handler is mounted under a path. */
   originalUrl?: string | undefined;
   headers: Record<string, string | string[] | undefined>;
+  /** Express: the client's address, after its `trust proxy` setting. */
+  ip?: string | undefined;
+  socket?: { remoteAddress?: string | undefined } | undefined;
 }
 export interface NodeResponseLike {
   statusCode: number;
@@ -54,10 +86,12 @@ export interface ProxyStats {
   misses: number;
   /** Answered after asking the API, unchanged (a 304, free, D21). */
   revalidated: number;
-  /** Answered with an older copy because the API failed. */
+  /** Answered with an older copy because the API failed, or because the visitor's budget of look-ups was spent. */
   stale: number;
   /** Answered with an error. */
   errors: number;
+  /** Refused (429) because the visitor's budget of look-ups was spent and no copy was kept. */
+  limited: number;
 }
 
 /**
@@ -68,12 +102,18 @@ export interface ListingsHandler {
   (request: Request): Promise<Response>;
   /** For node:http and Express: `createServer(handler.node)` or `app.use(handler.node)`. Outside basePath it calls `next` (404 without one). */
   node(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void;
-  /** Server-side reads through the same shared copy (for server-rendered pages); errors as ListingsApiError. */
+  /**
+   * Server-side reads through the same shared copy (for server-rendered pages); errors as
+   * ListingsApiError, parameters checked as a visitor's are. Pass `{ visitor }` for a read made for
+   * a visitor, so that it spends that visitor's budget of look-ups (a 429 `rate_limited` when spent).
+   */
   listings: {
-    list(params?: ListParams): Promise<ListingPage>;
-    get(id: string): Promise<Listing>;
-    changes(params?: ChangesParams): Promise<ChangePage>;
+    list(params?: ListParams, options?: ServerReadOptions): Promise<ListingPage>;
+    get(id: string, options?: ServerReadOptions): Promise<Listing>;
+    changes(params?: ChangesParams, options?: ServerReadOptions): Promise<ChangePage>;
   };
+  /** The budget key of a node:http / Express request: `req.ip`, else the socket's address; an IPv6 address by its /64. */
+  visitorOf(req: NodeRequestLike): string;
   readonly stats: ProxyStats;
   readonly basePath: string;
 }
@@ -89,10 +129,26 @@ interface Entry {
   failure: ListingsApiError | undefined;
   checkedAt: number;
 }
-type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error';
+type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error' | 'limited';
 interface Read {
   entry: Entry;
   how: How;
+}
+/** One visitor's request, as the handler looks at it. */
+interface Visit {
+  method: string;
+  /** The path, still percent-encoded. */
+  pathname: string;
+  /** The raw query, without `?`, still percent-encoded. */
+  query: string;
+  ifNoneMatch: string | null;
+  /** Whose budget a look-up spends. */
+  visitor: string;
+}
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | null;
 }
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -105,6 +161,11 @@ const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
  *   `basePath`, with GET and HEAD. Only the API's known query parameters are passed on, in a fixed
  *   order (so `?x=random` cannot make a new copy), and nothing of the visitor's request: no headers,
  *   no cookies, no address.
+ * - The query is read as the API reads it (a `+` is a plus sign) and checked by the rules that
+ *   openapi.json gives each parameter (src/openapi.ts): what the API would refuse is a 400 here,
+ *   without asking, since the API counts its 400s against the key's limit.
+ * - Each visitor may cause `visitorLookupsPerMinute` look-ups a minute (default 20, well below the
+ *   key's 60): 65 distinct URLs from one address cannot spend the key's minute for everyone.
  * - A copy younger than `freshMs` is served as it is; an older one is revalidated with its ETag by
  *   one request (a free 304 while unchanged) for all the visitors asking meanwhile. With 10 s,
  *   1,000 page views a minute of one page cost one counted request and at most six free 304s.
@@ -121,9 +182,13 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 10_000;
   const cacheControl = options.cacheControl ?? `public, max-age=${Math.floor(freshMs / 1000)}`;
   const now = options.now ?? Date.now;
+  const lookupsPerMinute = options.visitorLookupsPerMinute ?? 20;
+  if (!(lookupsPerMinute >= 1)) throw new TypeError('visitorLookupsPerMinute must be 1 or more (Infinity turns the budget off).');
+  const budget = new VisitorBudget(lookupsPerMinute, now);
+  const visitorKey = options.visitorKey;
   const entries = new Map<string, Entry>();
   const pending = new Map<string, Promise<Read>>();
-  const stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0 };
+  const stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0, limited: 0 };
 
   function remember(key: string, entry: Entry): void {
     entries.delete(key);
@@ -161,16 +226,34 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     }
   }
 
-  function read(path: string, query: Record<string, string>): Promise<Read> {
+  /**
+   * The answer to a read: the fresh copy, the look-up under way, or a new look-up, which spends one
+   * of the visitor's budget (none for the server's own reads, `visitor` undefined).
+   */
+  function read(path: string, query: Record<string, string>, visitor: string | undefined): Promise<Read> {
     const key = `${path}?${new URLSearchParams(query)}`;
     const entry = entries.get(key);
-    if (entry !== undefined && now() - entry.checkedAt < freshMs) {
+    const at = now();
+    if (entry !== undefined && at - entry.checkedAt < freshMs) {
       entries.delete(key);
       entries.set(key, entry);
       return Promise.resolve({ entry, how: entry.failure === undefined ? 'hit' : 'error' });
     }
     let flight = pending.get(key);
     if (flight === undefined) {
+      const wait = visitor === undefined ? 0 : budget.take(visitor);
+      if (wait > 0) {
+        const good = entry?.good;
+        if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) return Promise.resolve({ entry: { good, failure: undefined, checkedAt: entry!.checkedAt }, how: 'stale' });
+        const retryAfter = Math.max(1, Math.ceil(wait / 1000));
+        const failure = new ListingsApiError({
+          status: 429,
+          code: 'rate_limited',
+          message: `Too many requests for listings not viewed lately (at most ${lookupsPerMinute} a minute per visitor); try again in ${retryAfter} s.`,
+          retryAfter,
+        });
+        return Promise.resolve({ entry: { good: undefined, failure, checkedAt: at }, how: 'limited' });
+      }
       flight = refresh(key, path, query, entry).finally(() => pending.delete(key));
       pending.set(key, flight);
     }
@@ -183,27 +266,24 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     else if (how === 'miss') stats.misses++;
     else if (how === 'revalidated') stats.revalidated++;
     else if (how === 'stale') stats.stale++;
+    else if (how === 'limited') stats.limited++;
     else stats.errors++;
   }
 
-  /** The route of a path under basePath, and the API query built from the visitor's (known parameters only). */
-  function route(pathname: string, search: URLSearchParams): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
+  /**
+   * The route of a path under basePath, and the API query built from the visitor's raw query: the
+   * known parameters only, read as the API reads them (a `+` is a plus sign), and checked by the
+   * rules the document gives them, so that what the API would refuse (a 400 that counts against
+   * the key's limit) is refused here without asking.
+   */
+  function route(pathname: string, rawQuery: string): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
     const rest = pathname.slice(basePath.length);
-    const pick = (names: readonly string[]) => {
-      const query: Record<string, string> = {};
-      for (const name of names) {
-        const values = search.getAll(name);
-        if (values.length > 1) return new ListingsApiError({ status: 400, code: 'bad_request', message: `Query parameter "${name}" was given ${values.length} times; give it once.` });
-        if (values.length === 1) query[name] = values[0]!;
-      }
-      return query;
-    };
     if (rest === '/v1/listings') {
-      const query = pick(LIST_LISTINGS_PARAMETERS);
+      const query = checkQuery(parseQuery(rawQuery), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES);
       return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
     }
     if (rest === '/v1/listings/changes') {
-      const query = pick(LIST_CHANGES_PARAMETERS);
+      const query = checkQuery(parseQuery(rawQuery), LIST_CHANGES_RULES, LIST_CHANGES_RANGES);
       return query instanceof ListingsApiError ? query : { path: '/v1/listings/changes', query };
     }
     const detail = /^\/v1\/listings\/([^/]+)$/.exec(rest);
@@ -220,38 +300,59 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     return undefined;
   }
 
-  const handler = async function handleListings(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
-    const found = route(url.pathname, url.searchParams);
-    if (found === undefined) return errorResponse(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), request);
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      const response = errorResponse(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${request.method} is not allowed here; use GET or HEAD.` }), request);
-      response.headers.set('allow', 'GET, HEAD');
-      return response;
+  /**
+   * The answer to one visitor's request: method, path and raw query as they came, plus the browser's
+   * If-None-Match. Shared by the Fetch API handler and the node adapter, so that the adapter never
+   * builds a `Request` (whose constructor throws on methods such as TRACE).
+   */
+  async function answer(visit: Visit): Promise<Answer> {
+    const { method, pathname } = visit;
+    if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
+    const found = route(pathname, visit.query);
+    if (found === undefined) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
+    if (method !== 'GET' && method !== 'HEAD') {
+      const refused = errorAnswer(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${printable(method)} is not allowed here; use GET or HEAD.` }), method);
+      refused.headers.allow = 'GET, HEAD';
+      return refused;
     }
     if (found instanceof ListingsApiError) {
       count('error');
-      return errorResponse(found, request);
+      return errorAnswer(found, method);
     }
-    const { entry, how } = await read(found.path, found.query);
+    const { entry, how } = await read(found.path, found.query, visit.visitor);
     count(how);
-    if (entry.failure !== undefined || entry.good === undefined) return errorResponse(entry.failure!, request, how);
-    const headers = new Headers({
+    if (entry.failure !== undefined || entry.good === undefined) return errorAnswer(entry.failure!, method, how);
+    const headers: Record<string, string> = {
       'content-type': 'application/json; charset=utf-8',
       'cache-control': cacheControl,
       'x-content-type-options': 'nosniff',
       'x-listings-cache': how,
-    });
+    };
     if (entry.good.etag !== undefined) {
-      headers.set('etag', entry.good.etag);
-      if (etagMatches(request.headers.get('if-none-match'), entry.good.etag)) return new Response(null, { status: 304, headers });
+      headers.etag = entry.good.etag;
+      if (etagMatches(visit.ifNoneMatch, entry.good.etag)) return { status: 304, headers, body: null };
     }
-    return new Response(request.method === 'HEAD' ? null : entry.good.text, { status: 200, headers });
+    return { status: 200, headers, body: method === 'HEAD' ? null : entry.good.text };
+  }
+
+  const handler = async function handleListings(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const result = await answer({
+      method: request.method,
+      pathname: url.pathname,
+      query: url.search.slice(1),
+      ifNoneMatch: request.headers.get('if-none-match'),
+      visitor: visitorKey?.(request) ?? '',
+    });
+    return new Response(result.body, { status: result.status, headers: result.headers });
   } as ListingsHandler;
 
-  async function serverRead<T>(path: string, query: Record<string, string>): Promise<T> {
-    const { entry, how } = await read(path, query);
+  async function serverRead<T>(path: string, query: Record<string, string> | ListingsApiError, options: ServerReadOptions): Promise<T> {
+    if (query instanceof ListingsApiError) {
+      count('error');
+      throw query;
+    }
+    const { entry, how } = await read(path, query, options.visitor);
     count(how);
     if (entry.failure !== undefined || entry.good === undefined) throw entry.failure;
     return JSON.parse(entry.good.text) as T;
@@ -263,57 +364,59 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     listings: {
       enumerable: true,
       value: {
-        list: (params: ListParams = {}) => serverRead<ListingPage>('/v1/listings', orderedQuery(listQuery(params), LIST_LISTINGS_PARAMETERS)),
-        get: (id: string) => {
+        list: (params: ListParams = {}, options: ServerReadOptions = {}) => serverRead<ListingPage>('/v1/listings', checked(listQuery(params), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES), options),
+        get: (id: string, options: ServerReadOptions = {}) => {
           if (!UUID.test(id)) return Promise.reject(new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' }));
-          return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {});
+          return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {}, options);
         },
-        changes: (params: ChangesParams = {}) => {
+        changes: (params: ChangesParams = {}, options: ServerReadOptions = {}) => {
           const query: Record<string, string> = {};
           if (params.cursor !== undefined) query.cursor = params.cursor;
           if (params.limit !== undefined) query.limit = String(params.limit);
-          return serverRead<ChangePage>('/v1/listings/changes', query);
+          return serverRead<ChangePage>('/v1/listings/changes', checked(query, LIST_CHANGES_RULES, LIST_CHANGES_RANGES), options);
         },
       },
     },
+    visitorOf: { enumerable: true, value: visitorOf },
     node: {
       enumerable: true,
       value(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
-        const target = req.originalUrl ?? req.url ?? '/';
-        const pathname = target.split('?')[0]!;
-        if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) {
-          if (next !== undefined) return next();
-        }
-        // Only what the handler looks at is carried over: the path, the method and If-None-Match
-        // (for a 304 to this browser; it is never sent upstream).
-        const inm = req.headers['if-none-match'];
-        const request = new Request(new URL(target, 'http://proxy.invalid'), {
-          method: req.method ?? 'GET',
-          headers: typeof inm === 'string' ? { 'if-none-match': inm } : {},
-        });
-        handler(request)
-          .then(async (response) => {
-            res.statusCode = response.status;
-            response.headers.forEach((value, name) => res.setHeader(name, value));
-            res.end(response.body === null ? undefined : new Uint8Array(await response.arrayBuffer()));
+        // Nothing a visitor sends may throw out of here: a throw in a request listener ends the
+        // process. Every input is answered (or passed to `next`); the catch is the last resort.
+        try {
+          const target = parseTarget(req.originalUrl ?? req.url ?? '/');
+          if (target === undefined || (target.pathname !== basePath && !target.pathname.startsWith(`${basePath}/`))) {
+            if (next !== undefined) return next();
+            if (target === undefined) return send(res, errorAnswer(new ListingsApiError({ status: 400, code: 'bad_request', message: 'The request target is not a valid URL.' }), req.method ?? 'GET'));
+          }
+          // Only what the handler looks at is carried over: the path, the method and If-None-Match
+          // (for a 304 to this browser; it is never sent upstream).
+          const inm = req.headers['if-none-match'];
+          answer({
+            method: req.method ?? 'GET',
+            pathname: target!.pathname,
+            query: target!.query,
+            ifNoneMatch: typeof inm === 'string' ? inm : Array.isArray(inm) ? inm.join(', ') : null,
+            visitor: visitorOf(req),
           })
-          .catch((error: unknown) => {
-            if (next !== undefined) return next(error);
-            res.statusCode = 500;
-            res.setHeader('content-type', 'application/json; charset=utf-8');
-            res.end(JSON.stringify({ error: 'internal_error', message: 'The listings proxy failed.' }));
-          });
+            .then((result) => send(res, result))
+            .catch((error: unknown) => fail(res, error, next));
+        } catch (error) {
+          fail(res, error, next);
+        }
       },
     },
   });
   return handler;
 }
 
-/** The same query in the parameters' fixed order, so that equal requests share one copy. */
-function orderedQuery(query: Record<string, string>, names: readonly string[]): Record<string, string> {
-  const ordered: Record<string, string> = {};
-  for (const name of names) if (query[name] !== undefined) ordered[name] = query[name];
-  return ordered;
+/**
+ * A server-side read's query, checked by the same rules as a visitor's (the typed parameters can
+ * still hold a page 0 or a price "abc"), in the parameters' fixed order, so that equal requests
+ * share one copy with the browsers' reads.
+ */
+function checked(query: Record<string, string>, rules: Readonly<Record<string, QueryRule>>, ranges: ReadonlyArray<readonly [string, string]>): Record<string, string> | ListingsApiError {
+  return checkQuery(new Map(Object.entries(query).map(([name, value]) => [name, [value]])), rules, ranges);
 }
 
 function asApiError(error: unknown): ListingsApiError {
@@ -330,23 +433,88 @@ function etagMatches(header: string | null, etag: string): boolean {
   return header.split(',').some((raw) => raw.trim() === '*' || bare(raw.trim()) === bare(etag));
 }
 
+/** The budget key of a node:http / Express request (shared by all requests without an address). */
+function visitorOf(req: NodeRequestLike): string {
+  const address = req.ip ?? req.socket?.remoteAddress;
+  return address === undefined || address === '' ? '' : addressKey(address);
+}
+
+/**
+ * The budget key of a client address: an IPv4 address as it is (an IPv4-mapped IPv6 one as its
+ * IPv4), an IPv6 address by its /64 network, since one subscriber is commonly given a whole /64
+ * and would otherwise have a fresh budget at each of its addresses. Anything else as it is.
+ */
+function addressKey(address: string): string {
+  const mapped = /^::ffff:([0-9]{1,3}(?:\.[0-9]{1,3}){3})$/i.exec(address);
+  if (mapped !== null) return mapped[1]!;
+  if (!address.includes(':')) return address;
+  const halves = address.split('%')[0]!.split('::');
+  if (halves.length > 2) return address;
+  const groupsOf = (part: string) => (part === '' ? [] : part.split(':'));
+  const head = groupsOf(halves[0]!);
+  const tail = halves.length === 2 ? groupsOf(halves[1]!) : [];
+  // `::` stands for the zero groups that make eight (an embedded IPv4 address is two).
+  const tailGroups = tail.reduce((n, group) => n + (group.includes('.') ? 2 : 1), 0);
+  const groups = halves.length === 2 ? [...head, ...Array<string>(Math.max(0, 8 - head.length - tailGroups)).fill('0'), ...tail] : head;
+  const network = groups.slice(0, 4);
+  if (network.length < 4 || !network.every((group) => /^[0-9a-f]{1,4}$/i.test(group))) return address;
+  return `${network.map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
+}
+
+/**
+ * Look-ups per visitor: a token bucket per key, `perMinute` deep, refilled evenly over the minute,
+ * so that a visitor may look up `perMinute` URLs at once and then one every 60 s / `perMinute`. At
+ * most MAX_VISITORS keys are kept, the least recently seen dropped first (a dropped visitor starts
+ * again with a full budget, as a new one would).
+ */
+class VisitorBudget {
+  static readonly MAX_VISITORS = 10_000;
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  readonly #perMs: number;
+
+  constructor(private readonly perMinute: number, private readonly now: () => number) {
+    this.#perMs = perMinute / 60_000;
+  }
+
+  /** Spends one look-up of `visitor`: 0 when it could, else the milliseconds until it can. */
+  take(visitor: string): number {
+    if (this.perMinute === Infinity) return 0;
+    const at = this.now();
+    const bucket = this.#buckets.get(visitor);
+    // A clock that went back refills nothing.
+    const tokens = bucket === undefined ? this.perMinute : Math.min(this.perMinute, bucket.tokens + Math.max(0, at - bucket.at) * this.#perMs);
+    this.#buckets.delete(visitor);
+    if (tokens < 1) {
+      this.#buckets.set(visitor, { tokens, at });
+      return Math.ceil((1 - tokens) / this.#perMs);
+    }
+    this.#buckets.set(visitor, { tokens: tokens - 1, at });
+    if (this.#buckets.size > VisitorBudget.MAX_VISITORS) this.#buckets.delete(this.#buckets.keys().next().value!);
+    return 0;
+  }
+}
+
 /**
  * What the browser gets when the API could not give an answer: the API's own status and code for
  * 400 and 404 (the visitor asked for something wrong or gone); otherwise a gateway error that says
  * the site, not the visitor, has a problem, without any detail of the key.
  */
-function errorResponse(error: ListingsApiError, request: Request, how: How = 'error'): Response {
+function errorAnswer(error: ListingsApiError, method: string, how: How = 'error'): Answer {
   let status: number;
   let code: string;
   let message: string;
-  const headers = new Headers({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how });
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how };
   if (error.status === 400 || error.status === 404 || error.status === 405) {
     ({ status, code, message } = error);
+  } else if (how === 'limited') {
+    // The visitor's own budget, not the key's: a 429 to this visitor alone.
+    ({ status, code, message } = error);
+    headers['retry-after'] = String(error.retryAfter);
   } else if (error.status === 429) {
     status = 503;
     code = 'rate_limited';
     message = 'The listings are busy right now; try again shortly.';
-    if (error.retryAfter !== undefined) headers.set('retry-after', String(error.retryAfter));
+    if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
   } else if (error.code === 'timeout') {
     status = 504;
     code = 'timeout';
@@ -361,5 +529,45 @@ function errorResponse(error: ListingsApiError, request: Request, how: How = 'er
     message = 'The listings service is unavailable; try again shortly.';
   }
   const body = JSON.stringify({ error: code, message, ...(error.requestId === undefined ? {} : { request_id: error.requestId }) });
-  return new Response(request.method === 'HEAD' ? null : body, { status, headers });
+  return { status, headers, body: method === 'HEAD' ? null : body };
+}
+
+/**
+ * The path and raw query of a node:http request target: origin-form (`/path?query`, what browsers
+ * send) or absolute-form (`http://host/path?query`, which servers must accept, RFC 9112 3.2.2).
+ * Undefined for anything else (`*`, `http://[`): the WHATWG URL parser throws on those, and here
+ * that must become an answer, not an exception.
+ */
+function parseTarget(target: string): { pathname: string; query: string } | undefined {
+  const origin = target.startsWith('/');
+  let url: URL;
+  try {
+    // Prefixed, so that `//host/path` stays a path instead of becoming a host.
+    url = new URL(origin ? `http://proxy.invalid${target}` : target);
+  } catch {
+    return undefined;
+  }
+  if (!origin && url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  return { pathname: url.pathname, query: url.search.slice(1) };
+}
+
+function send(res: NodeResponseLike, answer: Answer): void {
+  res.statusCode = answer.status;
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.end(answer.body ?? undefined);
+}
+
+/** The node adapter's last resort: Express's error handling when there is one, else a JSON 500. */
+function fail(res: NodeResponseLike, error: unknown, next: ((error?: unknown) => void) | undefined): void {
+  if (next !== undefined) return next(error);
+  try {
+    send(res, { status: 500, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, body: JSON.stringify({ error: 'internal_error', message: 'The listings proxy failed.' }) });
+  } catch {
+    // The answer had already started: nothing more can be said on this response.
+  }
+}
+
+/** A method name as it may be repeated in a message: HTTP tokens only, at most 20 characters. */
+function printable(method: string): string {
+  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}$/.test(method) ? method : 'this method';
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ListingsApiError, ListingsClient, type FetchLike, type Listing } from '@listings-api/sdk';
@@ -344,5 +345,32 @@ describe('types from openapi.json', () => {
     const script = fileURLToPath(new URL('../scripts/generate-types.mjs', import.meta.url));
     const result = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
     assert.equal(result.status, 0, result.stderr);
+  });
+
+  it('the parameter rules come from standard OpenAPI constructs: $ref, style, explode, enum, bounds; anything else is refused', async () => {
+    const { generate } = (await import(new URL('../scripts/generate-types.mjs', import.meta.url).href)) as { generate(document: unknown): string };
+    const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8'));
+    const rulesOf = (text: string) => /export const LIST_LISTINGS_RULES = \{\n([\s\S]*?)\n\}/.exec(text)![1]!;
+    const rules = rulesOf(generate(document));
+    assert.match(rules, /page: \{ type: 'integer', minimum: 1, maximum: 2147483647 \}/);
+    assert.match(rules, /usage_type: \{ type: 'array', separator: ',', minItems: 1, items: \{ type: 'string', enum: \['Office', 'Shared Office', 'F&B', /);
+    // The names as a schema of their own, referenced (as route schemas often are): the same rules.
+    const moved = structuredClone(document);
+    moved.components.schemas.UsageName = moved.components.parameters.usage_type.schema.items;
+    moved.components.parameters.usage_type.schema.items = { $ref: '#/components/schemas/UsageName' };
+    const text = generate(moved);
+    assert.equal(rulesOf(text), rules);
+    assert.match(text, /export type UsageName = 'Office' \| 'Shared Office' \| /);
+    // Another delimiter style is another separator.
+    const piped = structuredClone(document);
+    piped.components.parameters.usage_type.style = 'pipeDelimited';
+    assert.match(rulesOf(generate(piped)), /usage_type: \{ type: 'array', separator: '\|'/);
+    // What the proxy could not check breaks the generation rather than being checked wrongly.
+    const exploded = structuredClone(document);
+    exploded.components.parameters.usage_type.explode = true;
+    assert.throws(() => generate(exploded), /usage_type: only style form/);
+    const multiple = structuredClone(document);
+    multiple.components.parameters.page.schema.multipleOf = 2;
+    assert.throws(() => generate(multiple), /page: the proxy cannot check the keyword "multipleOf"/);
   });
 });

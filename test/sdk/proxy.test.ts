@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { createListingsHandler, fetchWithLocalhost, ListingsClient, type FetchLike, type ListingsHandler } from '@listings-api/sdk';
+import { createListingsHandler, fetchWithLocalhost, ListingsClient, type FetchLike, type ListingsHandler, type ListingsHandlerOptions } from '@listings-api/sdk';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
 
 /**
@@ -57,7 +57,7 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
   }
 
-  function setup(options: { freshMs?: number; staleIfErrorMs?: number } = {}) {
+  function setup(options: Omit<ListingsHandlerOptions, 'client'> = {}) {
     const up = upstream();
     const clock = new TestClock();
     const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, fetch: up.fetch, maxRetries: 0 });
@@ -159,9 +159,14 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     const { up, handler } = setup();
     const s = await site(handler);
     try {
-      const bad = await httpCall(s.port, '/api/v1/listings?per_page=abc');
-      assert.equal(bad.status, 400);
-      assert.equal(bad.json.error, 'bad_request');
+      // A cursor is the API's to judge (it is signed): its 400 is asked for once.
+      for (let i = 0; i < 3; i++) {
+        const bad = await httpCall(s.port, '/api/v1/listings/changes?cursor=abc');
+        assert.equal(bad.status, 400);
+        assert.equal(bad.json.error, 'bad_request');
+      }
+      const malformed = await httpCall(s.port, '/api/v1/listings?per_page=abc');
+      assert.equal(malformed.status, 400, 'refused without asking (issue 29 item 2)');
       const missing = '00000000-0000-4000-8000-000000000000';
       for (let i = 0; i < 3; i++) {
         const res = await httpCall(s.port, `/api/v1/listings/${missing}`);
@@ -172,7 +177,7 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
       assert.equal(junk.status, 404);
       const twice = await httpCall(s.port, '/api/v1/listings?page=1&page=2');
       assert.equal(twice.status, 400);
-      assert.equal(up.sent.length, 2, 'one for the 400, one for the 404; the repeats, the junk id and the repeated parameter cost nothing');
+      assert.equal(up.sent.length, 2, 'one for the 400, one for the 404; the repeats, the malformed page size, the junk id and the repeated parameter cost nothing');
     } finally {
       await s.close();
     }
@@ -193,6 +198,168 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     } finally {
       await s.close();
     }
+  });
+
+  it('issue 29 item 1: a method fetch refuses (TRACE) or a target the URL parser refuses (http://[) is a 4xx answer, never a throw that ends the process', async () => {
+    const { up, handler } = setup();
+    // Mounted with next (the site's own pages behind it) and bare, as sdk/README.md shows it.
+    const withNext = await site(handler);
+    const bare = createServer(handler.node);
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const barePort = (bare.address() as { port: number }).port;
+    try {
+      for (const port of [withNext.port, barePort]) {
+        for (const method of ['TRACE', 'PROPFIND', 'M-SEARCH']) {
+          const refused = await httpCall(port, '/api/v1/listings', { method });
+          assert.equal(refused.status, 405, method);
+          assert.equal(refused.headers.allow, 'GET, HEAD');
+          assert.deepEqual(refused.json, { error: 'method_not_allowed', message: `Method ${method} is not allowed here; use GET or HEAD.` });
+        }
+        const absolute = await httpCall(port, `http://www.example.test/api/v1/listings?per_page=2`);
+        assert.equal(absolute.status, 200, 'absolute-form targets are served like origin-form ones');
+        assert.equal(absolute.json.items.length, 2);
+      }
+      for (const target of ['http://[', 'http://[/api/v1/listings', 'http://[::1/api/v1/listings', '*']) {
+        const res = await httpCall(barePort, target, { method: target === '*' ? 'OPTIONS' : 'GET' });
+        assert.equal(res.status, 400, target);
+        assert.deepEqual(res.json, { error: 'bad_request', message: 'The request target is not a valid URL.' });
+        // With next, the target is not the handler's to judge: the site's own page says.
+        assert.equal((await httpCall(withNext.port, target)).body, 'site page not found', target);
+      }
+      // Both processes' servers are still there.
+      assert.equal((await httpCall(barePort, '/api/v1/listings?per_page=2')).status, 200);
+      assert.equal((await httpCall(withNext.port, '/api/v1/listings?per_page=2')).status, 200);
+      assert.equal(up.sent.length, 1, 'nothing refused went upstream');
+    } finally {
+      await withNext.close();
+      await new Promise((resolve) => bare.close(resolve));
+    }
+  });
+
+  it('issue 29 item 2: reads the query as the API does (+ is a plus) and refuses locally exactly what the API refuses, naming the parameter', async () => {
+    // Some 25 distinct valid URLs from one address: more than one visitor's budget of look-ups.
+    const { up, handler } = setup({ visitorLookupsPerMinute: Infinity });
+    const s = await site(handler);
+    // Each query, asked of the API directly and through the proxy: the same status, code, parameter
+    // named and (for a 200) the same body; a 400 the proxy can decide costs no upstream request.
+    const list = [
+      'page=+1', 'page=%2B1', 'page=01', 'page=0', 'page=-1', 'page=1.5', 'page=1e2', 'page=%201', 'page=x0', 'page=', 'page', 'page=%',
+      'page=2147483647', 'page=2147483648', 'page=1&page=1', 'pa%67e=x', 'per_page=500', 'per_page=0&page=x', 'per_page=+3',
+      'min_price=+5', 'min_price=%2B5', 'min_price=5.', 'min_price=.5', 'min_price=1e3', 'min_price=-1', 'min_price=9&max_price=8.5',
+      'min_price=8.5&max_price=9', 'min_size_sqft=1000&max_size_sqft=999', 'min_size_sqft=+1000&max_size_sqft=1000',
+      'usage_type=Shared+Office', 'usage_type=Shared%20Office', 'usage_type=Office,F%26B', 'usage_type=F%26B,Cafe,Cafe', 'usage_type=Office,',
+      'usage_type=office', 'usage_type=', 'usage_type=F&B', 'usage_type=Office&usage_type=Retail',
+      'featured=true', 'featured=1', 'takeover=false', 'takeover=', 'sort=-price', 'sort=rank', 'sort=+price', 'sort=%2Dprice',
+      'utm_source=x&page=2', '%=1&per_page=2', '__proto__=1&constructor=2',
+    ].map((q) => `/v1/listings?${q}`);
+    const changes = ['limit=0', 'limit=+5', 'limit=%2B5', 'limit=1001', 'limit=x', 'limit=5&limit=5', 'cursor=abc', 'cursor=&limit=2'].map((q) => `/v1/listings/changes?${q}`);
+    const named = (message: string) => /"([a-z_]+)"/.exec(message)?.[1];
+    try {
+      let refusedLocally = 0;
+      let refusedByApi = 0;
+      for (const path of [...list, ...changes]) {
+        const direct = await api.get(path, { key });
+        const sentBefore = up.sent.length;
+        const via = await httpCall(s.port, `/api${path}`);
+        assert.equal(via.status, direct.status, `${path}: ${via.body.slice(0, 200)} / API: ${direct.body.slice(0, 200)}`);
+        if (direct.status === 200) {
+          assert.equal(via.body, direct.body, path);
+          continue;
+        }
+        assert.equal(via.json.error, direct.json.error, path);
+        if (!path.includes('cursor=')) refusedByApi++;
+        assert.equal(named(via.json.message), named(direct.json.message), `${path}: ${via.json.message} / API: ${direct.json.message}`);
+        if (up.sent.length === sentBefore) refusedLocally++;
+        else assert.match(path, /cursor=/, `${path}: only a cursor needs the API to judge it`);
+      }
+      assert.ok(refusedByApi > 30);
+      assert.equal(refusedLocally, refusedByApi, 'every 400 but a cursor\'s was decided without asking');
+      // The values went upstream as the API reads them: `+1` as 1, a plus sign encoded, a space as %20.
+      const sent = up.sent.map((r) => new URL(r.url).search);
+      assert.ok(sent.includes('?page=1'));
+      assert.ok(sent.includes('?min_price=%2B5'));
+      assert.ok(sent.includes('?usage_type=Shared%20Office'));
+      const refused = await httpCall(s.port, '/api/v1/listings?usage_type=Shared+Office');
+      assert.deepEqual(Object.keys(refused.json), ['error', 'message'], 'the proxy\'s own JSON shape');
+      assert.match(refused.json.message, /^Query parameter "usage_type" holds "Shared\+Office", which is not one of Office, Shared Office, F&B, /);
+      // Server-side reads are checked by the same rules.
+      await assert.rejects(handler.listings.list({ page: 0 }), { status: 400, code: 'bad_request', message: 'Query parameter "page" must be 1 or more.' });
+      await assert.rejects(handler.listings.list({ minPrice: 'abc' }), { status: 400, message: /^Query parameter "min_price" must match / });
+      await assert.rejects(handler.listings.list({ minPrice: 9, maxPrice: 8.5 }), { status: 400, message: 'Query parameter "min_price" (9) is above "max_price" (8.5).' });
+      await assert.rejects(handler.listings.changes({ limit: 0 }), { status: 400, message: 'Query parameter "limit" must be 1 or more.' });
+      const sentBefore = up.sent.length;
+      assert.equal((await handler.listings.list({ usageType: ['Shared Office', 'Cafe'] })).total, 20);
+      assert.equal(new URL(up.sent[sentBefore]!.url).search, '?usage_type=Shared%20Office%2CCafe');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('issue 29 item 2: one visitor causes at most 20 look-ups a minute (then 429 with Retry-After, or an older copy); copies cost nothing; the key keeps the rest', async () => {
+    // A key with the default limit, 60 a minute, as a site's key has.
+    const limited = await api.createKey(accountId, 'sg', 'site');
+    const up = upstream();
+    const clock = new TestClock();
+    const client = new ListingsClient({ apiKey: limited.key, baseUrl: `http://api.localhost:${api.port}`, fetch: up.fetch, maxRetries: 0 });
+    const handler = createListingsHandler({ client, now: clock.now });
+    const s = await site(handler);
+    const a = { localAddress: '127.0.0.2' };
+    const b = { localAddress: '127.0.0.3' };
+    try {
+      // 65 distinct valid URLs from one address: 20 look-ups, then refused here.
+      const flood: Array<{ status: number; headers: Record<string, unknown>; json: any }> = [];
+      for (let page = 1; page <= 65; page++) flood.push(await httpCall(s.port, `/api/v1/listings?page=${page}&per_page=1`, a));
+      assert.deepEqual(flood.map((r) => r.status), [...Array(20).fill(200), ...Array(45).fill(429)]);
+      assert.equal(up.sent.length, 20);
+      const refused = flood.at(-1)!;
+      assert.equal(refused.headers['retry-after'], '3', 'one look-up comes back every 3 s');
+      assert.equal(refused.headers['x-listings-cache'], 'limited');
+      assert.deepEqual(refused.json, { error: 'rate_limited', message: 'Too many requests for listings not viewed lately (at most 20 a minute per visitor); try again in 3 s.' });
+      // What is in the copy is still served to that visitor, for nothing.
+      const copy = await httpCall(s.port, '/api/v1/listings?page=1&per_page=1', a);
+      assert.equal(copy.status, 200);
+      assert.equal(copy.headers['x-listings-cache'], 'hit');
+      // Another visitor is not affected, and the key has 40 of its 60 left (39 after this one).
+      const other = await httpCall(s.port, '/api/v1/listings?per_page=7', b);
+      assert.equal(other.status, 200);
+      assert.equal(other.headers['x-listings-cache'], 'miss');
+      assert.equal(up.sent.length, 21);
+      const direct = await api.get('/v1/listings?per_page=2', { key: limited.key });
+      assert.equal(direct.headers['x-ratelimit-remaining'], '38');
+      // The budget refills evenly: one look-up after 3 s.
+      clock.advance(3000);
+      assert.equal((await httpCall(s.port, '/api/v1/listings?page=21&per_page=1', a)).status, 200);
+      assert.equal((await httpCall(s.port, '/api/v1/listings?page=22&per_page=1', a)).status, 429);
+      // Copies due for revalidation: three look-ups after 10 s (free 304s), then the older copy rather than a 429.
+      clock.advance(10_000);
+      const due = [];
+      for (let page = 1; page <= 4; page++) due.push(await httpCall(s.port, `/api/v1/listings?page=${page}&per_page=1`, a));
+      assert.deepEqual(due.map((r) => [r.status, r.headers['x-listings-cache']]), [[200, 'revalidated'], [200, 'revalidated'], [200, 'revalidated'], [200, 'stale']]);
+      assert.equal(due[3]!.json.page, 4);
+      assert.equal(handler.stats.limited, 46);
+      // Server-side reads spend the budget of the visitor they are made for, and none without one.
+      await assert.rejects(handler.listings.list({ page: 30 }, { visitor: handler.visitorOf({ headers: {}, socket: { remoteAddress: '127.0.0.2' } }) }), { status: 429, code: 'rate_limited', retryAfter: 3 });
+      assert.equal((await handler.listings.list({ page: 30 })).page, 30);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('issue 29 item 2: the Fetch API handler keys the budget by visitorKey, else one budget for all; IPv6 visitors by their /64', async () => {
+    const { handler: shared } = setup({ visitorLookupsPerMinute: 2 });
+    const ask = (h: ListingsHandler, page: number, visitor?: string) =>
+      h(new Request(`https://www.example.test/api/v1/listings?page=${page}`, visitor === undefined ? {} : { headers: { 'x-visitor': visitor } })).then((r) => r.status);
+    assert.deepEqual([await ask(shared, 1, 'a'), await ask(shared, 2, 'b'), await ask(shared, 3, 'c')], [200, 200, 429], 'without visitorKey: one budget');
+    const { handler: keyed } = setup({ visitorLookupsPerMinute: 2, visitorKey: (request: Request) => request.headers.get('x-visitor') ?? undefined });
+    assert.deepEqual([await ask(keyed, 1, 'a'), await ask(keyed, 2, 'a'), await ask(keyed, 3, 'a'), await ask(keyed, 3, 'b'), await ask(keyed, 4)], [200, 200, 429, 200, 200]);
+    const of = (address: string, ip?: string) => keyed.visitorOf({ headers: {}, socket: { remoteAddress: address }, ...(ip === undefined ? {} : { ip }) });
+    assert.equal(of('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(of('2001:0db8:0001:0002:ffff:1:2:3'), '2001:db8:1:2::/64');
+    assert.equal(of('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(of('::ffff:203.0.113.9'), '203.0.113.9');
+    assert.equal(of('203.0.113.9'), '203.0.113.9');
+    assert.equal(of('10.0.0.1', '198.51.100.7'), '198.51.100.7', 'Express\'s req.ip (after trust proxy) first');
+    assert.throws(() => createListingsHandler({ client: new ListingsClient({ baseUrl: 'http://x.test' }), visitorLookupsPerMinute: 0 }), TypeError);
   });
 
   it('serves the last copy when the API cannot be reached, and a clear 502 when it has none', async () => {
@@ -257,7 +424,7 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     try {
       for (let view = 0; view < 1000; view += 10) {
         // Ten visitors at a time, 600 ms of simulated time apart: 1,000 views in 60 s.
-        const batch = await Promise.all(Array.from({ length: 10 }, (_, i) => httpCall(s.port, paths[(view + i) * 7 % paths.length]!)));
+        const batch = await Promise.all(Array.from({ length: 10 }, (_, i) => httpCall(s.port, paths[(view + i) * 7 % paths.length]!, { localAddress: `127.0.0.${10 + i}` })));
         assert.ok(batch.every((r) => r.status === 200));
         clock.advance(600);
       }

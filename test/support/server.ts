@@ -38,7 +38,7 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** A keep-alive agent, to send requests on one connection; by default each request has a connection of its own. */
   agent?: Agent;
-  /** The address to connect from (any of 127.0.0.0/8 on Linux): another peer address, as a proxy's, for TRUST_PROXY tests. */
+  /** The address to connect from (any of 127.0.0.0/8 on Linux): another visitor, or a proxy's peer address for TRUST_PROXY tests. */
   localAddress?: string;
 }
 

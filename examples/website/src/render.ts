@@ -1,4 +1,4 @@
-import type { Listing, ListingPage } from '@listings-api/sdk';
+import type { Listing, ListingPage, UsageType } from '@listings-api/sdk';
 
 /**
  * The pages, as template functions. Every value from the API goes through `text()` or `attr()`
@@ -28,8 +28,10 @@ export function jsonForScript(value: unknown): string {
   return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** The main usage types of the taxonomy: the filter's choices. */
-export const USAGE_CHOICES = ['Office', 'Retail', 'F&B', 'Industrial', 'Clinic'] as const;
+/** The main usage types of the taxonomy: the filter's choices (names the SDK's UsageType knows). */
+export const USAGE_CHOICES = ['Office', 'Retail', 'F&B', 'Industrial', 'Clinic'] as const satisfies readonly UsageType[];
+export type UsageChoice = (typeof USAGE_CHOICES)[number];
+export const isUsageChoice = (value: string): value is UsageChoice => (USAGE_CHOICES as readonly string[]).includes(value);
 
 /** A title for every listing: its own, or what it is and where. */
 export function displayTitle(listing: Pick<Listing, 'title' | 'usage_types' | 'building_name'>): string {

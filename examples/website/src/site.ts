@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createListingsHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
-import { detailPage, listPage, messagePage, USAGE_CHOICES } from './render.js';
+import { detailPage, isUsageChoice, listPage, messagePage } from './render.js';
 
 export * from './render.js';
 
@@ -65,6 +65,27 @@ function asset(res: ServerResponse, path: string): boolean {
 }
 
 /**
+ * A request target as a URL: origin-form (`/path?query`) or absolute-form (`http://host/path`);
+ * undefined for one the URL parser refuses (`http://[`), which is the visitor's mistake (a 400).
+ */
+function requestUrl(target: string): URL | undefined {
+  try {
+    return new URL(target.startsWith('/') ? `http://site.invalid${target}` : target);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path segment decoded; one that is not valid percent-encoding is no listing's id (a 404, not a crash). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return '';
+  }
+}
+
+/**
  * The example site: `/` (the listings, filter by `?usage=`, pages by `?page=`), `/listings/<id>` (one
  * listing with JSON-LD), `/api/...` (the SDK's proxy handler, for the browser's "load more"), and
  * its assets. node:http only.
@@ -74,19 +95,23 @@ export function createSite(options: SiteOptions): Site {
   const handler = createListingsHandler({ client: options.client, basePath: '/api', freshMs: options.freshMs ?? 10_000, ...(options.now ? { now: options.now } : {}) });
 
   async function page(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://site.invalid');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'Method not allowed', { allow: 'GET, HEAD' });
+    const url = requestUrl(req.url ?? '/');
+    if (url === undefined) return html(res, 400, messagePage('Bad request', 'This address is not one the site can read.'));
     if (asset(res, url.pathname)) return;
     if (url.pathname === '/') {
       const usageParam = url.searchParams.get('usage') ?? '';
-      const usage = (USAGE_CHOICES as readonly string[]).includes(usageParam) ? usageParam : undefined;
+      const usage = isUsageChoice(usageParam) ? usageParam : undefined;
       const pageNo = /^[1-9][0-9]{0,5}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
-      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) });
+      // Read for this visitor: a page that is not in the shared copy spends their budget of
+      // look-ups, as their "load more" through /api does (issue 29: /?page=1, 2, 3, ... would
+      // otherwise let one visitor use up the key's limit).
+      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) }, { visitor: handler.visitorOf(req) });
       return html(res, 200, listPage({ page: answer, usage, perPage }));
     }
     const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);
     if (detail !== null) {
-      const listing = await handler.listings.get(decodeURIComponent(detail[1]!));
+      const listing = await handler.listings.get(decodeSegment(detail[1]!), { visitor: handler.visitorOf(req) });
       const origin = options.siteUrl?.replace(/\/+$/, '') ?? `http://${req.headers.host ?? 'localhost'}`;
       return html(res, 200, detailPage(listing, `${origin}/listings/${encodeURIComponent(listing.id)}`));
     }
@@ -97,6 +122,11 @@ export function createSite(options: SiteOptions): Site {
     handler.node(req, res, () => {
       page(req, res).catch((error: unknown) => {
         if (error instanceof ListingsApiError && error.status === 404) return html(res, 404, messagePage('Listing not found', 'This listing is no longer available.'));
+        if (error instanceof ListingsApiError && error.status === 429 && error.retryAfter !== undefined) {
+          res.setHeader('retry-after', String(error.retryAfter));
+          // This visitor's budget of look-ups (or, after the client's retries, the key's limit).
+          return html(res, 429, messagePage('Too many requests', `The listings could not be loaded just now. Please try again in ${error.retryAfter} seconds.`));
+        }
         console.error(`example website: ${error instanceof Error ? error.message : String(error)}`);
         html(res, 502, messagePage('Listings unavailable', 'The listings could not be loaded just now. Please try again in a moment.'));
       });

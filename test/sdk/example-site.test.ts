@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ListingsClient } from '@listings-api/sdk';
+import { createSite, type Site } from '@listings-api/example-website';
+import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
+
+/**
+ * The example website (examples/website) over real HTTP, without a browser, against a real API
+ * server: what an anonymous visitor can send it (issue 29). The pages themselves are
+ * test/browser/example-website.test.ts.
+ */
+describe('example website: what an anonymous visitor can send it (issue 29)', () => {
+  let api: TestServer;
+  let accountId: string;
+
+  before(async () => {
+    api = await startTestServer();
+    accountId = await api.createAccount();
+    await api.addListings(accountId, Array.from({ length: 15 }, (_, i) => ({
+      title: `Unit ${i}`,
+      usage_types: i % 3 === 0 ? ['Office', 'Shared Office'] : ['F&B', 'Cafe'],
+      price: 4 + i,
+      created_at: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(),
+    })));
+  });
+  after(() => api?.close());
+
+  /** The site with a key of its own, at the default limit (60 a minute); no retries, so that nothing waits. */
+  async function start(): Promise<{ site: Site; port: number; clock: TestClock; key: string }> {
+    const clock = new TestClock();
+    const key = (await api.createKey(accountId, 'sg', 'website')).key;
+    const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 0 });
+    const site = createSite({ client, now: clock.now });
+    return { site, port: await site.listen(0), clock, key };
+  }
+
+  it('item 1: TRACE, an unparsable request target or an undecodable id are 4xx answers, and the site keeps serving', async () => {
+    const { site, port } = await start();
+    try {
+      const trace = await httpCall(port, '/api/v1/listings', { method: 'TRACE' });
+      assert.equal(trace.status, 405);
+      assert.equal(trace.json.error, 'method_not_allowed');
+      assert.equal(trace.headers.allow, 'GET, HEAD');
+      assert.equal((await httpCall(port, '/', { method: 'TRACE' })).status, 405);
+      for (const target of ['http://[', 'http://[/api/v1/listings']) {
+        const res = await httpCall(port, target);
+        assert.equal(res.status, 400, target);
+        assert.match(res.headers['content-type'] as string, /^text\/html/);
+      }
+      const undecodable = await httpCall(port, '/listings/%E0%A4%A');
+      assert.equal(undecodable.status, 404);
+      const home = await httpCall(port, '/');
+      assert.equal(home.status, 200);
+      assert.match(home.body, /15 listings/);
+    } finally {
+      await site.close();
+    }
+  });
+
+  /** Requests the API was asked (its log lines), from `before` on. */
+  const apiRequests = (before: number) => api.logs.lines.slice(before).filter((l) => String(l.path).startsWith('/v1/')).length;
+
+  it('item 2: the proxy reads + as the API does and refuses locally what the API would refuse, so 65 malformed requests leave the key\'s limit untouched', async () => {
+    const { site, port, key } = await start();
+    const a = { localAddress: '127.0.0.2' };
+    try {
+      const plus = await httpCall(port, '/api/v1/listings?page=+1&per_page=3', a);
+      assert.equal(plus.status, 200);
+      assert.equal(plus.json.page, 1);
+      const price = await httpCall(port, '/api/v1/listings?min_price=+5', a);
+      assert.equal(price.status, 200);
+      assert.equal(price.json.total, 14, 'prices 5 to 18');
+      const shared = await httpCall(port, '/api/v1/listings?usage_type=Shared+Office', a);
+      assert.equal(shared.status, 400);
+      assert.equal(shared.json.error, 'bad_request');
+      assert.match(shared.json.message, /^Query parameter "usage_type" holds "Shared\+Office"/);
+      assert.equal((await httpCall(port, '/api/v1/listings?usage_type=Shared%20Office', a)).json.total, 5);
+
+      const before = api.logs.lines.length;
+      const statuses = [];
+      for (let i = 0; i < 65; i++) statuses.push((await httpCall(port, `/api/v1/listings?page=x${i}`, a)).status);
+      assert.deepEqual(statuses, Array(65).fill(400));
+      assert.equal(apiRequests(before), 0, 'none of them reached the API');
+      // Another visitor's uncached page is answered at once, and the key has used 3 of its 60.
+      const other = await httpCall(port, '/api/v1/listings?per_page=7', { localAddress: '127.0.0.3' });
+      assert.equal(other.status, 200);
+      assert.equal(other.json.items.length, 7);
+      assert.equal((await api.get('/v1/listings?per_page=1', { key })).headers['x-ratelimit-remaining'], '55');
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('item 2: one visitor, through /api or the server-rendered pages, causes at most 20 look-ups a minute; the others are served', async () => {
+    const { site, port, clock, key } = await start();
+    const a = { localAddress: '127.0.0.2' };
+    const c = { localAddress: '127.0.0.4' };
+    try {
+      const before = api.logs.lines.length;
+      const viaApi = [];
+      for (let page = 1; page <= 65; page++) viaApi.push(await httpCall(port, `/api/v1/listings?page=${page}&per_page=1`, a));
+      assert.deepEqual(viaApi.map((r) => r.status), [...Array(20).fill(200), ...Array(45).fill(429)]);
+      assert.equal(viaApi[64]!.json.error, 'rate_limited');
+      assert.equal(viaApi[64]!.headers['retry-after'], '3');
+      // The same visitor's pages: a page not in the copy is a 429 page; one in the copy is served.
+      const page = await httpCall(port, '/?page=30', a);
+      assert.equal(page.status, 429);
+      assert.equal(page.headers['retry-after'], '3');
+      assert.match(page.body, /Too many requests/);
+      // Pages 1, 2, ... of the site itself, from another visitor: the same budget rule.
+      const pages = [];
+      for (let n = 1; n <= 30; n++) pages.push((await httpCall(port, `/?page=${n}`, c)).status);
+      assert.deepEqual(pages, [...Array(20).fill(200), ...Array(10).fill(429)]);
+      assert.equal(apiRequests(before), 40);
+      // A third visitor is served, pages and /api alike.
+      const b = { localAddress: '127.0.0.3' };
+      assert.equal((await httpCall(port, '/?usage=Office', b)).status, 200);
+      assert.equal((await httpCall(port, '/api/v1/listings?per_page=5', b)).status, 200);
+      assert.equal((await api.get('/v1/listings?per_page=1', { key })).headers['x-ratelimit-remaining'], '17');
+      // After a minute, the first visitor has a whole budget again.
+      clock.advance(60_000);
+      assert.equal((await httpCall(port, '/?page=30', a)).status, 200);
+    } finally {
+      await site.close();
+    }
+  });
+});
