@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken, type FindKeyByHash } from '../auth/authenticate.js';
-import { hashKey, redactKeys } from '../auth/key-format.js';
+import { hashKey, redactedExcerpt } from '../auth/key-format.js';
 import type { Clock } from '../core/clock.js';
 import { loggablePath } from '../http/request-log.js';
 import { FAILED_REQUESTS_KEPT, type FailedRequest, type UsageBatch, type UsageRow } from '../storage/index.js';
@@ -150,9 +150,9 @@ export class UsageCounter {
       code: OUTCOMES[outcome]!,
       method: request.method.slice(0, 16),
       path: loggablePath(request.url),
-      origin: typeof origin === 'string' ? redactKeys(origin.slice(0, 200)) : null,
+      origin: typeof origin === 'string' ? redactedExcerpt(origin, 200) : null,
       request_id: request.id.slice(0, 140),
-      message: redactKeys(request.errorMessage ?? '').slice(0, 300),
+      message: redactedExcerpt(request.errorMessage ?? '', 300),
     });
   }
 

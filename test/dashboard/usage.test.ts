@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { generateKey } from '../../src/auth/key-format.js';
 import { TEST_STORE } from '../support/database.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { dev, signedIn, text, type DashboardClient } from './helpers.js';
@@ -158,5 +159,79 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     const res = await server.get('/v1/listings', { key: web.key, headers: { origin: 'https://elsewhere.example' } });
     assert.equal(res.status, 403);
     assert.match(res.json.message, /Settings > Developer > Failed requests/);
+  });
+});
+
+/**
+ * Issue 29 item 7, through the real API and dashboard: a key in a request, in any of the issue's
+ * encodings, is in no answer, no log line and on no page (D20).
+ */
+describe(`dashboard: failed requests that carried a key, on ${TEST_STORE} (issue 29 item 7)`, () => {
+  let server: TestServer;
+  let accountId: string;
+  let client: DashboardClient;
+  const flush = () => server.service.usage!.flush();
+
+  before(async () => {
+    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+    accountId = await server.createAccount();
+    await server.addListings(accountId, [{ title: 'One' }]);
+    ({ client } = await signedIn(server, accountId));
+  });
+  after(() => server?.close());
+
+  /** A page's text as read: no space before punctuation where a tag ended. */
+  const read = (html: string) => text(html).replace(/ ([,.;:)])/g, '$1');
+  /** The text of the Failed requests list's item of a request id (empty when not listed). */
+  const listed = async (requestId: string) => {
+    const res = await client.get(dev(accountId, 'failures'));
+    assert.equal(res.status, 200);
+    const item = res.body.split('<li class="failure"').find((part) => part.includes(requestId));
+    return item === undefined ? '' : read(`<li ${item.split('</li>', 1)[0]}`);
+  };
+  const idOf = (res: { headers: Record<string, string | string[] | undefined> }) => String(res.headers['x-request-id']);
+
+  it("a key in the path, the query or the Origin, in each of the issue's forms, is in no answer, no log line and not on the Failed requests page (D20)", async () => {
+    const caller = await server.createKey(accountId, 'sg', 'Caller');
+    const pasted = generateKey('sg');
+    const secret = pasted.slice('sg_live_'.length);
+    const fullWidth = encodeURIComponent('sg＿live＿');
+    /** The Origin header as a browser sends it: UTF-8 bytes (Node hands each byte over as a Latin-1 character). */
+    const utf8Header = (value: string) => Buffer.from(value, 'utf8').toString('latin1');
+    const requests: Array<[string, string, Record<string, string>]> = [
+      ['double-encoded in the path', `/v1/listings/sg%255Flive%255F${secret}`, {}],
+      ['after "+" in the path', `/v1/listings/sg_live_+${secret}`, {}],
+      ['full-width in the path', `/v1/listings/${fullWidth}${secret}`, {}],
+      ['double-encoded in a parameter', `/v1/listings?sort=sg%25255Flive%25255F${secret}`, {}],
+      ['full-width in a parameter', `/v1/listings?sort=${encodeURIComponent(fullWidth)}${secret}`, {}],
+      ['double-encoded in the Origin', '/v1/listings', { origin: `https://sg%255Flive%255F${secret}.example` }],
+      ['after "+" in the Origin', '/v1/listings', { origin: `https://sg_live_+${secret}.example` }],
+      ['full-width in the Origin', '/v1/listings', { origin: utf8Header(`https://sg＿live＿${secret}.example`) }],
+    ];
+    const ids: string[] = [];
+    const leaks = (where: string, shown: string) => {
+      for (let i = 0; i + 8 <= secret.length; i++) assert.ok(!shown.includes(secret.slice(i, i + 8)), `${where} shows "${secret.slice(i, i + 8)}" of the secret`);
+    };
+    for (const [what, path, headers] of requests) {
+      const res = await server.get(path, { key: caller.key, headers });
+      assert.ok([400, 403, 404].includes(res.status), `${what}: ${res.status}`);
+      leaks(`the answer (${what})`, res.body);
+      ids.push(idOf(res));
+    }
+    await flush();
+    leaks('the log', server.logs.raw.join('\n'));
+    const lines = server.logs.lines.filter((l) => ids.includes(String(l.reqId)));
+    assert.equal(lines.length, requests.length, 'each request has its log line');
+    assert.ok(lines.some((l) => l.path === '/v1/listings/sg%255Flive%255F[redacted]'), 'the prefix is logged as it came');
+
+    const list = await client.get(dev(accountId, 'failures'));
+    leaks('the Failed requests page', list.body);
+    leaks('the Failed requests page, as read', read(list.body));
+    for (const id of ids) {
+      assert.match(await listed(id), /\[redacted\]/, `listed: ${id}`);
+      const shown = await client.get(`${dev(accountId, 'requests')}?id=${encodeURIComponent(id)}`);
+      leaks(`the look-up of ${id}`, shown.body);
+      leaks(`the look-up of ${id}, as read`, read(shown.body));
+    }
   });
 });

@@ -134,6 +134,14 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
   it('a key in the path, the query, the Origin or the Authorization header never reaches a stored row (D20)', async () => {
     const web = keys.web!.key;
     const pasted = generateKey('sg');
+    const secret = pasted.slice('sg_live_'.length);
+    // Issue 29 item 7: double-encoded, after a "+", full-width; in the path, a parameter and the Origin.
+    assert.equal((await a.get(`/v1/listings/sg%255Flive%255F${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings/sg_live_+${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings/${encodeURIComponent('sg＿live＿')}${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings?sort=sg%25255Flive%25255F${secret}`, { key: web })).status, 400);
+    assert.equal((await a.get('/v1/listings', { key: web, headers: { origin: `https://sg_live_+${secret}.example` } })).status, 403);
+    assert.equal((await a.get('/v1/listings', { key: web, headers: { origin: Buffer.from(`https://sg＿live＿${secret}.example`).toString('latin1') } })).status, 403);
     assert.equal((await a.get(`/v1/listings/${pasted}`, { key: web })).status, 404);
     assert.equal((await a.get(`/v1/listings?page=${pasted}`, { key: web })).status, 400);
     assert.equal((await a.get(`/v1/listings?sort=${encodeURIComponent(web)}`, { key: web })).status, 400);

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
-import { redactKeys } from '../../auth/key-format.js';
+import { redactedExcerpt } from '../../auth/key-format.js';
 import { ApiError, notFound } from '../../core/api-error.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
 import { normalizeOrigin } from '../../cors/origin.js';
@@ -106,7 +106,7 @@ function countryStep(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>): Step 
     // without Fastify's `hostname` (which splits the port off) and a lowercasing: about 100 ns.
     const found = hosts.get(request.host) ?? hosts.get(request.hostname.toLowerCase());
     if (found === undefined) {
-      throw notFound(`No API is served at host "${redactKeys(request.hostname).slice(0, 100)}"; use the API host of your key's country.`);
+      throw notFound(`No API is served at host "${redactedExcerpt(request.hostname, 100)}"; use the API host of your key's country.`);
     }
     request.country = found;
   };
@@ -162,7 +162,7 @@ export function createGuard(opts: GuardOptions): onRequestHookHandler {
       throw new ApiError(
         403,
         'origin_not_allowed',
-        `The origin ${JSON.stringify(redactKeys(sent).slice(0, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
+        `The origin ${JSON.stringify(redactedExcerpt(sent, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
       );
     };
     const normalized = sent === 'null' ? undefined : normalizeOrigin(sent);
