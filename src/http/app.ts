@@ -63,24 +63,29 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     setCommonHeaders(request, reply);
     // A missing, repeated or contradicted Host: a malformed request, refused before anything else.
     const problem = targetProblem(request.raw);
-    done(problem === undefined ? undefined : badRequest(problem));
+    done(problem === undefined ? undefined : badRequest(problem, 'malformed_request'));
   });
 
-  // The message of an error answer, for the failed-request list of the dashboard (src/usage).
+  // The message and the reason of an error answer, for the failed-request list of the dashboard
+  // (src/usage). The reason is never sent (api-error.ts).
   app.decorateRequest('errorMessage', null);
+  app.decorateRequest('errorReason', null);
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) {
       request.errorMessage = error.message;
+      request.errorReason = error.reason;
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.code, message: error.message });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
       request.errorMessage = redactKeys(error.message);
+      request.errorReason = 'malformed_request';
       return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
     }
     request.log.error({ reqId: request.id, err: error }, 'request failed');
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
+    request.errorReason = 'internal_error';
     return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
   });
 
@@ -88,6 +93,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const isKnownPath = knownPath(routeTable(opts.reads).map((route) => route.url));
   app.setNotFoundHandler(async (request, reply) => {
     if (isKnownPath(request.url)) throw methodNotAllowed(request, reply);
+    request.errorReason = 'unknown_route';
     return reply.code(404).send({
       error: 'not_found',
       message: `No route ${request.method} ${pathExcerpt(request.url)}. The API serves GET /v1/listings and GET /v1/listings/{id}.`,
