@@ -58,18 +58,18 @@ export function authenticate(
 export function bearerToken(authorization: string | readonly string[] | undefined): string {
   if (typeof authorization !== 'string' && authorization !== undefined) {
     // Repeated: a proxy might pick another one than we would (issue 8, item 8).
-    if (authorization.length > 1) throw unauthorized('The Authorization header was sent more than once; send one "Authorization: Bearer <API_KEY>".');
+    if (authorization.length > 1) throw unauthorized('The Authorization header was sent more than once; send one "Authorization: Bearer <API_KEY>".', 'repeated_authorization');
     authorization = authorization[0];
   }
   if (authorization === undefined || authorization === '') {
-    throw unauthorized('Missing API key: send the header "Authorization: Bearer <API_KEY>".');
+    throw unauthorized('Missing API key: send the header "Authorization: Bearer <API_KEY>".', 'missing_key');
   }
   const token = BEARER.exec(authorization)?.[1];
   if (token === undefined) {
-    throw unauthorized('Malformed Authorization header: expected "Bearer <API_KEY>".');
+    throw unauthorized('Malformed Authorization header: expected "Bearer <API_KEY>".', 'malformed_authorization');
   }
   if (parseKey(token) === undefined) {
-    throw unauthorized('Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.');
+    throw unauthorized('Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.', 'malformed_key');
   }
   return token;
 }
@@ -85,12 +85,16 @@ const authenticatedKeys = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
 function trusted(record: ApiKeyRecord | undefined, hostCountry: Country, keys: KeyLookup): AuthenticatedKey {
   if (record === undefined || record.revoked_at !== null) {
     // The dashboard holds what explains it: the account's keys, and (for a revoked key of the
-    // account) the request itself under Failed requests (issue 12).
-    throw unauthorized('Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.');
+    // account) the request itself under Failed requests (issue 12). One message for both: the
+    // caller is not told whether a key exists; the reason is kept for the dashboard only.
+    throw unauthorized(
+      'Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.',
+      record === undefined ? 'unknown_key' : 'revoked_key',
+    );
   }
   if (record.country !== hostCountry) {
     // D3: a key works only against its own country's host.
-    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`);
+    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`, 'wrong_country');
   }
   let key = authenticatedKeys.get(record);
   if (key === undefined) {

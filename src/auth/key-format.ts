@@ -102,21 +102,8 @@ export function hashKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
 
-/**
- * Anything in a text that looks like a key (`<cc>_live_<secret>`), reduced to its `<cc>_live_`
- * part: for text that is logged or echoed back in an error message (D20), such as a key pasted
- * into a URL, an Origin or a Host header by mistake. Any character of it may be percent-encoded (a
- * URL as a careless client or tool writes it: `sg%5Flive_...`, `sg_live_%41bc...`), and the
- * secret is redacted through its encoded characters too. Not anchored at a word boundary, so
- * `x` + key is redacted too.
- */
-const KEY_IN_TEXT = /((?:[a-z]|%[0-9a-f]{2}){2}(?:_|%5f)(?:l|%6c)(?:i|%69)(?:v|%76)(?:e|%65)(?:_|%5f))(?:[a-z0-9]|%[0-9a-f]{2})+/gi;
-/** A cheap look first: nearly every text redacted (every logged path) holds no key at all. */
-const MAY_HOLD_KEY = /(?:l|%6c)(?:i|%69)(?:v|%76)(?:e|%65)/i;
-
-export function redactKeys(text: string): string {
-  return MAY_HOLD_KEY.test(text) ? text.replace(KEY_IN_TEXT, '$1[redacted]') : text;
-}
+/** Keys in a text that is logged, echoed, stored or shown are redacted there (D20): see redact-keys.ts. */
+export { redactKeys, redactedExcerpt } from './redact-keys.js';
 
 /** How a key is shown anywhere after its one-time reveal (D2, D20): display prefix, an ellipsis, the last four. */
 export function keyDisplay(key: { prefix: string; last4: string }): string {

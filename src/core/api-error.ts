@@ -5,18 +5,57 @@
 export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * Why a request failed, finer than its code: which step refused it (D5's guard, a parameter, the
+ * route). Kept with a failed request (issue 29 item 11) so that the dashboard's advice is about
+ * what happened then, not about the key's state now; never sent in the response (the message says
+ * it in words, and `unknown_key` and `revoked_key` answer alike: a caller is not told which keys
+ * exist).
+ */
+export const ERROR_REASONS = [
+  // 400
+  'malformed_request',
+  'bad_parameter',
+  'bad_cursor',
+  // 401: the key step (auth/authenticate.ts), in its order
+  'repeated_authorization',
+  'missing_key',
+  'malformed_authorization',
+  'malformed_key',
+  'unknown_key',
+  'revoked_key',
+  'wrong_country',
+  // 403: the origin step (D17)
+  'null_origin',
+  'malformed_origin',
+  'origin_not_registered',
+  // 404
+  'unknown_host',
+  'unknown_route',
+  'listing_not_found',
+  // 405, 429, 500
+  'method_not_allowed',
+  'rate_limited',
+  'internal_error',
+] as const;
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+const REASONS: ReadonlySet<string> = new Set(ERROR_REASONS);
+export const isErrorReason = (text: string | null | undefined): text is ErrorReason => text != null && REASONS.has(text);
+
 export class ApiError extends Error {
   constructor(
     readonly statusCode: number,
     readonly code: ErrorCode,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
+    readonly reason: ErrorReason | null = null,
   ) {
     super(message);
     this.name = 'ApiError';
   }
 }
 
-export const badRequest = (message: string) => new ApiError(400, 'bad_request', message);
-export const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message);
-export const notFound = (message: string) => new ApiError(404, 'not_found', message);
+export const badRequest = (message: string, reason: ErrorReason = 'bad_parameter') => new ApiError(400, 'bad_request', message, {}, reason);
+export const unauthorized = (message: string, reason: ErrorReason) => new ApiError(401, 'unauthorized', message, {}, reason);
+export const notFound = (message: string, reason: ErrorReason) => new ApiError(404, 'not_found', message, {}, reason);

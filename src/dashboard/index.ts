@@ -3,7 +3,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { redactKeys } from '../auth/key-format.js';
+import { redactedExcerpt } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
@@ -66,7 +66,7 @@ class DashboardLog extends LogController {
     const line = {
       method: request.method,
       // A key pasted into a URL by mistake is cut to its `<cc>_live_` part (D20).
-      path: redactKeys(request.url.split('?', 1)[0]!.slice(0, 300)),
+      path: redactedExcerpt(request.url.split('?', 1)[0]!, 300),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100,
       user_id: member?.user.id ?? null,

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { issueKey } from '../auth/keys.js';
-import { keyDisplay } from '../auth/key-format.js';
+import { keyDisplay, redactedExcerpt } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import type { Clock } from '../core/clock.js';
 import { canonicalUuid } from '../core/formats.js';
@@ -543,7 +543,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       const requestId = typeof raw === 'string' ? raw.trim() : '';
       if (requestId === '') return send(reply, 200, usageViews.requestPage(member.ctx, { requestId: '' }));
       const failure = requestId.length > 140 ? undefined : await store.usage.failureByRequestId(accountId, requestId);
-      if (failure === undefined) return send(reply, 404, usageViews.requestNotHeldPage(member.ctx, requestId.slice(0, 140)));
+      // The id as typed is shown again: a key pasted into the box by mistake is not (D20).
+      if (failure === undefined) return send(reply, 404, usageViews.requestNotHeldPage(member.ctx, redactedExcerpt(requestId, 140)));
       const [row] = await failureRows(accountId, [failure], await store.keys.listForAccount(accountId));
       return send(reply, 200, usageViews.requestPage(member.ctx, { requestId, row }));
     });

@@ -1,6 +1,7 @@
 import { keyDisplay } from '../auth/key-format.js';
 import type { Country } from '../core/countries.js';
-import { validateOriginToRegister } from '../cors/origin.js';
+import { isErrorReason, type ErrorReason } from '../core/api-error.js';
+import { normalizeOrigin, validateOriginToRegister } from '../cors/origin.js';
 import type { ApiKeyRecord, FailedRequest } from '../storage/index.js';
 import { FIRST_ERROR, OUTCOMES, type Outcome } from '../usage/outcomes.js';
 import { CSRF_FIELD } from './csrf.js';
@@ -206,42 +207,92 @@ ${summary}
 export interface FailureRow {
   failure: FailedRequest;
   key: ApiKeyRecord | undefined;
-  /** The key's per-minute limit (its own or the default). */
+  /** The key's per-minute limit now (its own or the default). */
   limitPerMinute: number;
-  /** The normalised origin of a 403 and whether it is allowed now for the key's country. */
+  /** The normalised origin of a 403, when it is one that can be registered, and whether it is allowed now for the key's country. */
   origin?: { origin: string; allowed: boolean };
   /** The key's country's API base URL (for a key sent to another country's host). */
   apiBaseUrl?: string;
 }
 
-/** One sentence that says how to fix a failed request. */
+/**
+ * Why a failed request failed: the reason stored with it (issue 29 item 11). A row written before
+ * reasons were kept has only its code: the reason when the code has one (429, 405, 500), a 403's
+ * when its stored origin says it (the literal `null`, or one the origin step could read), else
+ * null. Never the key's state now, nor the message's words.
+ */
+export function reasonOf(failure: FailedRequest): ErrorReason | null {
+  if (isErrorReason(failure.reason)) return failure.reason;
+  switch (failure.code) {
+    case 'rate_limited':
+    case 'method_not_allowed':
+    case 'internal_error':
+      return failure.code;
+    case 'origin_not_allowed':
+      if (failure.origin === 'null') return 'null_origin';
+      return failure.origin !== null && normalizeOrigin(failure.origin) !== undefined ? 'origin_not_registered' : null;
+    default:
+      return null;
+  }
+}
+
+const AUTHORIZATION = html`<code>Authorization: Bearer &lt;key&gt;</code>`;
+
+/** One sentence that says how to fix a failed request, chosen by why it failed (reasonOf). */
 export function explain(row: FailureRow): SafeHtml {
   const { failure, key } = row;
-  const country = key === undefined ? '' : countryName(key.country);
-  switch (failure.code) {
-    case 'unauthorized':
-      if (key?.revoked_at != null) return html`This key was revoked ${when(key.revoked_at)}, so every request with it is refused: create a new key and put it where this one is used.`;
-      if (/for country/.test(failure.message) && key !== undefined) return html`This is a ${country} key sent to another country's host: call <code>${row.apiBaseUrl ?? `the ${key.country} host`}</code> with it instead.`;
-      return html`The key was not accepted (revoked or mistyped): copy it again whole, or create a new one.`;
-    case 'origin_not_allowed':
-      if (row.origin === undefined) return html`The page's origin is not one that can be registered (a <code>null</code> or malformed origin): serve the page from a real https origin, or call the API from your server.`;
+  switch (reasonOf(failure)) {
+    case 'revoked_key':
+      return html`This key had been revoked when the request was made, so it was refused: create a new key and put it where this one is used.`;
+    case 'wrong_country':
+      return key === undefined
+        ? html`The key was sent to the host of another country than its own: call its own country's API host with it.`
+        : html`This is a ${countryName(key.country)} key sent to another country's host: call <code>${row.apiBaseUrl ?? `the ${key.country} host`}</code> with it instead, or create a key for the country whose host you called.`;
+    case 'unknown_key':
+      return html`The key is not one the API knows: copy it again from where it was saved, or create a new one.`;
+    case 'malformed_key':
+      return html`The key was not whole (cut short, mistyped or with extra characters): copy it again whole, or create a new one.`;
+    case 'missing_key':
+      return html`No key was sent: send the header ${AUTHORIZATION}.`;
+    case 'malformed_authorization':
+      return html`The <code>Authorization</code> header was not <code>Bearer</code> and a key: send ${AUTHORIZATION}.`;
+    case 'repeated_authorization':
+      return html`The <code>Authorization</code> header was sent more than once (a proxy or a library may add its own): send it once.`;
+    case 'null_origin':
+      return html`The page's origin was <code>null</code> (a sandboxed frame, a <code>file:</code> page or a redirect across origins), which can never be allowed: serve the page from a real https origin, or call the API from your server.`;
+    case 'malformed_origin':
+      return html`The request's <code>Origin</code> header was not an origin a browser sends: call the API from a page served over https, or from your server.`;
+    case 'origin_not_registered': {
+      const country = key === undefined ? 'its country' : countryName(key.country);
+      if (row.origin === undefined) return html`The page's origin is not registered${key === undefined ? '' : html` for ${country}`}, and cannot be (only https origins, or http on localhost): serve the page over https and register that origin, or call the API from your server.`;
       if (row.origin.allowed) return html`The origin <code>${row.origin.origin}</code> was not registered for ${country} then; it is allowed now, so the page works on its next call.`;
       return html`The origin <code>${row.origin.origin}</code> is not registered for ${country}: allow it, or call the API from your server.`;
+    }
     case 'rate_limited':
-      return html`More than ${fmt(row.limitPerMinute)} requests a minute with this key: poll less often, and send <code>If-None-Match</code> with the last <code>ETag</code> (a 304 is free and never counts).`;
-    case 'bad_request':
+      return html`More requests a minute than this key's limit (${fmt(row.limitPerMinute)} a minute now): poll less often, and send <code>If-None-Match</code> with the last <code>ETag</code> (a 304 is free and never counts).`;
+    case 'bad_parameter':
       return html`A query parameter is wrong: ${failure.message === '' ? 'check the parameters against the reference.' : failure.message}`;
-    case 'not_found':
+    case 'bad_cursor':
+      return html`The change feed's cursor was refused (too old, or not issued for this key's account and country): start again without a cursor, then follow <code>next_cursor</code>.`;
+    case 'malformed_request':
+      return html`The request itself was malformed (its URL or its headers): the message below says what.`;
+    case 'listing_not_found':
       return html`No active listing with this id is visible to this key: it may be leased or expired, belong to another country, or the id is mistyped.`;
+    case 'unknown_route':
+      return html`No such route: the API serves <code>GET /v1/listings</code>, <code>/v1/listings/{id}</code> and <code>/v1/listings/changes</code>.`;
+    case 'unknown_host':
+      return html`The host called serves no country of this API: call the API host of the key's country.`;
+    case 'method_not_allowed':
+      return html`The API answers only <code>GET</code>, <code>HEAD</code> and <code>OPTIONS</code>.`;
     case 'internal_error':
       return html`A failure on our side, not in your request: retry with exponential backoff; if it keeps happening, give your contact the request id.`;
-    default:
-      return html`${failure.message}`;
+    case null:
+      return html`This request was recorded before the dashboard kept why requests failed: the message below is what the API answered.`;
   }
 }
 
 function allowButton(ctx: PageContext, row: FailureRow, back: string): SafeHtml | string {
-  if (row.failure.code !== 'origin_not_allowed' || row.origin === undefined || row.origin.allowed || row.key === undefined) return '';
+  if (reasonOf(row.failure) !== 'origin_not_registered' || row.origin === undefined || row.origin.allowed || row.key === undefined) return '';
   return html`<form method="post" action="${developerPath(ctx.accountId, 'failures')}/allow-origin" class="inline-form">
     <input type="hidden" name="${CSRF_FIELD}" value="${ctx.csrf}">
     <input type="hidden" name="country" value="${row.key.country}">
@@ -306,6 +357,7 @@ ${opts.rows.length === 0
     <dl class="facts small">
       <dt>Request</dt><dd><code>${row.failure.method} ${row.failure.path}</code></dd>
       ${row.failure.origin === null ? '' : html`<dt>Origin</dt><dd><code>${row.failure.origin}</code></dd>`}
+      ${row.failure.client_ip === null ? '' : html`<dt>Client address</dt><dd><code>${row.failure.client_ip}</code></dd>`}
       <dt>Request id</dt><dd><a href="${developerPath(ctx.accountId, 'requests')}?id=${encodeURIComponent(row.failure.request_id)}"><code>${row.failure.request_id}</code></a></dd>
       ${row.failure.message === '' ? '' : html`<dt>Message</dt><dd>${row.failure.message}</dd>`}
     </dl>
@@ -325,6 +377,7 @@ export function requestPage(ctx: PageContext, opts: { requestId: string; row?: F
     <dt>Key</dt><dd>${keyCell(opts.row)}</dd>
     <dt>Request</dt><dd><code>${opts.row.failure.method} ${opts.row.failure.path}</code></dd>
     <dt>Origin</dt><dd>${opts.row.failure.origin === null ? html`<span class="muted">None (a server-to-server call)</span>` : html`<code>${opts.row.failure.origin}</code>`}</dd>
+    <dt>Client address</dt><dd>${opts.row.failure.client_ip === null ? html`<span class="muted">Not recorded</span>` : html`<code>${opts.row.failure.client_ip}</code>`}</dd>
     <dt>Message</dt><dd>${opts.row.failure.message}</dd>
   </dl>
 </div>

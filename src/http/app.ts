@@ -70,7 +70,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const routeMiss = (request: FastifyRequest, reply: FastifyReply): ApiError =>
     isKnownPath(request.url)
       ? methodNotAllowed(request, reply)
-      : notFound(`No route ${request.method} ${pathExcerpt(request.url)}. The API serves ${served.slice(0, -1).join(', ')} and ${served.at(-1)!}.`);
+      : notFound(`No route ${request.method} ${pathExcerpt(request.url)}. The API serves ${served.slice(0, -1).join(', ')} and ${served.at(-1)!}.`, 'unknown_route');
 
   // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
   // read it, errors included (D18). The literal origin "null" gets none.
@@ -86,21 +86,26 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     done(request.is404 ? routeMiss(request, reply) : undefined);
   });
 
-  // The message of an error answer, for the failed-request list of the dashboard (src/usage).
+  // The message and the reason of an error answer, for the failed-request list of the dashboard
+  // (src/usage). The reason is never sent (api-error.ts).
   app.decorateRequest('errorMessage', null);
+  app.decorateRequest('errorReason', null);
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) {
       request.errorMessage = error.message;
+      request.errorReason = error.reason;
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.code, message: error.message });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
       request.errorMessage = redactKeys(error.message);
+      request.errorReason = 'malformed_request';
       return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
     }
     request.log.error({ reqId: request.id, err: error }, 'request failed');
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
+    request.errorReason = 'internal_error';
     return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
   });
 

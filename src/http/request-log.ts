@@ -1,16 +1,16 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import { redactKeys } from '../auth/key-format.js';
+import { redactedExcerpt } from '../auth/key-format.js';
 import { requestLineWriter, type Logger, type RequestLineFields } from '../core/logger.js';
 
 /** The path of a request as it may be logged: no query string, no key (D20), at most 300 characters. */
 export function loggablePath(url: string): string {
   const query = url.indexOf('?');
-  return redactKeys(query === -1 ? url.slice(0, 300) : url.slice(0, Math.min(query, 300)));
+  return redactedExcerpt(query === -1 ? url : url.slice(0, query), 300);
 }
 
 /** The path as it may be echoed in an error message: redacted, and short (issue 8, item 9). */
 export function pathExcerpt(url: string, max = 80): string {
-  const path = redactKeys(url.split('?', 1)[0]!);
+  const path = redactedExcerpt(url.split('?', 1)[0]!, max + 1);
   return path.length <= max ? path : `${path.slice(0, max)}…`;
 }
 

@@ -41,7 +41,7 @@ export function targetProblem(req: IncomingMessage): ApiError | undefined {
  */
 export function rejectExpectation(req: IncomingMessage): void {
   const sent = redactKeys(String(req.headers.expect ?? '')).slice(0, 40);
-  (req as Inspected)[TARGET_PROBLEM] ??= new ApiError(417, 'bad_request', `The Expect header ${JSON.stringify(sent)} cannot be met: only "100-continue" is supported. Send the request without it.`);
+  (req as Inspected)[TARGET_PROBLEM] ??= new ApiError(417, 'bad_request', `The Expect header ${JSON.stringify(sent)} cannot be met: only "100-continue" is supported. Send the request without it.`, {}, 'malformed_request');
 }
 
 /**
@@ -56,8 +56,8 @@ export function inspectTarget(req: IncomingMessage): void {
   const hosts = headerCount(req, 'host');
   // HTTP/1.1 requires Host (RFC 9112 3.2); an HTTP/1.0 request without one names no host, and so
   // no country: the country step answers it 404 like any other host that serves none (D3).
-  if (hosts === 0 && req.httpVersion !== '1.0') inspected[TARGET_PROBLEM] = badRequest('The Host header is missing; send the API host of your key\'s country.');
-  else if (hosts > 1) inspected[TARGET_PROBLEM] = badRequest('The Host header was sent more than once; send it once.');
+  if (hosts === 0 && req.httpVersion !== '1.0') inspected[TARGET_PROBLEM] = badRequest('The Host header is missing; send the API host of your key\'s country.', 'malformed_request');
+  else if (hosts > 1) inspected[TARGET_PROBLEM] = badRequest('The Host header was sent more than once; send it once.', 'malformed_request');
 
   let url = req.url ?? '/';
   if (!url.startsWith('/')) {
@@ -68,7 +68,7 @@ export function inspectTarget(req: IncomingMessage): void {
     } else {
       const authority = absolute[2]!.toLowerCase();
       if (inspected[TARGET_PROBLEM] === undefined && authority !== (req.headers.host ?? '').toLowerCase()) {
-        inspected[TARGET_PROBLEM] = badRequest('The request target names another host than the Host header; send one host.');
+        inspected[TARGET_PROBLEM] = badRequest('The request target names another host than the Host header; send one host.', 'malformed_request');
       }
       url = absolute[3] === '' ? '/' : absolute[3]!;
     }

@@ -78,11 +78,11 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
         try {
           start = decodeCursor(key, tenant, cursor);
         } catch (error) {
-          if (error instanceof CursorError) throw badRequest(CURSOR_REFUSED);
+          if (error instanceof CursorError) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
           throw error;
         }
         // The history after the cursor must still be whole.
-        if (start.seq < (await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country))) throw badRequest(CURSOR_REFUSED);
+        if (start.seq < (await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country))) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
       }
       const position = { ...start };
       const events: string[] = [];

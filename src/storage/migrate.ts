@@ -8,6 +8,7 @@ import * as changeFeed from './migrations/006_change_feed.js';
 import * as usage from './migrations/007_usage.js';
 import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
 import * as listingBody from './migrations/009_listing_body.js';
+import * as failedRequestReason from './migrations/010_failed_request_reason.js';
 import type { Database } from './schema.js';
 
 /**
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007_usage': usage,
   '008_covering_order_index': coveringOrderIndex,
   '009_listing_body': listingBody,
+  '010_failed_request_reason': failedRequestReason,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -216,4 +216,11 @@ export interface ApiFailedRequestsTable {
   request_id: string;
   /** The answer's message (it names the parameter of a 400). */
   message: string;
+  /**
+   * Why it failed (core/api-error.ts ERROR_REASONS), as the refusing step said then; null for a
+   * row written before migration 010 or by a release without reasons.
+   */
+  reason: string | null;
+  /** The client's address (Fastify's `request.ip`, redacted like the path); null before migration 010. */
+  client_ip: string | null;
 }

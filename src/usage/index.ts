@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken, type FindKeyByHash } from '../auth/authenticate.js';
-import { hashKey, redactKeys } from '../auth/key-format.js';
+import { hashKey, redactedExcerpt } from '../auth/key-format.js';
+import type { ErrorReason } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
 import { loggablePath } from '../http/request-log.js';
 import { FAILED_REQUESTS_KEPT, type FailedRequest, type UsageBatch, type UsageRow } from '../storage/index.js';
@@ -21,7 +22,9 @@ export { OUTCOMES, FIRST_ERROR, isOutcome, outcomeOfStatus, type Outcome } from 
  * (`request.apiKey`), and a 401 for a well-formed key whose hash is known (revoked, or sent to
  * another country's host): that key, of that account. A missing, malformed or unknown key belongs
  * to no account and is counted only by the metrics. Nothing of the Authorization header is kept:
- * only the id of the stored key its hash matched.
+ * only the id of the stored key its hash matched. A failed request keeps why it failed (its
+ * reason, api-error.ts) and the client's address, so that the dashboard explains it by what
+ * happened then (issue 29 item 11).
  */
 export const BUCKET_SPANS = { fiveMinutes: 300, hour: 3600 } as const;
 /** How long buckets are kept, per span in seconds. */
@@ -38,6 +41,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The message of the error answer, set by the app's error handler (kept with a failed request). */
     errorMessage: string | null;
+    /** Why it failed (api-error.ts), set with the message: what the dashboard's advice is chosen by. */
+    errorReason: ErrorReason | null;
   }
 }
 
@@ -150,9 +155,13 @@ export class UsageCounter {
       code: OUTCOMES[outcome]!,
       method: request.method.slice(0, 16),
       path: loggablePath(request.url),
-      origin: typeof origin === 'string' ? redactKeys(origin.slice(0, 200)) : null,
+      origin: typeof origin === 'string' ? redactedExcerpt(origin, 200) : null,
       request_id: request.id.slice(0, 140),
-      message: redactKeys(request.errorMessage ?? '').slice(0, 300),
+      message: redactedExcerpt(request.errorMessage ?? '', 300),
+      reason: request.errorReason ?? null,
+      // Fastify's, as TRUST_PROXY has it: behind a proxy it is read from X-Forwarded-For, which a
+      // client writes, so it is redacted like the rest (D20).
+      client_ip: redactedExcerpt(request.ip ?? '', 64) || null,
     });
   }
 

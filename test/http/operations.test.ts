@@ -236,6 +236,16 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
     assert.match(header(own, 'x-request-id') ?? '', REQUEST_ID);
   });
 
+  it("a proxy's X-Request-Id that holds a key is not reused: the id is logged, stored and shown (D20, issue 29 item 7)", async () => {
+    for (const id of [sgKey, `x-${sgKey}`, `sg-live-${sgKey.slice(8)}`]) {
+      const res = await server.get('/v1/listings', { key: sgKey, headers: { 'x-request-id': id } });
+      assert.equal(res.status, 200);
+      assert.match(header(res, 'x-request-id') ?? '', REQUEST_ID, 'a new id instead');
+      assert.equal((await logLinesOf(server, header(res, 'x-request-id')!)).length, 1);
+      assert.ok(!server.logs.raw.join('\n').includes(sgKey.slice(8)), 'the key is in no log line');
+    }
+  });
+
   it('X-Forwarded-Host picks the country', async () => {
     const res = await server.get('/v1/listings', { key: myKey, host: '127.0.0.1', headers: { 'x-forwarded-host': 'api.my.localhost' } });
     assert.equal(res.status, 200, res.body);

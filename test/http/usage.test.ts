@@ -131,9 +131,34 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     for (const f of mine) assert.match(f.request_id, /^req_/);
   });
 
+  it('each failed request keeps why it failed (the refusing step\'s reason) and the client\'s address (issue 29 item 11)', async () => {
+    const mine = (await failureRows()).filter((f) => f.account_id === accountId);
+    const reasons = (code: string) => new Set(mine.filter((f) => f.code === code).map((f) => f.reason));
+    assert.deepEqual(reasons('origin_not_allowed'), new Set(['origin_not_registered']));
+    assert.deepEqual(reasons('bad_request'), new Set(['bad_parameter']));
+    assert.deepEqual(reasons('not_found'), new Set(['listing_not_found']));
+    assert.deepEqual(reasons('rate_limited'), new Set(['rate_limited']));
+    const unauthorized = mine.filter((f) => f.code === 'unauthorized');
+    assert.deepEqual(new Set(unauthorized.filter((f) => f.key_id === keys.revoked!.id).map((f) => f.reason)), new Set(['revoked_key']));
+    assert.deepEqual(new Set(unauthorized.filter((f) => f.key_id === keys.malaysia!.id).map((f) => f.reason)), new Set(['wrong_country']));
+    for (const f of mine) assert.match(f.client_ip ?? '', /^(::ffff:)?127\.0\.0\.1$/, 'the address the request came from');
+    // The reason is the dashboard's: the answer says it in words only (spec 2.4: {error, message}).
+    const answer = await a.get('/v1/listings', { key: keys.revoked!.key });
+    assert.deepEqual(Object.keys(answer.json).sort(), ['error', 'message']);
+    assert.ok(!answer.body.includes('revoked_key'));
+  });
+
   it('a key in the path, the query, the Origin or the Authorization header never reaches a stored row (D20)', async () => {
     const web = keys.web!.key;
     const pasted = generateKey('sg');
+    const secret = pasted.slice('sg_live_'.length);
+    // Issue 29 item 7: double-encoded, after a "+", full-width; in the path, a parameter and the Origin.
+    assert.equal((await a.get(`/v1/listings/sg%255Flive%255F${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings/sg_live_+${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings/${encodeURIComponent('sg＿live＿')}${secret}`, { key: web })).status, 404);
+    assert.equal((await a.get(`/v1/listings?sort=sg%25255Flive%25255F${secret}`, { key: web })).status, 400);
+    assert.equal((await a.get('/v1/listings', { key: web, headers: { origin: `https://sg_live_+${secret}.example` } })).status, 403);
+    assert.equal((await a.get('/v1/listings', { key: web, headers: { origin: Buffer.from(`https://sg＿live＿${secret}.example`).toString('latin1') } })).status, 403);
     assert.equal((await a.get(`/v1/listings/${pasted}`, { key: web })).status, 404);
     assert.equal((await a.get(`/v1/listings?page=${pasted}`, { key: web })).status, 400);
     assert.equal((await a.get(`/v1/listings?sort=${encodeURIComponent(web)}`, { key: web })).status, 400);

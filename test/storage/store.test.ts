@@ -9,6 +9,7 @@ import { sql, type RawBuilder } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings, parseImportLine } from '../../src/listings/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
+import * as failedRequestReasonMigration from '../../src/storage/migrations/010_failed_request_reason.js';
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { tenantKey } from '../../src/core/tenant.js';
 import { openStore, type Store } from '../../src/storage/index.js';
@@ -163,6 +164,40 @@ describe(`store on ${TEST_STORE}`, () => {
     await listingBodyMigration.down(store.db);
     await listingBodyMigration.up(store.db);
     assert.deepEqual(await wrongBodies(), []);
+  });
+
+  it('migration 010 adds the reason and client address of failed requests, and redacts again the keys an older release let through (issue 29 items 7, 11)', async () => {
+    await failedRequestReasonMigration.down(store.db);
+    const secret = 'AbCdEfGhIjKlMnOpQrStUvWxYz012345QwErTy';
+    const leaked = {
+      path: `/v1/listings/sg%255Flive%255F${secret}`,
+      origin: Buffer.from(`https://sg＿live＿${secret}.example`).toString('latin1'),
+      message: `Query parameter "sort" must be one of price, got "sg_live_+${secret.slice(0, 24)}".`,
+    };
+    const row = (id: string, texts: { path: string; origin: string | null; message: string }) => ({
+      id, account_id: owner, key_id: randomUUID(), at: NOW, status: 404, code: 'not_found', method: 'GET', request_id: `req_${id.slice(0, 8)}`, ...texts,
+    });
+    const leaking = randomUUID();
+    const clean = randomUUID();
+    // As a release before 010 wrote them: no reason, no client address.
+    await store.db.insertInto('api_failed_requests').values([
+      row(leaking, leaked),
+      row(clean, { path: '/v1/listings/3f2a1c4e-1111-4222-8333-944445555666', origin: null, message: 'No active listing with this id is visible to this key.' }),
+    ] as never).execute();
+    await failedRequestReasonMigration.up(store.db);
+
+    const after = await store.db.selectFrom('api_failed_requests').selectAll().where('id', 'in', [leaking, clean]).execute();
+    const byId = new Map(after.map((r) => [r.id, r]));
+    const redacted = byId.get(leaking)!;
+    assert.equal(redacted.path, '/v1/listings/sg%255Flive%255F[redacted]');
+    assert.equal(redacted.origin, `${Buffer.from('https://sg＿live＿').toString('latin1')}[redacted].example`);
+    assert.equal(redacted.message, 'Query parameter "sort" must be one of price, got "sg_live_+[redacted]".');
+    assert.ok(!JSON.stringify(after).includes(secret.slice(0, 8)));
+    assert.deepEqual([redacted.reason, redacted.client_ip], [null, null], 'why and from where are not known for an old row');
+    const untouched = byId.get(clean)!;
+    assert.equal(untouched.path, '/v1/listings/3f2a1c4e-1111-4222-8333-944445555666');
+    assert.equal(untouched.origin, null);
+    await store.db.deleteFrom('api_failed_requests').where('id', 'in', [leaking, clean]).execute();
   });
 
   it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
-import { redactKeys } from '../../auth/key-format.js';
-import { ApiError, notFound } from '../../core/api-error.js';
+import { redactedExcerpt } from '../../auth/key-format.js';
+import { ApiError, notFound, type ErrorReason } from '../../core/api-error.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
 import { normalizeOrigin } from '../../cors/origin.js';
 import { rateLimitHeaders, type RateLimitDecision, type RateLimiter } from '../../ratelimit/limiter.js';
@@ -79,7 +79,7 @@ function pipeline(steps: readonly Step[]): onRequestHookHandler {
 }
 
 export const rateLimited = (d: RateLimitDecision) =>
-  new ApiError(429, 'rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.retryAfter} s.`);
+  new ApiError(429, 'rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.retryAfter} s.`, {}, 'rate_limited');
 
 /**
  * Counts a request whose counting was deferred (see RateLimitState): its rate-limit headers become
@@ -106,7 +106,7 @@ function countryStep(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>): Step 
     // without Fastify's `hostname` (which splits the port off) and a lowercasing: about 100 ns.
     const found = hosts.get(request.host) ?? hosts.get(request.hostname.toLowerCase());
     if (found === undefined) {
-      throw notFound(`No API is served at host "${redactKeys(request.hostname).slice(0, 100)}"; use the API host of your key's country.`);
+      throw notFound(`No API is served at host "${redactedExcerpt(request.hostname, 100)}"; use the API host of your key's country.`, 'unknown_host');
     }
     request.country = found;
   };
@@ -158,18 +158,21 @@ export function createGuard(opts: GuardOptions): onRequestHookHandler {
     const sent = request.headers.origin;
     if (sent === undefined) return;
     const apiKey = request.apiKey!;
-    const refuse = () => {
+    const refuse = (reason: ErrorReason) => {
       throw new ApiError(
         403,
         'origin_not_allowed',
-        `The origin ${JSON.stringify(redactKeys(sent).slice(0, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
+        `The origin ${JSON.stringify(redactedExcerpt(sent, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
+        {},
+        reason,
       );
     };
-    const normalized = sent === 'null' ? undefined : normalizeOrigin(sent);
-    if (normalized === undefined) return refuse();
+    if (sent === 'null') return refuse('null_origin');
+    const normalized = normalizeOrigin(sent);
+    if (normalized === undefined) return refuse('malformed_origin');
     const allowed = opts.reads.isOriginAllowed(apiKey.accountId, apiKey.country, normalized);
-    if (allowed instanceof Promise) return allowed.then((ok) => (ok ? undefined : refuse()));
-    if (!allowed) refuse();
+    if (allowed instanceof Promise) return allowed.then((ok) => (ok ? undefined : refuse('origin_not_registered')));
+    if (!allowed) refuse('origin_not_registered');
   };
 
   return pipeline([country, key, limit, origin]);

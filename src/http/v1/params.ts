@@ -1,4 +1,4 @@
-import { redactKeys } from '../../auth/key-format.js';
+import { redactedExcerpt } from '../../auth/key-format.js';
 import { badRequest } from '../../core/api-error.js';
 import { MAX_INT32 } from '../../core/formats.js';
 import { USAGE_NAMES, usageMask } from '../../listings/taxonomy.js';
@@ -56,7 +56,7 @@ export function parseIntegerParam(name: string, value: QueryValue): number | und
   if (value === undefined) return undefined;
   if (Array.isArray(value)) throw badRequest(`Query parameter "${name}" was given ${value.length} times; give it once.`);
   if (!INTEGER.test(value)) {
-    throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${JSON.stringify(redactKeys(value).slice(0, 40))}.`);
+    throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${JSON.stringify(redactedExcerpt(value, 40))}.`);
   }
   const n = Number(value);
   if (n > MAX_INT32) throw badRequest(`Query parameter "${name}" is too large (at most ${MAX_INT32}).`);
@@ -100,7 +100,7 @@ function decimalParam(name: string, value: QueryValue): number | undefined {
   const text = single(name, value);
   if (text === undefined) return undefined;
   if (!DECIMAL.test(text)) {
-    throw badRequest(`Query parameter "${name}" must be a non-negative decimal number such as 1200 or 4.5, got ${JSON.stringify(redactKeys(text).slice(0, 40))}.`);
+    throw badRequest(`Query parameter "${name}" must be a non-negative decimal number such as 1200 or 4.5, got ${JSON.stringify(redactedExcerpt(text, 40))}.`);
   }
   return Number(text);
 }
@@ -108,7 +108,7 @@ function decimalParam(name: string, value: QueryValue): number | undefined {
 function booleanParam(name: string, value: QueryValue): boolean | undefined {
   const text = single(name, value);
   if (text === undefined) return undefined;
-  if (text !== 'true' && text !== 'false') throw badRequest(`Query parameter "${name}" must be true or false, got ${JSON.stringify(redactKeys(text).slice(0, 40))}.`);
+  if (text !== 'true' && text !== 'false') throw badRequest(`Query parameter "${name}" must be true or false, got ${JSON.stringify(redactedExcerpt(text, 40))}.`);
   return text === 'true';
 }
 
@@ -119,7 +119,7 @@ function usageParam(value: QueryValue): number {
   for (const name of text.split(',')) {
     const bit = usageMask([name]);
     if (bit === 0) {
-      throw badRequest(`Query parameter "usage_type" holds ${JSON.stringify(redactKeys(name).slice(0, 40))}, which is not a usage type; use names of the taxonomy, exactly spelt and comma-separated: ${USAGE_NAMES.join(', ')}.`);
+      throw badRequest(`Query parameter "usage_type" holds ${JSON.stringify(redactedExcerpt(name, 40))}, which is not a usage type; use names of the taxonomy, exactly spelt and comma-separated: ${USAGE_NAMES.join(', ')}.`);
     }
     mask |= bit;
   }
@@ -142,7 +142,7 @@ export function parseListParams(query: Readonly<Record<string, QueryValue>>): Li
   const takeover = booleanParam('takeover', query.takeover);
   const sortText = single('sort', query.sort);
   if (sortText !== undefined && !(SORT_KEYS as readonly string[]).includes(sortText)) {
-    throw badRequest(`Query parameter "sort" must be one of ${SORT_KEYS.join(', ')}, got ${JSON.stringify(redactKeys(sortText).slice(0, 40))}.`);
+    throw badRequest(`Query parameter "sort" must be one of ${SORT_KEYS.join(', ')}, got ${JSON.stringify(redactedExcerpt(sortText, 40))}.`);
   }
   bounds('min_size_sqft', minSize, 'max_size_sqft', maxSize);
   bounds('min_price', minPrice, 'max_price', maxPrice);
@@ -162,7 +162,7 @@ export const MAX_FEED_LIMIT = 1000;
 export function parseFeedParams(query: Readonly<Record<string, QueryValue>>): { cursor: string | undefined; limit: number } {
   const cursor = single('cursor', query.cursor);
   // An empty cursor is not "no cursor": it is a cursor this API never issued (D22).
-  if (cursor === '') throw badRequest('Query parameter "cursor" is empty, which is not a cursor this API issued. Start again without a cursor to get every listing, then follow next_cursor.');
+  if (cursor === '') throw badRequest('Query parameter "cursor" is empty, which is not a cursor this API issued. Start again without a cursor to get every listing, then follow next_cursor.', 'bad_cursor');
   const limit = parseIntegerParam('limit', query.limit) ?? DEFAULT_FEED_LIMIT;
   if (limit < 1) throw badRequest('Query parameter "limit" must be 1 or more.');
   return { cursor, limit: Math.min(limit, MAX_FEED_LIMIT) };

@@ -79,7 +79,7 @@ export function knownPath(urls: readonly string[]): (url: string) => boolean {
 /** A known path asked with a method the API does not serve (D5, D6): 405 with Allow, before any other check. */
 export function methodNotAllowed(request: FastifyRequest, reply: FastifyReply): ApiError {
   reply.header('allow', ALLOWED_METHODS);
-  return new ApiError(405, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`);
+  return new ApiError(405, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`, {}, 'method_not_allowed');
 }
 
 export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<void> {
@@ -93,7 +93,7 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
     const handler: RouteHandlerMethod = (request, reply) => {
       const read = route.read(request, request.apiKey!.tenant);
       const respond = (body: Body | undefined): FastifyReply | Promise<FastifyReply> => {
-        if (body === undefined) throw notFound(route.notFound ?? 'Not found.');
+        if (body === undefined) throw notFound(route.notFound ?? 'Not found.', 'listing_not_found');
         return answer(request, reply, body, opts.limiter);
       };
       return read instanceof Promise ? read.then(respond) : respond(read);
