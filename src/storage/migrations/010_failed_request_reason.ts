@@ -1,5 +1,4 @@
 import type { Kysely } from '#kysely';
-import { redactKeys } from './frozen/redact-keys-010.js';
 
 /**
  * Failed requests keep why they failed and where from (issue 29 items 7 and 11):
@@ -12,13 +11,25 @@ import { redactKeys } from './frozen/redact-keys-010.js';
  *   path). Null for the rows already there.
  *
  * The rows already there were redacted by an earlier, narrower redaction, which let keys through
- * (`sg%255Flive%255F<secret>`, `sg_live_+<secret>`, `sg＿live＿<secret>`): their path, origin,
- * message and request id are redacted again here, with this migration's own copy of the redaction
- * (frozen/redact-keys-010.ts), in chunks in id order, each changed row one UPDATE.
+ * (`sg%255Flive%255F<secret>`, `sg_live_+<secret>`, `sg＿live＿<secret>`). Rather than a frozen
+ * copy of today's redaction, a text of such a row that could hold one (see `mayHideKey`) is
+ * replaced whole by HIDDEN: these rows are a short diagnostic history (the last 200 per account),
+ * and losing a few of their texts is better than keeping a secret. In chunks in id order, each
+ * changed row one UPDATE.
  */
 const CHUNK = 500;
-/** The columns' sizes (migration 007): a redacted text can be longer than the one it replaces. */
-const COLUMNS = { path: 320, origin: 220, message: 320, request_id: 140 } as const;
+const HIDDEN = '[hidden: recorded before keys in every encoding were redacted]';
+
+/**
+ * A text the old redaction may have let a key through in: anything an escape, a decoder or
+ * Unicode could turn into a key (`%`, `&`, `\`, any character past ASCII), or `live` outside a key
+ * it already redacted (`sg_live_+<secret>` and the like). Generous on purpose. Frozen: this
+ * migration's own rule, never the live redaction's (src/auth/redact-keys.ts).
+ */
+function mayHideKey(text: string): boolean {
+  return /[%&\\\u0080-\uffff]/.test(text) || /live/i.test(text.replace(/[a-z]{2}_live_\[redacted\]/gi, ''));
+}
+const hide = (text: string) => (mayHideKey(text) ? HIDDEN : text);
 
 interface Row {
   id: string;
@@ -46,10 +57,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     if (rows.length === 0) break;
     for (const row of rows) {
       const redacted = {
-        path: redactKeys(row.path).slice(0, COLUMNS.path),
-        origin: row.origin === null ? null : redactKeys(row.origin).slice(0, COLUMNS.origin),
-        message: redactKeys(row.message).slice(0, COLUMNS.message),
-        request_id: redactKeys(row.request_id).slice(0, COLUMNS.request_id),
+        path: hide(row.path),
+        origin: row.origin === null ? null : hide(row.origin),
+        message: hide(row.message),
+        request_id: hide(row.request_id),
       };
       const changed = redacted.path !== row.path || redacted.origin !== row.origin || redacted.message !== row.message || redacted.request_id !== row.request_id;
       if (changed) await db.updateTable('api_failed_requests').set(redacted).where('id', '=', row.id).execute();
