@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { callCli } from '../support/cli.js';
+import { createScratchPostgres, type TestDatabase } from '../support/database.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dump, fails, okJson, okText, rows, tempDatabase, type CliDatabase } from './helpers.js';
 
@@ -323,5 +327,50 @@ describe('import: all or nothing', () => {
     await refused('a bad line after 1,800 good ones', listing(ORG, { country: 'zz' }), 'country', undefined, {
       lines: [...many(1_800), listing(ORG, { country: 'zz' })], line: 1_801,
     });
+  });
+});
+
+/**
+ * On PostgreSQL (issue 29, item 4): a first import into a new database, whose change log has no
+ * statistics yet, with the default settings.
+ */
+describe('import on PostgreSQL', { skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  let database: TestDatabase;
+  let dir: string;
+  /** The command line in-process on the suite's PostgreSQL database, with the default settings unless `env` says otherwise. */
+  const call = (args: string[], env: Record<string, string> = {}) => callCli(args, { DATABASE_URL: database.url, ...env });
+  /** The result of one query on a connection of its own. */
+  const query = async (text: string): Promise<Array<Record<string, unknown>>> => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      return (await client.query(text)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+  const importFile = (name: string, lines: Array<Record<string, unknown>>) => {
+    const file = join(dir, name);
+    writeFileSync(file, ndjson(lines));
+    return file;
+  };
+
+  before(async () => {
+    database = await createScratchPostgres(process.env.TEST_DATABASE_URL!, `listings_test_${process.pid}_import`);
+    dir = mkdtempSync(join(tmpdir(), 'listings-pg-import-'));
+  });
+  after(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
+  });
+
+  it('a first import of 10,000 listings into a new database succeeds with the default settings, each listing stamped with its change', async () => {
+    // A new database: the change log has no statistics, which once made the swap seek each
+    // listing's change by its tenant alone and time out (issue 29, item 4).
+    okJson(await call(['account', 'create', '--name', 'Import Org', '--id', ORG, '--json']));
+    const file = importFile('first.ndjson', Array.from({ length: 10_000 }, (_, i) => listing(ORG, { title: `First import ${i} ${'x'.repeat(200)}` })));
+    assert.deepEqual(okJson(await call(['import', file, '--json']), 'first import'), { inserted: 10_000, updated: 0, unchanged: 0 });
+    const [stamped] = await query('select count(*)::int as n from listings l join listing_changes c on c.seq = l.change_seq and c.listing_id = l.id and c.owner_account_id = l.owner_account_id');
+    assert.equal(stamped!.n, 10_000);
   });
 });
