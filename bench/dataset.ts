@@ -97,7 +97,8 @@ export function* generateListings(ownerAccountId: string, count: number, now: Da
  * whose per-key limit is raised so far that the limiter always allows (the limiter still runs).
  */
 export async function seed(databaseUrl: string, count: number): Promise<SeedResult> {
-  const store = openStore(databaseUrl, { poolSize: 2 });
+  // An import, as the CLI's: no statement timeout of its own (IMPORT_STATEMENT_TIMEOUT_MS's default).
+  const store = openStore(databaseUrl, { poolSize: 2, statementTimeoutMs: 0 });
   try {
     await store.migrate();
     const now = new Date();

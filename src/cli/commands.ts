@@ -7,7 +7,7 @@ import { ensureDemo } from '../demo/demo-data.js';
 import { importListings, ImportError, type ImportFile } from '../listings/import.js';
 import type { ImportCounts } from '../storage/index.js';
 import { CliError, emit } from './output.js';
-import { withStore } from './store.js';
+import { StatementTimeoutError, withStore } from './store.js';
 
 /**
  * `import` and `demo`, and the curl line `serve --demo` prints too. The other commands live in
@@ -40,9 +40,10 @@ export async function importCommand(file: string, opts: { json: boolean }): Prom
   const started = performance.now();
   let result: ImportCounts;
   try {
-    result = await withStore((store) => importListings(store, input, new Date(), { onProgress: progress }));
+    result = await withStore((store) => importListings(store, input, new Date(), { onProgress: progress }), { statementLimit: 'IMPORT_STATEMENT_TIMEOUT_MS' });
   } catch (error) {
-    if (error instanceof ImportError) throw new CliError(`import failed, nothing was written: ${error.message}`);
+    // All or nothing (OPERATIONS): a statement cancelled anywhere in it leaves nothing written either.
+    if (error instanceof ImportError || error instanceof StatementTimeoutError) throw new CliError(`import failed, nothing was written: ${error.message}`);
     throw error;
   } finally {
     if (progress) process.stderr.write('\r\x1b[K');

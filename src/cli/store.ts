@@ -9,6 +9,42 @@ import { CliError } from './output.js';
 const CONFIRM_TIMEOUT_MS = 5000;
 
 /**
+ * The setting that caps each statement of a command on PostgreSQL. DATABASE_STATEMENT_TIMEOUT_MS
+ * is there so that a stuck query fails a request instead of hanging it; the CLI's short commands
+ * keep it. An import is not a request: its statements grow with its file (one inserts every new
+ * listing, one compares every staged line with what is stored), so it has a limit of its own,
+ * IMPORT_STATEMENT_TIMEOUT_MS, none by default, for all of its statements (migrations included).
+ */
+export type StatementLimit = 'DATABASE_STATEMENT_TIMEOUT_MS' | 'IMPORT_STATEMENT_TIMEOUT_MS';
+
+/** A statement cancelled by the limit of a command (StatementLimit); the message names the setting. */
+export class StatementTimeoutError extends CliError {
+  constructor(readonly setting: StatementLimit, ms: number, answered: boolean) {
+    super(
+      ms === 0
+        ? `a database statement was cancelled by the database server's own statement_timeout (${setting} is 0: no limit of its own)`
+        : answered
+          ? `a database statement ran past ${setting} (${ms} ms) and was cancelled; raise it${setting === 'IMPORT_STATEMENT_TIMEOUT_MS' ? ', or set it to 0 for no limit' : ''}`
+          : `the database did not answer within ${setting} (${ms} ms) and a second; check the connection to it, or raise ${setting}`,
+    );
+    this.name = 'StatementTimeoutError';
+  }
+}
+
+/**
+ * `error` as a StatementTimeoutError when a statement timeout caused it: the server's
+ * cancellation (57014, "statement timeout", not an operator's pg_cancel_backend) or the driver's
+ * wait for an answer, which ends a second after the server's limit.
+ */
+function statementTimeout(error: unknown, setting: StatementLimit, ms: number): StatementTimeoutError | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof message !== 'string') return undefined;
+  if (code === '57014' && message.includes('statement timeout')) return new StatementTimeoutError(setting, ms, true);
+  if (message === 'Query read timeout') return new StatementTimeoutError(setting, ms, false);
+  return undefined;
+}
+
+/**
  * Opens the configured database, migrated, runs `fn`, and always closes it. On PostgreSQL the
  * command returns only once every running instance has confirmed that it applied the command's
  * changes (D4), or after CONFIRM_TIMEOUT_MS with a warning on stderr.
@@ -17,14 +53,19 @@ const CONFIRM_TIMEOUT_MS = 5000;
  */
 export async function withStore<T>(
   fn: (store: Store, config: Config) => Promise<T>,
-  { migrate = true, env = cliContext().env }: { migrate?: boolean; env?: Readonly<Record<string, string | undefined>> } = {},
+  {
+    migrate = true,
+    env = cliContext().env,
+    statementLimit = 'DATABASE_STATEMENT_TIMEOUT_MS',
+  }: { migrate?: boolean; env?: Readonly<Record<string, string | undefined>>; statementLimit?: StatementLimit } = {},
 ): Promise<T> {
   const context = cliContext();
   const config = loadConfig(env);
+  const statementTimeoutMs = statementLimit === 'IMPORT_STATEMENT_TIMEOUT_MS' ? config.importStatementTimeoutMs : config.databaseStatementTimeoutMs;
   const store = openStore(config.databaseUrl, {
     listenForChanges: true,
     poolSize: 2,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    statementTimeoutMs,
     // An operator's command waits longer for its turn than a request does: a revoke issued while
     // a big import is being swapped in must succeed (D4), not fail after the server's 10 s.
     busyTimeoutMs: Math.max(config.databaseBusyTimeoutMs, 60_000),
@@ -41,6 +82,8 @@ export async function withStore<T>(
       context.stderr(`warning: the change is saved, but ${who} within ${CONFIRM_TIMEOUT_MS / 1000} s; they apply it once they read their notifications\n`);
     }
     return result;
+  } catch (error) {
+    throw statementTimeout(error, statementLimit, statementTimeoutMs) ?? error;
   } finally {
     await store.close();
   }

@@ -10,8 +10,13 @@ export interface Config {
   databaseUrl: string;
   /** PostgreSQL connection pool size per process. */
   databasePoolSize: number;
-  /** PostgreSQL statement timeout: a stuck query fails instead of hanging a request. */
+  /** PostgreSQL statement timeout: a stuck query fails instead of hanging a request (and a short CLI command). */
   databaseStatementTimeoutMs: number;
+  /**
+   * PostgreSQL statement timeout of `listings-api import`, which is not a request: its statements
+   * grow with the file (one writes every new listing). 0: none of its own.
+   */
+  importStatementTimeoutMs: number;
   /** How long a write waits its turn behind another writer (an import being applied) before failing with a clear message. */
   databaseBusyTimeoutMs: number;
   /** Safety expiry of the API's read caches (ms); 0 turns them off. */
@@ -69,6 +74,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    importStatementTimeoutMs: integer(env, 'IMPORT_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
     databaseBusyTimeoutMs: integer(env, 'DATABASE_BUSY_TIMEOUT_MS', 10_000, 0, 600_000),
     readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
     readCacheMaxMb: integer(env, 'READ_CACHE_MAX_MB', 64, 1, 65_536),

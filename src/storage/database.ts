@@ -20,7 +20,11 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface DatabaseOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
-  /** PostgreSQL statement timeout, so a stuck query cannot hang a request. */
+  /**
+   * PostgreSQL statement timeout, so a stuck query cannot hang a request. 0: none of ours (the
+   * server's own `statement_timeout`, if it has one, applies), for work that is not a request
+   * (an import, whose statements grow with its file).
+   */
   statementTimeoutMs?: number;
 }
 
@@ -142,14 +146,19 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
 
 function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
   const { Pool } = require('pg') as typeof pg;
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const pool = new Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     // Bounded failure when the database is away: connecting, the server-side statement, and the
-    // wait for an answer on a connection that went silent are all capped.
+    // wait for an answer on a connection that went silent are all capped; the last a second
+    // after the server would have cancelled the statement, so that its own error comes first.
     connectionTimeoutMillis: 2000,
-    statement_timeout: options.statementTimeoutMs ?? 5000,
-    query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
+    ...(statementTimeoutMs > 0
+      ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 1000 }
+      : // No limit on a statement, so none on the wait for its answer either: a connection whose
+        // server went away without a word is found out by TCP keepalive instead.
+        { keepAlive: true, keepAliveInitialDelayMillis: 10_000 }),
   });
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
   // would crash the process. The next query gets a fresh connection.

@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type RawBuilder } from '#kysely';
 import { BODY_TAIL, listingBodyOf } from '../listings/body.js';
 import type { ChangeRecorder } from './changes.js';
+import { isPostgres, type Dialect } from './database.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import { ConcurrentWriteError, type Write } from './write.js';
 
@@ -237,7 +238,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
               // temporary table by itself): without them SQLite drives the swap's joins from the
               // listings table, reading all of it even for a one-line import.
               await sql`analyze import_staging`.execute(conn);
-              return write.on(conn, (tx, changes) => swapIn(tx, now, changes));
+              return write.on(conn, (tx, changes) => swapIn(tx, isPostgres(tx) ? 'postgres' : 'sqlite', now, changes));
             },
           });
         } finally {
@@ -309,8 +310,17 @@ function differs(): RawBuilder<unknown> {
  * The statements of a swap, after the change log's `before` sequence and with the change time
  * `at`, in the order `swapIn` runs them; the insert in the form the count calls for (exported for
  * the test that checks their plans).
+ *
+ * Each written listing is stamped with its change (`change_seq`). SQLite finds it by one seek per
+ * listing in listing_changes_superseded. PostgreSQL is told it by the insert of the changes
+ * (`returning`), kept in a temporary table of the transaction (`import_changes`) that the update
+ * and the insert join by id. Not by that seek: its plan is made on a table whose statistics know
+ * nothing of the rows just inserted (none at all in a new database), and the planner may then seek
+ * by the tenant alone (listing_changes_tenant_seq, which fits the same conditions) and filter
+ * every change of the import for each listing, a cost that grows with the square of the import
+ * (issue 29, item 4: a first import of 10,000 listings ran past the statement timeout).
  */
-export function swapStatements(now: string, at: string, before: number) {
+export function swapStatements(dialect: Dialect, now: string, at: string, before: number) {
   const counts = sql<{ total: number | string; existing: number | string; changed: number | string }>`
     select count(*) as total, count(l.id) as existing,
       coalesce(sum(case when l.id is not null and ${differs()} then 1 else 0 end), 0) as changed
@@ -323,21 +333,32 @@ export function swapStatements(now: string, at: string, before: number) {
     where l.owner_account_id <> s.owner_account_id or l.country <> s.country
     order by s.line`;
   // ... and every new or changed listing is a change of the tenant it is in now. Identical lines are not.
-  const changed = sql`insert into listing_changes (owner_account_id, country, listing_id, at)
+  const changedRows = sql`insert into listing_changes (owner_account_id, country, listing_id, at)
     select s.owner_account_id, s.country, s.id, ${at} from import_staging s left join listings l on l.id = s.id
     where l.id is null or ${differs()}
     order by s.line`;
+  const postgres = dialect === 'postgres';
+  // PostgreSQL: with each change's sequence kept by listing (see above). Its table is the
+  // transaction's own: a swap done again after a concurrent write starts from an empty one.
+  const changesTable = sql`create temporary table import_changes (id text primary key, seq bigint not null) on commit drop`;
+  const changed = postgres
+    ? sql`with c as (${changedRows} returning listing_id, seq) insert into import_changes (id, seq) select listing_id, seq from c`
+    : changedRows;
 
   // updated_at is when the listing's current state took effect: the time of its change, and
-  // change_seq is that change, found by one seek in listing_changes_superseded (a listing's
-  // change for the tenant it is in now is unique among those of this write), so that each row
-  // is written once and not rewritten afterwards to stamp it.
-  const changeSeq = sql`(select c.seq from listing_changes c
+  // change_seq is that change, so that each row is written once and not rewritten afterwards to
+  // stamp it. SQLite: by one seek in listing_changes_superseded (a listing's change for the
+  // tenant it is in now is unique among those of this write). PostgreSQL: from import_changes,
+  // whose rows are exactly the new and changed lines.
+  const changeSeq = postgres
+    ? sql`c.seq`
+    : sql`(select c.seq from listing_changes c
     where c.owner_account_id = s.owner_account_id and c.country = s.country and c.listing_id = s.id and c.seq > ${before})`;
+  const staged = postgres ? sql`import_staging s join import_changes c on c.id = s.id` : sql`import_staging s`;
   const assignments = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`${sql.ref(c)} = s.${sql.ref(c)}`), sql`, `);
   const update = sql`update listings as l set ${assignments}, created_at = coalesce(s.created_at, l.created_at), updated_at = ${at}, change_seq = ${changeSeq},
       body = ${stagedBody(sql`l.created_at`)}
-    from import_staging s where l.id = s.id and ${differs()}`;
+    from ${staged} where l.id = s.id${postgres ? sql`` : sql` and ${differs()}`}`;
   const columns = sql.join(LISTING_DATA_COLUMNS.map((c) => sql.ref(c)), sql`, `);
   const values = sql.join(LISTING_DATA_COLUMNS.map((c) => sql`s.${sql.ref(c)}`), sql`, `);
   // The new listings. When some staged ids exist, those are left out by a seek each. When none
@@ -351,24 +372,28 @@ export function swapStatements(now: string, at: string, before: number) {
   // is then written front to back instead of at random: 6.1 s -> 4.4 s for 100,000 new listings
   // into a database of 100,000 (SQLite, 32 MB of cache).
   const insert = (someExist: boolean) => sql`insert into listings (id, ${columns}, created_at, updated_at, change_seq, body)
-    select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq}, ${stagedBody(sql`${now}`)} from import_staging s
+    select s.id, ${values}, coalesce(s.created_at, ${now}), ${at}, ${changeSeq}, ${stagedBody(sql`${now}`)} from ${staged}
     where ${someExist ? sql`not exists (select 1 from listings l where l.id = s.id)` : sql`true`}
     order by s.id
     on conflict (id) do nothing`;
-  return { counts, moves, changed, update, insert };
+  return { counts, moves, changesTable, changed, update, insert };
 }
 
 /** The swap of an import, inside its write transaction (see `importing`). */
-async function swapIn(tx: Kysely<Database>, now: string, changes: ChangeRecorder): Promise<ImportCounts> {
+async function swapIn(tx: Kysely<Database>, dialect: Dialect, now: string, changes: ChangeRecorder): Promise<ImportCounts> {
   const { before, at } = await changes.beginListingChanges(now);
-  const statements = swapStatements(now, at, before);
+  const statements = swapStatements(dialect, now, at, before);
   const { total, existing, changed } = (await statements.counts.execute(tx)).rows[0]!;
   const inserted = Number(total) - Number(existing);
   const someExist = Number(existing) > 0;
   // A move or an update needs a staged id that exists: when none does (a first import), each would
   // only pass over every staged line to find that out. The insert, likewise, needs a new one.
   if (someExist) await statements.moves.execute(tx);
+  if (dialect === 'postgres') await statements.changesTable.execute(tx);
   await statements.changed.execute(tx);
+  // The update and the insert join what was just written there: planned on its statistics (and
+  // the staged lines'), not on a guess.
+  if (dialect === 'postgres') await sql`analyze import_changes`.execute(tx);
   if (someExist) await statements.update.execute(tx);
   if (inserted > 0) {
     const { numAffectedRows } = await statements.insert(someExist).execute(tx);

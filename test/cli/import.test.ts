@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { callCli } from '../support/cli.js';
+import { createScratchPostgres, type TestDatabase } from '../support/database.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dump, fails, okJson, okText, rows, tempDatabase, type CliDatabase } from './helpers.js';
 
@@ -323,5 +327,93 @@ describe('import: all or nothing', () => {
     await refused('a bad line after 1,800 good ones', listing(ORG, { country: 'zz' }), 'country', undefined, {
       lines: [...many(1_800), listing(ORG, { country: 'zz' })], line: 1_801,
     });
+  });
+});
+
+/**
+ * On PostgreSQL (issue 29, item 4): the swap's statements grow with the file, and an import is not
+ * a request, so DATABASE_STATEMENT_TIMEOUT_MS (there so that a stuck query fails a request) does
+ * not bound it; IMPORT_STATEMENT_TIMEOUT_MS does, none by default. A statement cancelled by
+ * either is reported on the CLI's one line with the setting that governs it.
+ */
+describe('import on PostgreSQL: statement timeouts', { skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set' }, () => {
+  let database: TestDatabase;
+  let dir: string;
+  /** The command line in-process on the suite's PostgreSQL database, with the default settings unless `env` says otherwise. */
+  const call = (args: string[], env: Record<string, string> = {}) => callCli(args, { DATABASE_URL: database.url, ...env });
+  /** The result of one query on a connection of its own. */
+  const query = async (text: string): Promise<Array<Record<string, unknown>>> => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      return (await client.query(text)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+  /**
+   * Runs `fn` while another connection holds `table` locked (every statement that reads it waits),
+   * releasing the lock after `releaseAfterMs` if given, else once `fn` is done.
+   */
+  const whileLocked = async <T>(table: string, fn: () => Promise<T>, releaseAfterMs?: number): Promise<T> => {
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await holder.query('begin');
+      await holder.query(`lock table ${table} in access exclusive mode`);
+      const released = new Promise<void>((resolve) => {
+        if (releaseAfterMs !== undefined) timer = setTimeout(() => void holder.query('rollback').then(() => resolve()), releaseAfterMs);
+      });
+      const result = await fn();
+      await (releaseAfterMs === undefined ? holder.query('rollback') : released);
+      return result;
+    } finally {
+      clearTimeout(timer);
+      await holder.end();
+    }
+  };
+  const importFile = (name: string, lines: Array<Record<string, unknown>>) => {
+    const file = join(dir, name);
+    writeFileSync(file, ndjson(lines));
+    return file;
+  };
+
+  before(async () => {
+    database = await createScratchPostgres(process.env.TEST_DATABASE_URL!, `listings_test_${process.pid}_import`);
+    dir = mkdtempSync(join(tmpdir(), 'listings-pg-import-'));
+  });
+  after(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
+  });
+
+  it('a first import of 10,000 listings into a new database succeeds with the default settings, each listing stamped with its change', async () => {
+    // A new database: the change log has no statistics, which once made the swap seek each
+    // listing's change by its tenant alone and time out (issue 29, item 4).
+    okJson(await call(['account', 'create', '--name', 'Import Org', '--id', ORG, '--json']));
+    const file = importFile('first.ndjson', Array.from({ length: 10_000 }, (_, i) => listing(ORG, { title: `First import ${i} ${'x'.repeat(200)}` })));
+    assert.deepEqual(okJson(await call(['import', file, '--json']), 'first import'), { inserted: 10_000, updated: 0, unchanged: 0 });
+    const [stamped] = await query('select count(*)::int as n from listings l join listing_changes c on c.seq = l.change_seq and c.listing_id = l.id and c.owner_account_id = l.owner_account_id');
+    assert.equal(stamped!.n, 10_000);
+  });
+
+  it("an import is not bound by DATABASE_STATEMENT_TIMEOUT_MS: it waits for a lock longer than that and succeeds", async () => {
+    const file = importFile('waits.ndjson', [listing(ORG, { title: 'Waited for the change log' })]);
+    const result = await whileLocked('listing_changes', () => call(['import', file, '--json'], { DATABASE_STATEMENT_TIMEOUT_MS: '100' }), 1_500);
+    assert.deepEqual(okJson(result, 'import past DATABASE_STATEMENT_TIMEOUT_MS'), { inserted: 1, updated: 0, unchanged: 0 });
+  });
+
+  it("an import's statement cancelled by IMPORT_STATEMENT_TIMEOUT_MS: one line that names it, and nothing written", async () => {
+    const [before] = await query('select count(*)::int as n from listings');
+    const file = importFile('cancelled.ndjson', [listing(ORG, { title: 'Must not be written' }), listing(ORG)]);
+    const result = await whileLocked('listing_changes', () => call(['import', file, '--json'], { IMPORT_STATEMENT_TIMEOUT_MS: '200' }));
+    fails(result, 1, [/^listings-api: import failed, nothing was written: /, /\bIMPORT_STATEMENT_TIMEOUT_MS \(200 ms\)/, /set it to 0 for no limit/], 'import');
+    assert.deepEqual(await query('select count(*)::int as n from listings'), [before]);
+  });
+
+  it("another command's statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: one line that names it", async () => {
+    const result = await whileLocked('accounts', () => call(['account', 'list'], { DATABASE_STATEMENT_TIMEOUT_MS: '200' }));
+    fails(result, 1, [/^listings-api: a database statement ran past DATABASE_STATEMENT_TIMEOUT_MS \(200 ms\) and was cancelled; raise it$/], 'account list');
   });
 });

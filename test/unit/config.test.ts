@@ -122,8 +122,15 @@ describe('configuration (OPERATIONS "Configuration")', () => {
   it('refuses bad values of the extra tuning variables', () => {
     for (const v of ['0', 'x', '1001']) refuses({ DATABASE_POOL_SIZE: v }, 'DATABASE_POOL_SIZE');
     for (const v of ['99', 'x', '600001']) refuses({ DATABASE_STATEMENT_TIMEOUT_MS: v }, 'DATABASE_STATEMENT_TIMEOUT_MS');
+    for (const v of ['-1', 'x', '1.5', '86400001']) refuses({ IMPORT_STATEMENT_TIMEOUT_MS: v }, 'IMPORT_STATEMENT_TIMEOUT_MS');
     for (const v of ['-1', 'x', '3600001']) refuses({ READ_CACHE_TTL_MS: v }, 'READ_CACHE_TTL_MS');
     for (const v of ['0', 'x', '1.5', '65537']) refuses({ READ_CACHE_MAX_MB: v }, 'READ_CACHE_MAX_MB');
+  });
+
+  it('an import has no statement timeout of its own unless IMPORT_STATEMENT_TIMEOUT_MS gives one (issue 29, item 4)', () => {
+    assert.equal(loadConfig({}).importStatementTimeoutMs, 0);
+    assert.equal(loadConfig({}).databaseStatementTimeoutMs, 5000);
+    assert.equal(loadConfig({ IMPORT_STATEMENT_TIMEOUT_MS: '600000' }).importStatementTimeoutMs, 600_000);
   });
 
   it('bounds the cached answers at 64 MiB unless told otherwise', () => {
