@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
+import { trackConnections } from '../http/drain.js';
 import { dashboardRoutes } from './routes.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
@@ -88,6 +89,8 @@ export async function createDashboard(options: DashboardOptions) {
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     return503OnClosing: false,
   });
+  // On a port of its own it is drained at shutdown like the API's (src/http/drain.ts).
+  trackConnections(app.server);
   // Forms only: no JSON or other body parsers.
   app.removeAllContentTypeParsers();
   await app.register(fastifyCookie);

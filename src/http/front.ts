@@ -5,6 +5,7 @@ import { ALLOWED_METHODS } from '../cors/cors.js';
 import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, requestHostName, targetProblem } from './request-target.js';
+import { trackConnections } from './drain.js';
 
 /**
  * The listening socket every request of the API's port arrives on, before Fastify: the target is
@@ -21,13 +22,8 @@ export interface FrontServerOptions {
   virtualHost?: { name: string; handler: () => RequestListener };
 }
 
-const DRAINING = Symbol('draining');
-type Drainable = Server & { [DRAINING]?: boolean };
-
 export function createFrontServer(apiHandler: RequestListener, options: FrontServerOptions): Server {
-  const server: Drainable = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
-    // While draining, every answer closes its connection behind it (see drainServer).
-    if (server[DRAINING]) res.shouldKeepAlive = false;
+  const server = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
     inspectTarget(req);
     const virtual = options.virtualHost;
     if (virtual !== undefined && targetProblem(req) === undefined && requestHostName(req, options.trustProxy) === virtual.name) {
@@ -37,6 +33,8 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
     // A cached answer is made during this call: it is written with the turn's others (write-batch.ts).
     dispatchCoalesced(apiHandler, req, res);
   });
+  // Shutdown answers every connection it accepted (drain.ts).
+  trackConnections(server);
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
   // The cached answers of one turn of the event loop reach the kernel together (write-batch.ts).
@@ -78,37 +76,4 @@ function answerRaw(socket: Duplex, status: number, reason: string, body: { error
       `X-Request-Id: ${reqId}\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
   return reqId;
-}
-
-/**
- * Graceful close with a time limit (issue 8, item 5). Connections the kernel has already queued
- * and requests already sent are answered: the listener stays open for a moment (closing it resets
- * connections not yet accepted, and Node's close() destroys connections whose request it has not
- * read yet), then stops accepting; answers in flight finish and close their connection; idle
- * keep-alive connections are closed; whatever is still open after `timeoutMs` (a client trickling
- * its headers, a hung request) is destroyed. Resolves with the number of connections destroyed.
- */
-export async function drainServer(server: Server, timeoutMs: number, settleMs = 100): Promise<number> {
-  (server as Drainable)[DRAINING] = true;
-  if (!server.listening) return 0;
-  const deadline = Date.now() + timeoutMs;
-  await delay(Math.min(settleMs, timeoutMs));
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // Keep-alive connections that fall idle after their last answer are closed as they do.
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
-  const timedOut = await Promise.race([closed.then(() => false), delay(Math.max(0, deadline - Date.now())).then(() => true)]);
-  clearInterval(sweep);
-  if (!timedOut) return 0;
-  const remaining = await countConnections(server);
-  server.closeAllConnections();
-  await closed;
-  return remaining;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function countConnections(server: Server): Promise<number> {
-  return new Promise((resolve) => server.getConnections((error, count) => resolve(error ? 0 : count)));
 }
