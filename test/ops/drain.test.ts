@@ -146,6 +146,7 @@ async function signInInTwoParts(port: number, connection: Connection): Promise<{
 
 const modes = [
   { name: 'one process', args: [] as string[], processes: 1, skip: false as false | string },
+  { name: '--workers 2', args: ['--workers', '2'], processes: 2, skip: SKIP_NO_REDIS },
 ];
 
 for (const mode of modes) {
