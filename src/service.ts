@@ -6,7 +6,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
-import { drainServer } from './http/front.js';
+import { drainServer } from './http/drain.js';
 import { NotReady } from './http/health.js';
 import { ConnectionKeys } from './auth/connection-keys.js';
 import { createReadModel } from './readmodel/index.js';
@@ -162,21 +162,22 @@ export async function createService(config: Config, options: ServiceOptions = {}
       return address;
     },
     /**
-     * Graceful, within SHUTDOWN_TIMEOUT_MS: stop accepting, answer what was received, close idle
-     * connections, destroy what is still open at the deadline; then flush and close.
+     * Graceful, within SHUTDOWN_TIMEOUT_MS (src/http/drain.ts): stop accepting, answer every
+     * connection that was accepted with `Connection: close`, close idle keep-alive connections,
+     * destroy what is still open at the deadline; then flush and close. The API's (and the
+     * dashboard's) listeners are closed before the first await: a cluster worker relies on it
+     * (src/cli/serve.ts).
      */
     async close(): Promise<void> {
       draining = true;
+      const deadline = Date.now() + config.shutdownTimeoutMs;
       const servers = [app.server, ...(typeof config.dashboardPort === 'number' && dashboard !== undefined ? [dashboard.app.server] : [])];
       const cut = (await Promise.all(servers.map((server) => drainServer(server, config.shutdownTimeoutMs)))).reduce((a, b) => a + b, 0);
       if (cut > 0) logger.warn({ connections: cut, timeout_ms: config.shutdownTimeoutMs }, 'shutdown: closed connections still open at the drain deadline');
       await dashboard?.close();
       await app.close();
-      if (metricsServer !== undefined) {
-        const closing = new Promise((resolve) => metricsServer!.close(resolve));
-        metricsServer.closeAllConnections();
-        await closing;
-      }
+      // Metrics last, so that the drain can be watched; within what is left of the same limit.
+      if (metricsServer !== undefined) await drainServer(metricsServer, Math.max(0, deadline - Date.now()));
       clearInterval(pruneTimer);
       await lastUsed.stop();
       await usage?.stop();

@@ -22,8 +22,9 @@ import { CliError } from './output.js';
  * serving. A worker that fails before that (port in use, database unreachable, failed migration)
  * stops the whole command: exit 1 with one line on stderr, never a restart loop. One that crashes
  * later is restarted with exponential backoff; after MAX_CRASHES crashes within CRASH_WINDOW_MS the
- * command gives up (exit 1, one line). On SIGTERM/SIGINT the primary forwards the signal and exits
- * 0 once every worker has drained. Default: one worker per core when REDIS_URL is set, else 1.
+ * command gives up (exit 1, one line). On SIGTERM/SIGINT the primary stops each serving worker (see
+ * drainWorker: no connection is lost between the primary and a worker) and exits 0 once every
+ * worker has drained. Default: one worker per core when REDIS_URL is set, else 1.
  * Without REDIS_URL more than one worker is a usage error (exit 2): each worker would keep its own
  * rate limits, multiplying every key's limit by N. With one worker nothing is forked.
  */
@@ -124,8 +125,10 @@ async function serveOne(config: Config, demo: boolean): Promise<void> {
   for (const line of listeningLines(config, 1, { api: service.apiPort(), dashboard: service.dashboard?.port() })) tell(line);
 }
 
-/** Messages a worker sends its primary. */
-type WorkerMessage = { type: 'serving' } | { type: 'failed'; reason: string };
+/** Messages a worker sends its primary. `stop`: the worker was sent a signal; the primary stops it. */
+type WorkerMessage = { type: 'serving' } | { type: 'failed'; reason: string } | { type: 'stop'; signal: NodeJS.Signals };
+/** Messages the primary sends a worker. */
+type PrimaryMessage = { type: 'drain' };
 
 /** A worker: serves like `serveOne`, tells the primary when it serves, or why it could not start. */
 async function runWorker(config: Config): Promise<void> {
@@ -141,7 +144,35 @@ async function runWorker(config: Config): Promise<void> {
     return;
   }
   const running = service;
-  onSignals(() => running.close(), running.logger);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    running.logger.info('shutting down: finishing in-flight requests');
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        running.logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  // The primary says when to stop, after the last connection it handed this worker (drainWorker).
+  // The worker's listeners are closed before stop() returns (service.close), so that a
+  // connection handed to it is never refused and sent back to a primary that is closing.
+  process.on('message', (message: PrimaryMessage) => {
+    if (message?.type === 'drain') stop();
+  });
+  // A signal sent to the worker itself (Ctrl-C reaches the whole process group, and a service
+  // manager may signal every process of the unit): the primary stops it, as above. Without a
+  // primary, it stops by itself.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    if (process.connected) process.send?.({ type: 'stop', signal } satisfies WorkerMessage);
+    else stop();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   process.send?.({ type: 'serving' } satisfies WorkerMessage);
 }
 
@@ -179,6 +210,7 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
 
   const alive = new Set<Worker>();
   const serving = new Set<Worker>();
+  const drained = new Set<Worker>();
   const startFailures = new Map<Worker, string>();
   const crashes: number[] = [];
   let announced = false;
@@ -186,15 +218,36 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   let forwarded: NodeJS.Signals | undefined;
   let exitCode: 0 | 1 = 0;
 
+  /**
+   * Stops a serving worker without losing a connection. In cluster mode the primary accepts the
+   * connections and hands them to the workers; a worker that closes its listener by itself is
+   * still handed connections until the primary hears of it, and refuses them, and Node gives
+   * those back to the primary, which loses them if every worker has closed meanwhile (they were
+   * answered by no one until the process exited). So the primary first tells the worker to drain
+   * (the message reaches it after every connection handed to it, which it answers), then
+   * disconnects it (worker.disconnect(): at once, the primary hands it nothing more, and once no
+   * worker is left it stops accepting). The worker exits when it has drained.
+   */
+  const drainWorker = (worker: Worker) => {
+    if (drained.has(worker) || !worker.isConnected()) return;
+    drained.add(worker);
+    worker.send({ type: 'drain' } satisfies PrimaryMessage);
+    worker.disconnect();
+  };
+
   const fork = () => {
     const worker = cluster.fork();
     alive.add(worker);
     logger.info({ worker_pid: worker.process.pid }, 'worker started');
     worker.on('message', (message: WorkerMessage) => {
       if (message.type === 'failed') startFailures.set(worker, message.reason);
+      // A worker that was sent a signal itself. Outside a shutdown it is replaced once it exits.
+      if (message.type === 'stop') drainWorker(worker);
       if (message.type !== 'serving') return;
       serving.add(worker);
       logger.info({ worker_pid: worker.process.pid }, 'worker serving');
+      // It got to serve while the command was stopping: it stops too.
+      if (stopping) drainWorker(worker);
       if (!announced && serving.size >= workers) {
         announced = true;
         for (const line of listeningLines(config, workers)) tell(line);
@@ -211,7 +264,12 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
     if (reason !== undefined) process.stderr.write(`listings-api: ${reason}\n`);
     logger.info({ signal }, 'shutting down: stopping the workers');
     if (alive.size === 0) process.exit(exitCode);
-    for (const worker of alive) worker.process.kill(signal);
+    for (const worker of alive) {
+      // One still starting has no connection to answer: the signal ends it (or, if it already
+      // serves and its 'serving' message is on its way, it asks to be stopped: drainWorker).
+      if (serving.has(worker)) drainWorker(worker);
+      else worker.process.kill(signal);
+    }
     setTimeout(() => {
       logger.error('workers did not stop in time; killing them');
       for (const worker of alive) worker.process.kill('SIGKILL');

@@ -11,6 +11,7 @@ import { nextRequestId } from '../http/request-id.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
+import { trackConnections } from '../http/drain.js';
 import { dashboardRoutes } from './routes.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
@@ -93,6 +94,8 @@ export async function createDashboard(options: DashboardOptions) {
     genReqId: nextRequestId,
     return503OnClosing: false,
   });
+  // On a port of its own it is drained at shutdown like the API's (src/http/drain.ts).
+  trackConnections(app.server);
   // Forms only: no JSON or other body parsers.
   app.removeAllContentTypeParsers();
   await app.register(fastifyCookie);

@@ -6,6 +6,7 @@ import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/p
 import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
+import { trackConnections } from './drain.js';
 
 /**
  * The listening socket every request of the API's port arrives on, before Fastify: the target is
@@ -23,13 +24,10 @@ export interface FrontServerOptions {
   virtualHost?: { name: string; handler: () => RequestListener };
 }
 
-const DRAINING = Symbol('draining');
-type Drainable = Server & { [DRAINING]?: boolean };
-
 export function createFrontServer(apiHandler: RequestListener, options: FrontServerOptions): Server {
-  const listener = (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
-    // While draining, every answer closes its connection behind it (see drainServer).
-    if (server[DRAINING]) res.shouldKeepAlive = false;
+  /** Requests whose `Expect` cannot be met (below): the API answers them 417. */
+  const expectationFailed = new WeakSet<IncomingMessage>();
+  const server = createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
     inspectTarget(req);
     // Before either app reads request.ip (core/proxy-trust.ts).
     if (options.trust !== false) normaliseForwardedFor(req);
@@ -39,13 +37,18 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       virtual.handler()(req, res);
       return;
     }
-    if (expectationFailed) rejectExpectation(req);
+    if (expectationFailed.has(req)) rejectExpectation(req);
     // A cached answer is made during this call: it is written with the turn's others (write-batch.ts).
     dispatchCoalesced(apiHandler, req, res);
-  };
-  const server: Drainable = createServer({ requireHostHeader: false }, (req, res) => listener(req, res));
-  // `Expect` other than 100-continue: Node would answer a bare 417 itself; with a listener, the API answers it (D6, D19).
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => listener(req, res, true));
+  });
+  // `Expect` other than 100-continue: Node would answer a bare 417 itself; with a listener, it is a
+  // request like any other (the drain tracks it), which the API answers as JSON (D6, D19).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    expectationFailed.add(req);
+    server.emit('request', req, res);
+  });
+  // Shutdown answers every connection it accepted (drain.ts).
+  trackConnections(server);
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
   // The cached answers of one turn of the event loop reach the kernel together (write-batch.ts).
@@ -91,37 +94,4 @@ function answerRaw(socket: Duplex, status: number, reason: string, body: { error
       `X-Request-Id: ${reqId}\r\n${extra}Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
   return reqId;
-}
-
-/**
- * Graceful close with a time limit (issue 8, item 5). Connections the kernel has already queued
- * and requests already sent are answered: the listener stays open for a moment (closing it resets
- * connections not yet accepted, and Node's close() destroys connections whose request it has not
- * read yet), then stops accepting; answers in flight finish and close their connection; idle
- * keep-alive connections are closed; whatever is still open after `timeoutMs` (a client trickling
- * its headers, a hung request) is destroyed. Resolves with the number of connections destroyed.
- */
-export async function drainServer(server: Server, timeoutMs: number, settleMs = 100): Promise<number> {
-  (server as Drainable)[DRAINING] = true;
-  if (!server.listening) return 0;
-  const deadline = Date.now() + timeoutMs;
-  await delay(Math.min(settleMs, timeoutMs));
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // Keep-alive connections that fall idle after their last answer are closed as they do.
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
-  const timedOut = await Promise.race([closed.then(() => false), delay(Math.max(0, deadline - Date.now())).then(() => true)]);
-  clearInterval(sweep);
-  if (!timedOut) return 0;
-  const remaining = await countConnections(server);
-  server.closeAllConnections();
-  await closed;
-  return remaining;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function countConnections(server: Server): Promise<number> {
-  return new Promise((resolve) => server.getConnections((error, count) => resolve(error ? 0 : count)));
 }

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
 import type { ReadStats } from '../readmodel/index.js';
+import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
 
 /**
@@ -173,6 +174,8 @@ export async function listenForScrapes(scrape: () => Promise<string>, port: numb
       },
     );
   });
+  // Closed after the API at shutdown, like it: a scrape in flight is answered (src/http/drain.ts).
+  trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -5,7 +5,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { DashboardClient, text } from '../dashboard/helpers.js';
+import { DashboardClient } from '../dashboard/helpers.js';
 import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 import { BIN, runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -223,25 +223,6 @@ describe('serve: shutdown answers what it accepted and ends within SHUTDOWN_TIME
     await waitFor(() => server.child.exitCode !== null, 'the process to exit', 8_000);
     assert.equal(server.child.exitCode, 0);
     socket.destroy();
-  });
-
-  it('requests sent just before SIGTERM are all answered (sign-ins in flight, connections not yet accepted), none reset', async () => {
-    // Three rounds: the race (a connection still in the kernel's queue when the listener closes,
-    // or accepted but not yet read) is not hit every time, so one round could pass by luck.
-    for (let round = 0; round < 3; round++) {
-      const server = await startServerProcess({ DATABASE_URL: database.url });
-      const clients = Array.from({ length: 5 }, () => new DashboardClient(server.port, `dashboard.localhost:${server.port}`));
-      for (const client of clients) assert.equal((await client.get('/sign-in')).status, 200);
-      // Each is a new connection and costs a ~100 ms password check (unknown emails are checked too).
-      const attempts = clients.map((client, i) => client.post('/sign-in', { email: `nobody${round}-${i}@example.com`, password: 'not the password' }).then(
-        (res) => ({ status: res.status, body: text(res.body).slice(0, 80) }),
-        (error: Error & { code?: string }) => ({ status: 0, body: error.code ?? error.message }),
-      ));
-      server.child.kill('SIGTERM');
-      const results = await Promise.all(attempts);
-      assert.deepEqual(results.map((r) => r.status), [401, 401, 401, 401, 401], `round ${round}: ${JSON.stringify(results)}`);
-      assert.equal(await server.exited, 0);
-    }
   });
 });
 
