@@ -1,5 +1,6 @@
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
-import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
+import { createRequire } from 'node:module';
+import type { TrustProxy } from '../core/proxy-trust.js';
 
 /** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
 export interface Config {
@@ -149,7 +150,10 @@ function trustProxy(env: Env): TrustProxy {
     if (/^[0-9]+$/.test(entry)) throw new ConfigError('TRUST_PROXY', `"${raw}" mixes a number of hops with addresses; ${expected}`);
   }
   try {
-    compileProxyTrust({ addresses });
+    // Read as Fastify will read it. Loaded only here, when addresses are given: the CLI's commands
+    // that serve nothing load no HTTP stack (test/cli/startup.test.ts).
+    const proxyAddr = createRequire(import.meta.url)('@fastify/proxy-addr') as { compile(addresses: string[]): unknown };
+    proxyAddr.compile(addresses);
   } catch (error) {
     // proxy-addr's reason: "invalid IP address: x" or "invalid range on address: x/33".
     throw new ConfigError('TRUST_PROXY', `${(error as Error).message} in "${raw}"; ${expected}`);
