@@ -65,12 +65,19 @@ export function createSignInFailuresRepository(db: Kysely<Database>, write: Writ
      * (0: it may go ahead), and an attempt that may go ahead is recorded as a failure at once. So
      * any number of parallel attempts, on any number of instances, reach the password check at
      * most as often as the limit allows. The row is taken back when the password is right.
+     *
+     * An attempt that must wait already by the failures committed so far is refused before any
+     * lock is taken: a burst of attempts (150 at once for one email) would otherwise queue one
+     * transaction each behind the email's lock, holding pool connections, and those waiting longest
+     * for a connection would fail with 500 instead of 429. The check under the locks decides.
      */
     async reserve(
       attempt: SignInFailure,
       since: string,
       decide: (byEmail: readonly string[], byAddress: readonly string[]) => number,
     ): Promise<{ reserved: true } | { reserved: false; waitMs: number }> {
+      const early = decide(await times(db, { email: attempt.email }, since), await times(db, { ip: attempt.ip }, since));
+      if (early > 0) return { reserved: false, waitMs: early };
       return write(async (tx) => {
         if (isPostgres(tx)) {
           // Email before address, always: two attempts never wait on each other's locks in a cycle.

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { PER_EMAIL } from '../../src/dashboard/throttle.js';
+import { TEST_STORE } from '../support/database.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { addMember, DashboardClient } from './helpers.js';
 
@@ -52,6 +54,26 @@ describe('sign-in throttle under parallel bursts', () => {
     // The failures that were checked are what the throttle counts: no more, no fewer.
     const recorded = await first.service.store.signInFailures.since({ email: member.email }, new Date(first.clock.now() - 60_000).toISOString());
     assert.equal(recorded.length, PER_EMAIL);
+  });
+
+  it('a burst while the failures table is slow to write: never a 500 for want of a pool connection (PostgreSQL)', { skip: TEST_STORE !== 'postgres' && 'PostgreSQL: its pool and locks' }, async () => {
+    const member = await addMember(first, accountId, 'slow@example.com', 'the right password!');
+    const clients = await readyClients(60, [first]);
+    // Another session holds the table against writes (reads go on) for longer than the pool's
+    // connection timeout (2 s): attempts that each held a connection meanwhile would leave the
+    // rest waiting for one past it.
+    const locker = new pg.Client({ connectionString: first.databaseUrl });
+    await locker.connect();
+    await locker.query('begin');
+    await locker.query('lock table dashboard_login_failures in exclusive mode');
+    const statuses = Promise.all(clients.map((client, i) =>
+      client.post('/sign-in', { email: member.email, password: `wrong ${i}` }).then((r) => r.status)));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await locker.query('commit');
+    await locker.end();
+    const all = await statuses;
+    assert.equal(all.filter((s) => s === 401).length, PER_EMAIL, `statuses: ${all.join(' ')}`);
+    assert.equal(all.filter((s) => s === 429).length, 60 - PER_EMAIL, `statuses: ${all.join(' ')}`);
   });
 
   it('a right password takes its reservation back: it does not count as a failure', async () => {
