@@ -7,12 +7,14 @@ import { apiBaseUrl, curlLine, dashboardUrl } from '../core/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
+import { checkDatabaseFile } from './database-file.js';
 import { CliError } from './output.js';
 
 /**
  * `serve`: migrations, then the API (and the dashboard) in the foreground until SIGINT/SIGTERM,
  * then a graceful shutdown within SHUTDOWN_TIMEOUT_MS. `--demo` (what `npm start` runs) first makes
- * sure the demo data exists and prints a fresh key with a curl line that works.
+ * sure the demo data exists and prints a fresh key with a curl line that works. A missing SQLite
+ * file is created with a notice on stderr (database-file.ts).
  *
  * Lines for people (the demo banner, where to find the API and the dashboard) go to stderr, so
  * that stdout carries only the log: a log collector never stores the demo key or password (D20).
@@ -38,6 +40,7 @@ export async function serveCommand(opts: ServeOptions): Promise<void> {
   // A forked worker re-runs this command line: it serves, nothing more (the primary did the rest).
   if (cluster.isWorker) return runWorker(config);
   const workers = workerCount(opts.workers, config);
+  checkDatabaseFile(config.databaseUrl, process.env, { create: true, stderr: (text) => process.stderr.write(text) });
   if (workers === 1) return serveOne(config, opts.demo === true);
   return servePrimary(config, opts.demo === true, workers);
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { DashboardClient } from '../dashboard/helpers.js';
@@ -139,6 +139,27 @@ describe('serve: a start-up failure ends the command with one line (exit 1), nev
       assert.equal(logLines(result.stdout).filter((l) => l.msg === 'worker started').length, 2, 'no worker was started again');
     } finally {
       blocker.close();
+    }
+  });
+
+  it('a new SQLite database: a notice on stderr with its path, then the service (issue 30 item 6)', async () => {
+    const file = join(dirname(database.url.slice('file:'.length)), 'fresh', 'listings.db');
+    const server = await startServerProcess({ DATABASE_URL: `file:${file}` });
+    try {
+      assert.ok(
+        server.stderr().startsWith(`notice: creating a new, empty SQLite database at ${file} (DATABASE_URL=file:${file}); a server started from another folder or with another DATABASE_URL does not use it\n`),
+        server.stderr(),
+      );
+      assert.ok(existsSync(file));
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+    const again = await startServerProcess({ DATABASE_URL: `file:${file}` });
+    try {
+      await waitFor(() => /Listings API listening/.test(again.stderr()), 'the listening line');
+      assert.doesNotMatch(again.stderr(), /notice/, 'an existing database: no notice');
+    } finally {
+      assert.equal(await again.stop(), 0);
     }
   });
 
