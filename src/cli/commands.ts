@@ -22,9 +22,11 @@ import { StatementTimeoutError, withStore } from './store.js';
 const WORKER_FROM_BYTES = 1024 * 1024;
 
 export async function importCommand(file: string, opts: { json: boolean }): Promise<void> {
-  let input: Readable | ImportFile;
+  // The file is opened once the database is (withStore), so that a command that fails before
+  // reading it (no database: database-file.ts) leaves no stream opening it behind.
+  let input: () => Readable | ImportFile;
   if (file === '-') {
-    input = { fd: 0 };
+    input = () => ({ fd: 0 });
   } else {
     let size: number;
     try {
@@ -33,14 +35,14 @@ export async function importCommand(file: string, opts: { json: boolean }): Prom
     } catch {
       throw new CliError(`cannot read ${file}: no such file or no permission`);
     }
-    input = size >= WORKER_FROM_BYTES ? { path: file } : createReadStream(file);
+    input = size >= WORKER_FROM_BYTES ? () => ({ path: file }) : () => createReadStream(file);
   }
   // A long import says how far it got, on a terminal only (a pipe or a log gets the result alone).
   const progress = process.stderr.isTTY ? (lines: number) => process.stderr.write(`\rRead ${lines.toLocaleString('en')} lines...`) : undefined;
   const started = performance.now();
   let result: ImportCounts;
   try {
-    result = await withStore((store) => importListings(store, input, new Date(), { onProgress: progress }), { statementLimit: 'IMPORT_STATEMENT_TIMEOUT_MS' });
+    result = await withStore((store) => importListings(store, input(), new Date(), { onProgress: progress }), { statementLimit: 'IMPORT_STATEMENT_TIMEOUT_MS' });
   } catch (error) {
     // All or nothing (OPERATIONS): a statement cancelled anywhere in it leaves nothing written either.
     if (error instanceof ImportError || error instanceof StatementTimeoutError) throw new CliError(`import failed, nothing was written: ${error.message}`);
@@ -56,7 +58,7 @@ export async function importCommand(file: string, opts: { json: boolean }): Prom
 }
 
 export async function demoCommand(opts: { json: boolean }): Promise<void> {
-  const { result, config } = await withStore(async (store, config) => ({ result: await ensureDemo(store, new Date()), config }));
+  const { result, config } = await withStore(async (store, config) => ({ result: await ensureDemo(store, new Date()), config }), { create: true });
   const curl = curlLine(config, result.key);
   emit(opts.json, { account_id: result.accountId, key_id: result.keyId, key: result.key, curl, created: result.created }, () =>
     [

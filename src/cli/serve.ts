@@ -7,19 +7,25 @@ import { apiBaseUrl, curlLine, dashboardUrl } from '../core/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
+import { checkDatabaseFile } from './database-file.js';
+import { listenFailure } from './listen-error.js';
 import { CliError } from './output.js';
+import { withStore } from './store.js';
 
 /**
  * `serve`: migrations, then the API (and the dashboard) in the foreground until SIGINT/SIGTERM,
- * then a graceful shutdown within SHUTDOWN_TIMEOUT_MS. `--demo` (what `npm start` runs) first makes
- * sure the demo data exists and prints a fresh key with a curl line that works.
+ * then a graceful shutdown within SHUTDOWN_TIMEOUT_MS. `--demo` (what `npm start` runs), once the
+ * service listens, makes sure the demo data exists and prints a fresh key with a curl line that
+ * works. A listener that cannot start (a port in use) ends the command with one line naming its
+ * setting (listen-error.ts) before any of that. A missing SQLite file is created with a notice on
+ * stderr (database-file.ts).
  *
  * Lines for people (the demo banner, where to find the API and the dashboard) go to stderr, so
  * that stdout carries only the log: a log collector never stores the demo key or password (D20).
  *
  * `--workers N` runs N processes on the one port (node:cluster): the primary applies migrations
- * and `--demo` once, forks N workers that each run the whole service and report when they are
- * serving. A worker that fails before that (port in use, database unreachable, failed migration)
+ * once, forks N workers that each run the whole service and report when they are serving, and
+ * once all of them serve, runs `--demo` once. A worker that fails before that (port in use, database unreachable, failed migration)
  * stops the whole command: exit 1 with one line on stderr, never a restart loop. One that crashes
  * later is restarted with exponential backoff; after MAX_CRASHES crashes within CRASH_WINDOW_MS the
  * command gives up (exit 1, one line). On SIGTERM/SIGINT the primary stops each serving worker (see
@@ -38,8 +44,14 @@ export async function serveCommand(opts: ServeOptions): Promise<void> {
   // A forked worker re-runs this command line: it serves, nothing more (the primary did the rest).
   if (cluster.isWorker) return runWorker(config);
   const workers = workerCount(opts.workers, config);
-  if (workers === 1) return serveOne(config, opts.demo === true);
-  return servePrimary(config, opts.demo === true, workers);
+  checkDatabaseFile(config.databaseUrl, process.env, { create: true, stderr: (text) => process.stderr.write(text) });
+  try {
+    if (workers === 1) return await serveOne(config, opts.demo === true);
+    return await servePrimary(config, opts.demo === true, workers);
+  } catch (error) {
+    // A port in use: one line naming PORT, DASHBOARD_PORT or METRICS_PORT (listen-error.ts).
+    throw listenFailure(error, config) ?? error;
+  }
 }
 
 /** The number of worker processes `--workers` asks for, or the default; usage errors exit 2. */
@@ -73,8 +85,13 @@ function listeningLines(config: Config, workers: number, ports: { api?: number; 
   return lines;
 }
 
-/** The demo banner (`--demo`): a fresh key, the previous demo key revoked, and the demo member's login. */
-async function printDemo(store: Store, config: Config): Promise<void> {
+/**
+ * The demo banner's lines (`--demo`): a fresh key, the previous demo key revoked, and the demo member's
+ * login. Only once the service listens (every worker, with --workers): a server that cannot start
+ * (a port in use) prints no credentials and revokes no key, which may be the demo key of the
+ * server that holds the port, on the same database.
+ */
+async function demoBanner(store: Store, config: Config): Promise<string[]> {
   const demo = await ensureDemo(store, new Date());
   const lines = [
     '',
@@ -89,7 +106,7 @@ async function printDemo(store: Store, config: Config): Promise<void> {
     lines.push(`Dashboard sign-in (demo member, new password each start):  ${member.email}  /  ${member.password}`);
   }
   lines.push('These demo credentials are for local use: they are printed here, on stderr, and never logged.', '');
-  for (const line of lines) tell(line);
+  return lines;
 }
 
 /** Stops the process on the first SIGINT/SIGTERM: drains and closes, then exits 0 (1 if closing failed). */
@@ -115,8 +132,8 @@ function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>, logger: Logg
 async function serveOne(config: Config, demo: boolean): Promise<void> {
   const service = await createService(config);
   try {
-    if (demo) await printDemo(service.store, config);
     await service.listen();
+    if (demo) for (const line of await demoBanner(service.store, config)) tell(line);
   } catch (error) {
     await service.close().catch(() => undefined);
     throw error;
@@ -138,7 +155,7 @@ async function runWorker(config: Config): Promise<void> {
     service = await createService(config, { clusterWorker: true });
     await service.listen();
   } catch (error) {
-    const reason = oneLine(error);
+    const reason = oneLine(listenFailure(error, config) ?? error);
     await service?.close().catch(() => undefined);
     process.send?.({ type: 'failed', reason } satisfies WorkerMessage, () => process.exit(1));
     return;
@@ -195,7 +212,6 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   const store = openStore(config.databaseUrl, { poolSize: 1, statementTimeoutMs: config.databaseStatementTimeoutMs, busyTimeoutMs: config.databaseBusyTimeoutMs });
   try {
     await store.migrate();
-    if (demo) await printDemo(store, config);
   } finally {
     await store.close();
   }
@@ -250,9 +266,24 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
       if (stopping) drainWorker(worker);
       if (!announced && serving.size >= workers) {
         announced = true;
-        for (const line of listeningLines(config, workers)) tell(line);
+        void announce();
       }
     });
+  };
+
+  /**
+   * Once every worker serves: the demo banner (demoBanner, its key confirmed by every worker on
+   * PostgreSQL before it is shown, as any command's change is: D4), then where to find the service.
+   */
+  const announce = async () => {
+    let banner: string[] = [];
+    try {
+      if (demo) banner = await withStore((demoStore) => demoBanner(demoStore, config), { migrate: false, env: process.env });
+    } catch (error) {
+      stopAll('SIGTERM', 1, `could not create the demo data: ${oneLine(error)}`);
+      return;
+    }
+    if (!stopping) for (const line of [...banner, ...listeningLines(config, workers)]) tell(line);
   };
 
   /** Stops every worker and exits with `code`; `reason` (one line) goes to stderr. */

@@ -3,6 +3,7 @@ import { canonicalUuid } from '../core/formats.js';
 import { COUNTRY_CODES, isCountry, type Country } from '../core/countries.js';
 import { openStore, type Store } from '../storage/index.js';
 import { cliContext } from './context.js';
+import { checkDatabaseFile } from './database-file.js';
 import { CliError } from './output.js';
 
 /** How long a command waits for every running instance to confirm its change (D4), at most. */
@@ -50,6 +51,8 @@ function statementTimeout(error: unknown, setting: StatementLimit, ms: number): 
  * changes (D4), or after CONFIRM_TIMEOUT_MS with a warning on stderr.
  * The configuration comes from `env`, by default the command's context (the process's environment
  * when run by the bin). Migrating first costs about 5 ms on an up-to-date SQLite file.
+ * A missing SQLite file is created only with `create` (`migrate`, `demo`), with a notice on
+ * stderr; otherwise the command fails naming the path (database-file.ts).
  */
 export async function withStore<T>(
   fn: (store: Store, config: Config) => Promise<T>,
@@ -57,10 +60,12 @@ export async function withStore<T>(
     migrate = true,
     env = cliContext().env,
     statementLimit = 'DATABASE_STATEMENT_TIMEOUT_MS',
-  }: { migrate?: boolean; env?: Readonly<Record<string, string | undefined>>; statementLimit?: StatementLimit } = {},
+    create = false,
+  }: { migrate?: boolean; env?: Readonly<Record<string, string | undefined>>; statementLimit?: StatementLimit; create?: boolean } = {},
 ): Promise<T> {
   const context = cliContext();
   const config = loadConfig(env);
+  checkDatabaseFile(config.databaseUrl, env, { create, stderr: context.stderr });
   const statementTimeoutMs = statementLimit === 'IMPORT_STATEMENT_TIMEOUT_MS' ? config.importStatementTimeoutMs : config.databaseStatementTimeoutMs;
   const store = openStore(config.databaseUrl, {
     listenForChanges: true,
@@ -69,6 +74,8 @@ export async function withStore<T>(
     // An operator's command waits longer for its turn than a request does: a revoke issued while
     // a big import is being swapped in must succeed (D4), not fail after the server's 10 s.
     busyTimeoutMs: Math.max(config.databaseBusyTimeoutMs, 60_000),
+    // Should the file go away after the check, fail rather than create it silently.
+    createIfMissing: create,
   });
   try {
     if (migrate) await store.migrate();

@@ -26,6 +26,12 @@ export interface DatabaseOptions {
    * (an import, whose statements grow with its file).
    */
   statementTimeoutMs?: number;
+  /**
+   * SQLite: create the file (and its folder) when it does not exist (the default), or fail
+   * instead. The CLI creates one only for `migrate`, `serve` and `demo` (src/cli/database-file.ts):
+   * any other command on a missing file would work on a new, empty database that no server uses.
+   */
+  createIfMissing?: boolean;
 }
 
 export interface OpenDatabase {
@@ -35,17 +41,31 @@ export interface OpenDatabase {
   sqlite?: BetterSqlite3.Database;
 }
 
-/** Opens `file:PATH` as embedded SQLite (creating the file and its folder) or `postgres://` as PostgreSQL. */
+/**
+ * Opens `file:PATH` as embedded SQLite (creating the file and its folder unless createIfMissing
+ * is false) or `postgres://` as PostgreSQL.
+ */
 export function openDatabase(url: string, options: DatabaseOptions = {}): OpenDatabase {
-  if (url.startsWith('file:')) return openSqlite(url.slice('file:'.length));
+  if (url.startsWith('file:')) return openSqlite(url, options.createIfMissing ?? true);
   return openPostgres(url, options);
 }
 
-function openSqlite(path: string): OpenDatabase {
-  const file = path === ':memory:' ? path : resolve(path);
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+/**
+ * The absolute path of the SQLite file a `file:PATH` URL names (a relative PATH is relative to the
+ * current folder), or undefined for PostgreSQL and `file::memory:`. The one place that resolves
+ * it, so that what the CLI checks is the file openDatabase opens.
+ */
+export function sqliteFile(url: string): string | undefined {
+  if (!url.startsWith('file:')) return undefined;
+  const path = url.slice('file:'.length);
+  return path === ':memory:' ? undefined : resolve(path);
+}
+
+function openSqlite(url: string, createIfMissing: boolean): OpenDatabase {
+  const file = sqliteFile(url) ?? ':memory:';
+  if (file !== ':memory:' && createIfMissing) mkdirSync(dirname(file), { recursive: true });
   const Sqlite = require('better-sqlite3') as typeof BetterSqlite3;
-  const sqlite = new Sqlite(file);
+  const sqlite = new Sqlite(file, { fileMustExist: file !== ':memory:' && !createIfMissing });
   // A new database gets pages of SQLITE_PAGE_SIZE; an existing one keeps its own (the page size
   // is fixed once the file is written, and this statement then does nothing). It comes first:
   // journal_mode writes the file's header. The connection's temporary database, made later,

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseKey } from '../../src/auth/key-format.js';
 import { EXAMPLE_ACCOUNT } from '../../src/cli/program.js';
@@ -468,7 +469,7 @@ describe('origin add, remove, list', () => {
 
 describe('usage and configuration errors', () => {
   let db: CliDatabase;
-  before(() => (db = tempDatabase()));
+  before(() => (db = tempDatabase({ missing: true })));
   after(() => db.remove());
 
   it('exit 2 with one line on stderr for usage errors', async () => {
@@ -507,7 +508,7 @@ describe('usage and configuration errors', () => {
 
 describe('help: required options marked, an example for every command; usage errors point at the command\'s own help', () => {
   let db: CliDatabase;
-  before(() => (db = tempDatabase()));
+  before(() => (db = tempDatabase({ missing: true })));
   after(() => db.remove());
 
   /** Every command, with the options OPERATIONS makes required. */
@@ -561,5 +562,93 @@ describe('help: required options marked, an example for every command; usage err
     fails(await db.call(['frobnicate']), 2, [/^listings-api: error: unknown command 'frobnicate' \(see listings-api --help\)$/]);
     fails(await db.call(['user']), 2, [/^listings-api: error: missing command \(see listings-api user --help\)$/]);
     assert.ok(!existsSync(db.file), 'usage errors open no database');
+  });
+});
+
+describe('a missing SQLite database: only migrate, serve and demo create one, saying so (issue 30 item 6)', () => {
+  let db: CliDatabase;
+  before(() => (db = tempDatabase({ missing: true })));
+  after(() => db.remove());
+
+  const ID = '0f0f0f0f-0000-4000-8000-000000000000';
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const NOTICE_END = '; a server started from another folder or with another DATABASE_URL does not use it\n';
+
+  /** `listings-api ARGS` run from `cwd` with DATABASE_URL unset: the default, ./data/listings.db there. */
+  function runIn(cwd: string, args: string[]): CliResult {
+    const result = spawnSync(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: '' }, encoding: 'utf8' });
+    return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr, json: undefined };
+  }
+
+  /** A `--json` result with a notice: exit 0, one JSON object on stdout and nothing else. */
+  function jsonWithNotice(result: CliResult, notice: string): any {
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stderr, notice);
+    assert.equal(result.stdout.trimEnd().split('\n').length, 1, result.stdout);
+    const value = JSON.parse(result.stdout) as object;
+    assert.equal(result.stdout, `${JSON.stringify(value)}\n`);
+    return value;
+  }
+
+  it('every other command exits 1 with one line naming the path and DATABASE_URL, and creates nothing', async () => {
+    const file = join(db.dir, 'not-yet', 'listings.db');
+    const env = { DATABASE_URL: `file:${file}` };
+    const ndjson = join(db.dir, 'listings.ndjson');
+    writeFileSync(ndjson, '');
+    const commands = [
+      ['account', 'create', '--name', 'Acme'], ['account', 'list'],
+      ['key', 'create', '--account', ID, '--country', 'sg', '--label', 'site'], ['key', 'list', '--account', ID],
+      ['key', 'revoke', ID], ['key', 'set-limit', ID, '600'],
+      ['origin', 'add', '--account', ID, '--country', 'sg', 'https://www.example.com'],
+      ['origin', 'remove', '--account', ID, '--country', 'sg', 'https://www.example.com'], ['origin', 'list', '--account', ID],
+      ['user', 'create', '--account', ID, '--email', 'dev@example.com', '--generate-password'], ['user', 'list', '--account', ID],
+      ['user', 'set-password', '--email', 'dev@example.com', '--generate-password'],
+      ['import', ndjson],
+    ];
+    const line = new RegExp(`^listings-api: no database at ${escape(file)} \\(DATABASE_URL=file:${escape(file)}\\): set DATABASE_URL to the database the server uses, or create a new one with "listings-api migrate"$`);
+    for (const args of commands) {
+      for (const json of [[], ['--json']]) fails(await db.call([...args, ...json], undefined, env), 1, [line], [...args, ...json].join(' '));
+    }
+    // As the shell sees it.
+    fails(db.run(['key', 'revoke', ID, '--json'], undefined, env), 1, [line]);
+    assert.ok(!existsSync(join(db.dir, 'not-yet')), 'not even its folder');
+  });
+
+  it('from another folder, DATABASE_URL unset: key revoke names ./data/listings.db there instead of "no key with id" on a new database', () => {
+    const folder = join(db.dir, 'elsewhere');
+    mkdirSync(folder);
+    const result = runIn(folder, ['key', 'revoke', ID]);
+    fails(result, 1, [
+      new RegExp(`^listings-api: no database at ${escape(join(realpathSync(folder), 'data', 'listings.db'))} `),
+      /\(DATABASE_URL is unset: the default file:\.\/data\/listings\.db, relative to the current folder\)/,
+    ]);
+    assert.ok(!existsSync(join(folder, 'data')), 'nothing created there');
+  });
+
+  it('migrate creates it with a notice on stderr naming the path; --json stays one object on stdout; the next run says nothing', () => {
+    const file = join(db.dir, 'new', 'listings.db');
+    const env = { DATABASE_URL: `file:${file}` };
+    const first = jsonWithNotice(db.run(['migrate', '--json'], undefined, env), `notice: creating a new, empty SQLite database at ${file} (DATABASE_URL=file:${file})${NOTICE_END}`);
+    assert.ok(first.applied.length >= 1);
+    assert.ok(existsSync(file));
+    assert.deepEqual(okJson(db.run(['migrate', '--json'], undefined, env)), { applied: [] });
+    assert.deepEqual(okJson(db.run(['account', 'list', '--json'], undefined, env)), { accounts: [] }, 'the others work on it now');
+  });
+
+  it('demo from another folder, DATABASE_URL unset: says it creates a new database there, and which', () => {
+    const folder = join(db.dir, 'other-checkout');
+    mkdirSync(folder);
+    const file = join(realpathSync(folder), 'data', 'listings.db');
+    const demo = jsonWithNotice(
+      runIn(folder, ['demo', '--json']),
+      `notice: creating a new, empty SQLite database at ${file} (DATABASE_URL is unset: the default file:./data/listings.db, relative to the current folder)${NOTICE_END}`,
+    );
+    assert.equal(demo.created, true);
+    assert.equal(parseKey(demo.key), 'sg');
+    const human = runIn(folder, ['demo']);
+    assert.equal(human.status, 0);
+    assert.equal(human.stderr, '', 'an existing database: no notice');
+    assert.match(human.stdout, /exists already/);
+    assert.equal(rows<{ n: number }>(file, 'SELECT count(*) AS n FROM api_keys')[0]!.n, 2);
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -24,9 +24,15 @@ export interface CliDatabase {
   remove(): void;
 }
 
-export function tempDatabase(): CliDatabase {
+/**
+ * A new, empty SQLite database (an empty file: what `CREATE DATABASE` is to PostgreSQL), as an
+ * operator's would be. `missing`: no file at all, which only `migrate`, `serve` and `demo` create
+ * (with a notice on stderr), and on which every other command fails (issue 30 item 6).
+ */
+export function tempDatabase({ missing = false }: { missing?: boolean } = {}): CliDatabase {
   const dir = mkdtempSync(join(tmpdir(), 'listings-cli-'));
   const file = join(dir, 'x.db');
+  if (!missing) writeFileSync(file, '');
   const url = `file:${file}`;
   const transcript: CliDatabase['transcript'] = [];
   return {

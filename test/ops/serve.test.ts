@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { DashboardClient } from '../dashboard/helpers.js';
@@ -117,28 +118,99 @@ describe('serve: a start-up failure ends the command with one line (exit 1), nev
   });
   after(() => database.drop());
 
-  it('port in use, one process', async () => {
-    const port = await freePort();
-    const blocker = await listen(port);
+  /** The one line for a port in use (issue 30 item 6): where, and the setting that names it. */
+  const inUse = (port: number, setting: string) =>
+    `cannot listen on 127.0.0.1:${port}: the port is in use by another program (this server, already running?); set ${setting} to a free port, or stop that program`;
+  /** The demo keys in the database, revoked or not: a start that fails must add or revoke none. */
+  const demoKeys = () => {
+    const db = new BetterSqlite3(database.url.slice('file:'.length), { fileMustExist: true });
     try {
-      const result = serveExpectingExit([], { DATABASE_URL: database.url, PORT: String(port) });
-      assert.equal(result.status, 1);
-      assert.match(oneStderrLine(result.stderr), /EADDRINUSE/);
+      return db.prepare("SELECT id, revoked_at FROM api_keys WHERE label = 'demo' ORDER BY id").all();
     } finally {
-      blocker.close();
+      db.close();
+    }
+  };
+
+  it('port in use by a running `serve --demo` (npm start twice): one line naming PORT, no credentials, its demo key still works', async () => {
+    const running = await startServerProcess({ DATABASE_URL: database.url }, ['--demo']);
+    try {
+      await waitFor(() => /Demo API key/.test(running.stderr()), 'the first banner');
+      const key = /Demo API key \(sg, shown once\): {2}(sg_live_\w+)\n/.exec(running.stderr())![1]!;
+      const keys = demoKeys();
+      const result = serveExpectingExit(['--demo'], { DATABASE_URL: database.url, PORT: String(running.port) });
+      assert.equal(result.status, 1);
+      // Before: the demo banner (a new key, the running server's revoked; a new dashboard password), then EADDRINUSE.
+      assert.equal(oneStderrLine(result.stderr), `listings-api: ${inUse(running.port, 'PORT')}`);
+      assert.deepEqual(demoKeys(), keys, 'no demo key added or revoked');
+      assert.equal((await httpCall(running.port, '/v1/listings', { key })).status, 200, "the running server's demo key works");
+    } finally {
+      assert.equal(await running.stop(), 0);
     }
   });
 
-  it('port in use, with workers: the primary stops at the first worker that cannot listen', { skip: SKIP_NO_REDIS }, async () => {
-    const port = await freePort();
-    const blocker = await listen(port);
+  it('DASHBOARD_PORT or METRICS_PORT in use, one process: one line naming it, no credentials', async () => {
+    for (const setting of ['DASHBOARD_PORT', 'METRICS_PORT']) {
+      const busy = await freePort();
+      const blocker = await listen(busy);
+      try {
+        const keys = demoKeys();
+        const result = serveExpectingExit(['--demo'], { DATABASE_URL: database.url, PORT: String(await freePort()), [setting]: String(busy) });
+        assert.equal(result.status, 1, setting);
+        assert.equal(oneStderrLine(result.stderr), `listings-api: ${inUse(busy, setting)}`);
+        assert.deepEqual(demoKeys(), keys, `${setting}: no demo key added or revoked`);
+      } finally {
+        blocker.close();
+      }
+    }
+  });
+
+  it('HOST not an address of this machine: one line naming HOST, no credentials', async () => {
+    const keys = demoKeys();
+    // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never a local address.
+    const result = serveExpectingExit(['--demo'], { DATABASE_URL: database.url, HOST: '192.0.2.1', PORT: String(await freePort()) });
+    assert.equal(result.status, 1);
+    assert.match(oneStderrLine(result.stderr), /^listings-api: cannot listen on 192\.0\.2\.1:\d+: 192\.0\.2\.1 is not an address of this machine; set HOST to one that is$/);
+    assert.deepEqual(demoKeys(), keys, 'no demo key added or revoked');
+  });
+
+  it('port in use, with workers: the primary stops at the first worker that cannot listen, naming the setting, before any credentials', { skip: SKIP_NO_REDIS }, async () => {
+    // PORT for the API, DASHBOARD_PORT for the dashboard (both in the workers), METRICS_PORT in the primary.
+    for (const [setting, prefix] of [['PORT', 'a worker could not start: '], ['DASHBOARD_PORT', 'a worker could not start: '], ['METRICS_PORT', '']] as const) {
+      const busy = await freePort();
+      const blocker = await listen(busy);
+      try {
+        const keys = demoKeys();
+        const env = { DATABASE_URL: database.url, PORT: String(await freePort()), REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: uniquePrefix('eaddrinuse'), [setting]: String(busy) };
+        const result = serveExpectingExit(['--workers', '2', '--demo'], env);
+        assert.equal(result.status, 1, setting);
+        assert.equal(oneStderrLine(result.stderr), `listings-api: ${prefix}${inUse(busy, setting)}`);
+        assert.deepEqual(demoKeys(), keys, `${setting}: no demo key added or revoked`);
+        const started = logLines(result.stdout).filter((l) => l.msg === 'worker started').length;
+        assert.equal(started, setting === 'METRICS_PORT' ? 0 : 2, `${setting}: no worker was started again`);
+      } finally {
+        blocker.close();
+      }
+    }
+  });
+
+  it('a new SQLite database: a notice on stderr with its path, then the service (issue 30 item 6)', async () => {
+    const file = join(dirname(database.url.slice('file:'.length)), 'fresh', 'listings.db');
+    const server = await startServerProcess({ DATABASE_URL: `file:${file}` });
     try {
-      const result = serveExpectingExit(['--workers', '2'], { DATABASE_URL: database.url, PORT: String(port), REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: uniquePrefix('eaddrinuse') });
-      assert.equal(result.status, 1);
-      assert.match(oneStderrLine(result.stderr), /^listings-api: a worker could not start: .*EADDRINUSE/);
-      assert.equal(logLines(result.stdout).filter((l) => l.msg === 'worker started').length, 2, 'no worker was started again');
+      assert.ok(
+        server.stderr().startsWith(`notice: creating a new, empty SQLite database at ${file} (DATABASE_URL=file:${file}); a server started from another folder or with another DATABASE_URL does not use it\n`),
+        server.stderr(),
+      );
+      assert.ok(existsSync(file));
     } finally {
-      blocker.close();
+      assert.equal(await server.stop(), 0);
+    }
+    const again = await startServerProcess({ DATABASE_URL: `file:${file}` });
+    try {
+      await waitFor(() => /Listings API listening/.test(again.stderr()), 'the listening line');
+      assert.doesNotMatch(again.stderr(), /notice/, 'an existing database: no notice');
+    } finally {
+      assert.equal(await again.stop(), 0);
     }
   });
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -17,13 +17,17 @@ export interface TestDatabase {
 }
 
 /**
- * A fresh, empty database of the suite's store: a temp SQLite file, or a new PostgreSQL database
- * created from TEST_DATABASE_URL (its own database per test server, dropped afterwards).
+ * A fresh, empty database of the suite's store: an empty temp SQLite file (the CLI creates a
+ * missing one only for migrate, serve and demo, with a notice: src/cli/database-file.ts), or a new
+ * PostgreSQL database created from TEST_DATABASE_URL (its own database per test server, dropped
+ * afterwards).
  */
 export async function createTestDatabase(store = TEST_STORE): Promise<TestDatabase> {
   if (store === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'listings-db-'));
-    return { url: `file:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    const file = join(dir, 'test.db');
+    writeFileSync(file, '');
+    return { url: `file:${file}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   const admin = process.env.TEST_DATABASE_URL;
   if (!admin) throw new Error('TEST_STORE=postgres needs TEST_DATABASE_URL');
