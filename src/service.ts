@@ -9,6 +9,7 @@ import { buildApp } from './http/app.js';
 import { drainServer } from './http/drain.js';
 import { Readiness, type ReadinessOptions } from './http/readiness.js';
 import { messageOf, OutageLog } from './core/outage-log.js';
+import { recentlyReadTenants, warmUp, type WarmUpResult } from './readmodel/warm-up.js';
 import { ConnectionKeys } from './auth/connection-keys.js';
 import { createReadModel } from './readmodel/index.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
@@ -181,6 +182,31 @@ export async function createService(config: Config, options: ServiceOptions = {}
   });
   apiServer = app.server;
 
+  // The warm-up (readmodel/warm-up.ts): the indexes of the tenants read in the last hour, built
+  // before the process reports ready, within WARMUP_TIMEOUT_MS and WARMUP_MAX_LISTINGS.
+  const stopWarmUp = new AbortController();
+  let warming: Promise<WarmUpResult | undefined> = Promise.resolve(undefined);
+  const warm = async (): Promise<WarmUpResult | undefined> => {
+    if (config.warmupTimeoutMs === 0) return undefined;
+    readiness.warmingUp('warming up');
+    try {
+      const result = await warmUp({
+        recentTenants: () => recentlyReadTenants(store, clock(), config.countries),
+        warm: (tenant) => reads.warm(tenant),
+        maxListings: config.warmupMaxListings,
+        timeoutMs: config.warmupTimeoutMs,
+        signal: stopWarmUp.signal,
+        onTenants: (tenants) => {
+          if (tenants > 0) logger.info({ tenants }, 'warm-up: building the indexes of the tenants read in the last hour before reporting ready');
+        },
+      });
+      logWarmUp(logger, result, config);
+      return result;
+    } finally {
+      readiness.warmedUp();
+    }
+  };
+
   return {
     app,
     store,
@@ -198,13 +224,24 @@ export async function createService(config: Config, options: ServiceOptions = {}
     metrics,
     /** What GET /readyz answers, and why (http/readiness.ts). */
     readiness,
+    /** The warm-up started by `listen()`: resolves when it has ended (undefined when WARMUP_TIMEOUT_MS=0). */
+    warmedUp: (): Promise<WarmUpResult | undefined> => warming,
     /** The port GET /metrics listens on (METRICS_PORT=0 picks one), once listening; undefined in a worker. */
     metricsPort: (): number | undefined => {
       const address = metricsServer?.address();
       return typeof address === 'object' && address !== null ? address.port : undefined;
     },
+    /**
+     * Listens, and warms up (readmodel/warm-up.ts). One process warms while it listens: /readyz
+     * answers 503 until it is done, /healthz 200, and requests are answered meanwhile (their
+     * indexes built on demand, as without a warm-up). A worker of `serve --workers` warms BEFORE
+     * it listens: the primary hands connections to every listening worker, ready or not, so a
+     * worker started again after a crash takes none until it is warm while the others answer.
+     */
     async listen(): Promise<string> {
       readiness.startMonitor();
+      warming = warm();
+      if (options.clusterWorker) await warming;
       const address = await app.listen({ port: config.port, host: config.host });
       if (typeof config.dashboardPort === 'number') await dashboard?.listen();
       if (metricsModule !== undefined && metrics !== undefined && typeof config.metricsPort === 'number' && !options.clusterWorker) {
@@ -222,6 +259,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     async close(): Promise<void> {
       // A shutting-down instance says so, so that a load balancer stops sending it requests.
       readiness.shutDown();
+      stopWarmUp.abort();
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const servers = [app.server, ...(typeof config.dashboardPort === 'number' && dashboard !== undefined ? [dashboard.app.server] : [])];
       const cut = (await Promise.all(servers.map((server) => drainServer(server, config.shutdownTimeoutMs)))).reduce((a, b) => a + b, 0);
@@ -241,3 +279,26 @@ export async function createService(config: Config, options: ServiceOptions = {}
 }
 
 export type Service = Awaited<ReturnType<typeof createService>>;
+
+/** One line for the warm-up's end: how long it took and how far it got (issue 30 item 4). */
+function logWarmUp(logger: Logger, result: WarmUpResult, config: Config): void {
+  const fields = { tenants: result.tenants, warmed: result.warmed, listings: result.listings, ms: result.ms, stopped: result.stopped };
+  const what = `${result.warmed} of ${result.tenants} tenants read in the last hour, ${result.listings} listings`;
+  switch (result.stopped) {
+    case 'done':
+      logger.info(fields, result.tenants === 0 ? `warm-up: no tenant was read in the last hour (${result.ms} ms)` : `warm-up done in ${result.ms} ms: ${what}`);
+      break;
+    case 'listings':
+      logger.info(fields, `warm-up stopped at WARMUP_MAX_LISTINGS=${config.warmupMaxListings} after ${result.ms} ms: ${what}; the others are built on their first request`);
+      break;
+    case 'time':
+      logger.info(fields, `warm-up stopped at WARMUP_TIMEOUT_MS=${config.warmupTimeoutMs}: ${what}; the others are built on their first request`);
+      break;
+    case 'shutdown':
+      logger.info(fields, `warm-up stopped by the shutdown after ${result.ms} ms`);
+      break;
+    case 'error':
+      logger.warn({ ...fields, error: messageOf(result.error) }, `warm-up failed after ${result.ms} ms: ${what}; reporting ready without the rest (built on their first request)`);
+      break;
+  }
+}

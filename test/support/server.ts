@@ -161,6 +161,8 @@ export async function startTestServer(
   const logs = new LogCapture();
   const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, options.servingLogger ? logs.servingStream() : logs), readiness: options.readiness });
   await service.listen();
+  // Ready, as a load balancer would wait for: the warm-up (issue 30 item 4) has ended.
+  await service.warmedUp();
   const address = service.app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   const { store } = service;
