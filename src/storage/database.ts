@@ -184,9 +184,11 @@ export const API_READ_TABLES = ['api_keys', 'allowed_origins', 'listings', 'list
 /**
  * One statement that reads a row of each of those tables (a scalar subquery each, valid on both
  * engines): it fails when one is missing or its first pages cannot be read, and costs a few page
- * reads. `select 1` alone answered while every list request failed (issue 30 item 4).
+ * reads. `select 1` alone answered while every list request failed (issue 30 item 4). The change
+ * log is read from its newest end, by its primary key: pruning deletes its oldest rows, which a
+ * scan from the start would step over one by one until PostgreSQL's vacuum removed them.
  */
-const READS_CHECK = `select ${API_READ_TABLES.map((table) => `(select 1 from ${table} limit 1) as ${table}`).join(', ')}`;
+const READS_CHECK = `select ${API_READ_TABLES.map((table) => `(select 1 from ${table}${table === 'listing_changes' ? ' order by seq desc' : ''} limit 1) as ${table}`).join(', ')}`;
 
 /**
  * Readiness (issue 30 item 4): resolves when the database can serve the API's reads, on the
