@@ -124,6 +124,8 @@ export class Readiness {
    */
   async explainsFailure(): Promise<boolean> {
     if (this.databaseOutage.down) return true;
+    // Shutting down, the store may be closed under a check: the failure is told as it is.
+    if (this.shuttingDown) return false;
     this.failures++;
     const outagesBefore = this.outages;
     const wait = this.passedAt + RECHECK_AFTER_FAILURE_MS - this.now();
@@ -188,6 +190,8 @@ export class Readiness {
       this.databaseOutage.succeeded();
       return true;
     } catch (error) {
+      // A check that fails because the store was closed by the shutdown is no outage.
+      if (this.shuttingDown) return false;
       if (!this.databaseOutage.down) this.outages++;
       this.databaseOutage.failed(error);
       return false;
