@@ -7,7 +7,9 @@ import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
 import { drainServer } from './http/drain.js';
-import { NotReady } from './http/health.js';
+import { Readiness, type ReadinessOptions } from './http/readiness.js';
+import { messageOf, OutageLog } from './core/outage-log.js';
+import { recentlyReadTenants, warmUp, type WarmUpResult } from './readmodel/warm-up.js';
 import { ConnectionKeys } from './auth/connection-keys.js';
 import { createReadModel } from './readmodel/index.js';
 import type { RateLimiter } from './ratelimit/limiter.js';
@@ -28,12 +30,50 @@ export interface ServiceOptions {
    * which listens on METRICS_PORT (src/cli/serve.ts); the worker does not listen for scrapes.
    */
   clusterWorker?: boolean;
+  /** Tests: the readiness check's monotonic clock and time limit (http/readiness.ts). */
+  readiness?: Pick<ReadinessOptions, 'now' | 'timeoutMs'>;
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}) {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? (await createLogger(config.logLevel, { batched: true }));
   const stopLogFlush = startLogFlush(logger);
+  // Issue 30 items 4 and 5: each dependency's outage is logged once when it begins (a warning with
+  // the error's message) and once when it ends (core/outage-log.ts). The database's own is logged
+  // by the readiness check (http/readiness.ts), which is also what says whether the database is
+  // away; what else fails because of it (the change listener, the background writes, requests)
+  // is part of that outage and logs at debug level.
+  const readiness = new Readiness({ checkDatabase: () => store.checkReads(), logger, ...options.readiness });
+  /**
+   * An outage of something that needs the database: its first failure is logged once the
+   * database has been checked, as part of the database's outage or as one of its own. PostgreSQL's
+   * change listener, for one, is often the first to see the database go.
+   */
+  const partOfDatabaseOutages = (log: OutageLog) => {
+    let successes = 0;
+    return {
+      failed(error: unknown): void {
+        if (log.down) return log.failed(error);
+        const seen = successes;
+        readiness.explainsFailure().then(
+          // Unless it succeeded again meanwhile.
+          (partOf) => successes === seen && log.failed(error, partOf),
+          () => successes === seen && log.failed(error),
+        );
+      },
+      succeeded(): void {
+        successes++;
+        log.succeeded();
+      },
+    };
+  };
+  const listenerHealth = partOfDatabaseOutages(
+    new OutageLog(logger, {
+      lost: 'database change listener lost: key and origin caches are off, and listing versions are read from the database before each read, until it reconnects',
+      still: 'database change listener still away',
+      back: 'database change listener reconnected: caches are on again',
+    }),
+  );
   const store = openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
@@ -41,7 +81,9 @@ export async function createService(config: Config, options: ServiceOptions = {}
     listenForChanges: true,
     // Every command's change reaches this instance's caches before the command returns (D4).
     instanceId: randomUUID(),
-    onProblem: (error) => logger.warn({ err: error }, 'database change listener problem; caches are bypassed until it reconnects'),
+    listenerHealth,
+    // Anything else: an acknowledgement not sent, versions not read again after a reconnection.
+    onProblem: (error) => logger.warn({ error: messageOf(error) }, 'database change listener problem'),
   });
   await store.migrate();
   await store.start();
@@ -52,20 +94,28 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const limiter: RateLimiter = config.redisUrl
     ? await (await import('./ratelimit/resilient.js')).startResilientRateLimiter(config.redisUrl, { logger, fallbackClock: clock, sharedClock: options.clock, prefix: config.redisKeyPrefix })
     : new MemoryRateLimiter(clock);
-  const lastUsed = new LastUsedTracker((times) => store.keys.recordLastUsed(times), clock, (error) =>
-    logger.warn({ err: error }, 'could not record key last-used times; will retry'),
+  const lastUsedLog = partOfDatabaseOutages(new OutageLog(logger, { lost: 'could not record key last-used times; will retry', back: 'key last-used times are recorded again' }));
+  const lastUsed = new LastUsedTracker(
+    async (times) => {
+      await store.keys.recordLastUsed(times);
+      lastUsedLog.succeeded();
+    },
+    clock,
+    (error) => lastUsedLog.failed(error),
   );
   lastUsed.start();
 
   // The change feed keeps CHANGE_HISTORY_DAYS of history (D22: at least 30 days); every instance
   // prunes older changes hourly, in small transactions (pruning twice is harmless).
+  const pruneLog = partOfDatabaseOutages(new OutageLog(logger, { lost: 'could not prune the change history; will try again', back: 'the change history is pruned again' }));
   const pruneHistory = async () => {
     try {
       const before = new Date(clock() - config.changeHistoryDays * 86_400_000).toISOString();
       const pruned = await store.feed.prune(before);
+      pruneLog.succeeded();
       if (pruned > 0) logger.info({ pruned, before }, 'pruned the change history');
     } catch (error) {
-      logger.warn({ err: error }, 'could not prune the change history; will try again');
+      pruneLog.failed(error);
     }
   };
   const pruneTimer = setInterval(() => void pruneHistory(), 60 * 60_000);
@@ -81,25 +131,28 @@ export async function createService(config: Config, options: ServiceOptions = {}
   };
   const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
 
-  let draining = false;
   const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
 
   // Issue 12: usage per key (counted in memory, written in small batches every USAGE_FLUSH_INTERVAL_MS)
   // and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook.
+  const usageLog = partOfDatabaseOutages(new OutageLog(logger, { lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
   const usage = config.usageCounting
     ? new UsageCounter({
-        write: (batch) => store.usage.recordBatch(batch),
+        write: async (batch) => {
+          await store.usage.recordBatch(batch);
+          usageLog.succeeded();
+        },
         prune: (before) => store.usage.pruneBuckets(before),
         findKeyByHash: reads.findKeyByHash,
         clock,
         intervalMs: config.usageFlushIntervalMs,
-        onError: (error) => logger.warn({ err: error }, 'could not record usage counts; will retry'),
+        onError: (error) => usageLog.failed(error),
       })
     : undefined;
   usage?.start();
   // prom-client is loaded only when metrics are on.
   const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
-  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats());
+  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready);
   if (metrics !== undefined && options.clusterWorker) metrics.reportToPrimary();
   let metricsServer: Server | undefined;
   const onRequestCompleted: RequestCompleted | undefined =
@@ -123,15 +176,36 @@ export async function createService(config: Config, options: ServiceOptions = {}
     defaultRateLimit: config.rateLimitPerMinute,
     onKeyUsed: (key) => lastUsed.touch(key.id),
     connectionKeys: new ConnectionKeys({ clock, authVersion: () => store.changes.authVersion() }),
-    // A draining instance says so, so that a load balancer stops sending it requests.
-    checkReady: async () => {
-      if (draining) throw new NotReady('the instance is shutting down');
-      await store.ping();
-    },
+    readiness,
     virtualHost: config.dashboardPort === 'shared' && dashboard !== undefined ? { name: config.dashboardHost, handler: dashboard.handler } : undefined,
     onRequestCompleted,
   });
   apiServer = app.server;
+
+  // The warm-up (readmodel/warm-up.ts): the indexes of the tenants read in the last hour, built
+  // before the process reports ready, within WARMUP_TIMEOUT_MS and WARMUP_MAX_LISTINGS.
+  const stopWarmUp = new AbortController();
+  let warming: Promise<WarmUpResult | undefined> = Promise.resolve(undefined);
+  const warm = async (): Promise<WarmUpResult | undefined> => {
+    if (config.warmupTimeoutMs === 0) return undefined;
+    readiness.warmingUp('warming up');
+    try {
+      const result = await warmUp({
+        recentTenants: () => recentlyReadTenants(store, clock(), config.countries),
+        warm: (tenant) => reads.warm(tenant),
+        maxListings: config.warmupMaxListings,
+        timeoutMs: config.warmupTimeoutMs,
+        signal: stopWarmUp.signal,
+        onTenants: (tenants) => {
+          if (tenants > 0) logger.info({ tenants }, 'warm-up: building the indexes of the tenants read in the last hour before reporting ready');
+        },
+      });
+      logWarmUp(logger, result, config);
+      return result;
+    } finally {
+      readiness.warmedUp();
+    }
+  };
 
   return {
     app,
@@ -148,12 +222,26 @@ export async function createService(config: Config, options: ServiceOptions = {}
     usage,
     /** The Prometheus metrics of this process; undefined without METRICS_PORT. */
     metrics,
+    /** What GET /readyz answers, and why (http/readiness.ts). */
+    readiness,
+    /** The warm-up started by `listen()`: resolves when it has ended (undefined when WARMUP_TIMEOUT_MS=0). */
+    warmedUp: (): Promise<WarmUpResult | undefined> => warming,
     /** The port GET /metrics listens on (METRICS_PORT=0 picks one), once listening; undefined in a worker. */
     metricsPort: (): number | undefined => {
       const address = metricsServer?.address();
       return typeof address === 'object' && address !== null ? address.port : undefined;
     },
+    /**
+     * Listens, and warms up (readmodel/warm-up.ts). One process warms while it listens: /readyz
+     * answers 503 until it is done, /healthz 200, and requests are answered meanwhile (their
+     * indexes built on demand, as without a warm-up). A worker of `serve --workers` warms BEFORE
+     * it listens: the primary hands connections to every listening worker, ready or not, so a
+     * worker started again after a crash takes none until it is warm while the others answer.
+     */
     async listen(): Promise<string> {
+      readiness.startMonitor();
+      warming = warm();
+      if (options.clusterWorker) await warming;
       const address = await app.listen({ port: config.port, host: config.host });
       if (typeof config.dashboardPort === 'number') await dashboard?.listen();
       if (metricsModule !== undefined && metrics !== undefined && typeof config.metricsPort === 'number' && !options.clusterWorker) {
@@ -169,7 +257,9 @@ export async function createService(config: Config, options: ServiceOptions = {}
      * (src/cli/serve.ts).
      */
     async close(): Promise<void> {
-      draining = true;
+      // A shutting-down instance says so, so that a load balancer stops sending it requests.
+      readiness.shutDown();
+      stopWarmUp.abort();
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const servers = [app.server, ...(typeof config.dashboardPort === 'number' && dashboard !== undefined ? [dashboard.app.server] : [])];
       const cut = (await Promise.all(servers.map((server) => drainServer(server, config.shutdownTimeoutMs)))).reduce((a, b) => a + b, 0);
@@ -189,3 +279,26 @@ export async function createService(config: Config, options: ServiceOptions = {}
 }
 
 export type Service = Awaited<ReturnType<typeof createService>>;
+
+/** One line for the warm-up's end: how long it took and how far it got (issue 30 item 4). */
+function logWarmUp(logger: Logger, result: WarmUpResult, config: Config): void {
+  const fields = { tenants: result.tenants, warmed: result.warmed, listings: result.listings, ms: result.ms, stopped: result.stopped };
+  const what = `${result.warmed} of ${result.tenants} tenants read in the last hour, ${result.listings} listings`;
+  switch (result.stopped) {
+    case 'done':
+      logger.info(fields, result.tenants === 0 ? `warm-up: no tenant was read in the last hour (${result.ms} ms)` : `warm-up done in ${result.ms} ms: ${what}`);
+      break;
+    case 'listings':
+      logger.info(fields, `warm-up stopped at WARMUP_MAX_LISTINGS=${config.warmupMaxListings} after ${result.ms} ms: ${what}; the others are built on their first request`);
+      break;
+    case 'time':
+      logger.info(fields, `warm-up stopped at WARMUP_TIMEOUT_MS=${config.warmupTimeoutMs}: ${what}; the others are built on their first request`);
+      break;
+    case 'shutdown':
+      logger.info(fields, `warm-up stopped by the shutdown after ${result.ms} ms`);
+      break;
+    case 'error':
+      logger.warn({ ...fields, error: messageOf(result.error) }, `warm-up failed after ${result.ms} ms: ${what}; reporting ready without the rest (built on their first request)`);
+      break;
+  }
+}

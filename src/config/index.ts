@@ -50,6 +50,13 @@ export interface Config {
   usageFlushIntervalMs: number;
   /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST:METRICS_PORT (0: any free port), or `off`. */
   metricsPort: number | 'off';
+  /**
+   * WARMUP_TIMEOUT_MS: how long a starting process builds the indexes of the tenants read in the
+   * last hour before it reports ready (readmodel/warm-up.ts); 0 turns the warm-up off.
+   */
+  warmupTimeoutMs: number;
+  /** WARMUP_MAX_LISTINGS: the warm-up starts no further tenant once this many listings are indexed. */
+  warmupMaxListings: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -91,6 +98,8 @@ export function loadConfig(env: Env = process.env): Config {
     usageCounting: boolean(env, 'USAGE_COUNTING', true),
     usageFlushIntervalMs: integer(env, 'USAGE_FLUSH_INTERVAL_MS', 5000, 100, 60_000),
     metricsPort: metricsPort(env),
+    warmupTimeoutMs: integer(env, 'WARMUP_TIMEOUT_MS', 30_000, 0, 600_000),
+    warmupMaxListings: integer(env, 'WARMUP_MAX_LISTINGS', 1_000_000, 0, 100_000_000),
   };
 }
 

@@ -7,6 +7,8 @@ import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
 import { targetProblem } from './request-target.js';
 import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
+import type { Readiness } from './readiness.js';
+import { messageOf } from '../core/outage-log.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
 import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
@@ -19,8 +21,8 @@ export interface AppOptions extends V1Options {
   trustProxy: TrustProxy;
   /** Another app served on the API's port for one host name (the dashboard; see front.ts). */
   virtualHost?: { name: string; handler: () => RequestListener };
-  /** Readiness: resolves when the service can answer (the database is reachable). */
-  checkReady(): Promise<void>;
+  /** Readiness (/readyz), which also tells whether a failed request is part of a database outage. */
+  readiness: Readiness;
   /** Told of every completed answer (usage counting, metrics; issue 12), from the request log. */
   onRequestCompleted?: RequestCompleted;
 }
@@ -103,7 +105,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       request.errorReason = 'malformed_request';
       return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
     }
-    request.log.error({ reqId: request.id, err: error }, 'request failed');
+    // During a database outage every request that needs it fails the same way: the outage is
+    // logged once (readiness.ts), and each failure is a debug line with the error's message, not
+    // an error line with its stack (issue 30 item 5). Anything else is an error line as before.
+    opts.readiness.explainsFailure().then(
+      (outage) =>
+        outage
+          ? request.log.debug({ reqId: request.id, error: messageOf(error) }, 'request failed: the database is unavailable')
+          : request.log.error({ reqId: request.id, err: error }, 'request failed'),
+      () => request.log.error({ reqId: request.id, err: error }, 'request failed'),
+    );
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
     request.errorReason = 'internal_error';
     return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
@@ -114,7 +125,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     throw routeMiss(request, reply);
   });
 
-  await app.register(healthRoutes, { checkReady: opts.checkReady });
+  await app.register(healthRoutes, { readiness: opts.readiness });
   // The OpenAPI document, outside /v1 and on any host like the health routes, with this
   // deployment's domain and countries in its servers.
   const openApiBody = JSON.stringify(buildOpenApiDocument({ apiDomain: opts.apiDomain, countries: opts.countries }));

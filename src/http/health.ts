@@ -1,22 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-
-/** Thrown by a readiness check that fails for a reason of its own (e.g. shutting down), said in /readyz's answer. */
-export class NotReady extends Error {}
+import type { Readiness } from './readiness.js';
 
 /**
  * Outside /v1 and on any host, for load balancers and orchestrators: /healthz says the process is
- * up (liveness), /readyz that it can serve (readiness: the database answers).
+ * up (liveness), /readyz that it should be sent requests (readiness, readiness.ts): 503 while it
+ * shuts down, while the database cannot serve the API's reads, and while it warms up. The answer
+ * says which in general terms only (it is public): the details are in the log, once per outage.
  */
-export async function healthRoutes(app: FastifyInstance, opts: { checkReady(): Promise<void> }): Promise<void> {
+export async function healthRoutes(app: FastifyInstance, opts: { readiness: Readiness }): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (request, reply) => {
-    try {
-      await opts.checkReady();
-      return { status: 'ready' };
-    } catch (error) {
-      request.log.warn({ reqId: request.id, err: error }, 'not ready');
-      const reason = error instanceof NotReady ? error.message : 'the database is unreachable';
-      return reply.code(503).send({ error: 'internal_error', message: `Not ready: ${reason}.` });
-    }
+  app.get('/readyz', async (_request, reply) => {
+    const state = await opts.readiness.state();
+    if (state.ready) return { status: 'ready' };
+    return reply.code(503).send({ error: 'internal_error', message: `Not ready: ${state.message}.` });
   });
 }

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
@@ -18,6 +18,8 @@ import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
  *   `limited` (429), `revalidated` (a free 304, D21).
  * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
  *   origins, pages, details).
+ * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
+ *   (http/readiness.ts); summed over the workers of `serve --workers`, so there it counts them.
  * - prom-client's process and Node.js defaults, the event-loop delay among them.
  *
  * In `serve --workers N` each worker keeps its own and the primary, which listens on METRICS_PORT,
@@ -71,7 +73,8 @@ export class Metrics {
   private readonly routes = new Map<string, RouteStats>();
   private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
 
-  constructor(readStats: () => ReadStats) {
+  /** `isReady`: what GET /readyz would answer now (http/readiness.ts), read at each scrape. */
+  constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>) {
     collectDefaultMetrics({ register: this.registry });
     const routes = this.routes;
     const decisions = this.decisions;
@@ -112,6 +115,17 @@ export class Metrics {
         }
       },
     }));
+    if (isReady !== undefined) {
+      this.registry.registerMetric(new Gauge({
+        name: 'listings_ready',
+        help: 'Whether the process answers GET /readyz with 200 (1) or 503 (0: shutting down, the database cannot serve the API\'s reads, or warming up). Summed over the workers of serve --workers.',
+        registers: [],
+        aggregator: 'sum',
+        async collect() {
+          this.set((await isReady()) ? 1 : 0);
+        },
+      }));
+    }
   }
 
   /** The request path's one call, when an answer is complete: integer additions only. */

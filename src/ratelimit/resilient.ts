@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
+import { OutageLog } from '../core/outage-log.js';
 import type { RateLimitDecision, RateLimiter } from './limiter.js';
 import { RedisRateLimiter, failFastRedisOptions } from './redis.js';
 import { MemoryRateLimiter } from './sliding-window.js';
@@ -13,10 +14,12 @@ import { MemoryRateLimiter } from './sliding-window.js';
  *
  * - Every Redis call is bounded by `timeoutMs` (default 100 ms); the client never queues a command
  *   while disconnected (it fails at once) and keeps reconnecting in the background.
- * - The first failure switches to the in-process limiter and logs ONE warning. While in fallback,
- *   requests are answered from memory at no extra latency; at most one request per
- *   `probeIntervalMs` (default 1 s), and only once the client has reconnected, tries Redis again.
- *   When that succeeds the limiter is back on Redis and logs one info line.
+ * - The first failure switches to the in-process limiter and logs ONE warning, with the error's
+ *   message (core/outage-log.ts). While in fallback, requests are answered from memory at no extra
+ *   latency; at most one request per `probeIntervalMs` (default 1 s), and only once the client has
+ *   reconnected, tries Redis again, and so does a PING as soon as the client has reconnected
+ *   (without traffic too). When one succeeds the limiter is back on Redis and logs one info line,
+ *   with how long the outage lasted (issue 30 item 4).
  * - During a fallback each instance limits on its own (the promise of D14 holds per instance, not
  *   across them); counts made in memory are not copied to Redis and vice versa.
  */
@@ -49,6 +52,7 @@ export class ResilientRateLimiter implements RateLimiter {
   private usingRedis = true;
   private lastProbe = -Infinity;
   private closed = false;
+  private readonly outage: OutageLog;
 
   constructor(url: string, private readonly options: ResilientRateLimiterOptions) {
     this.redis = new Redis(url, failFastRedisOptions());
@@ -59,6 +63,16 @@ export class ResilientRateLimiter implements RateLimiter {
     this.local = new MemoryRateLimiter(options.fallbackClock);
     this.timeoutMs = options.timeoutMs ?? 100;
     this.probeIntervalMs = options.probeIntervalMs ?? 1000;
+    this.outage = new OutageLog(options.logger, {
+      lost: 'rate limiter: Redis is unreachable or slow; falling back to in-process limits (per instance) until it is back',
+      still: 'rate limiter: Redis still unavailable',
+      back: 'rate limiter: Redis is back; limits are shared across instances again',
+    });
+    // Reconnected after an outage: try it at once, so that the way back (and its log line) does
+    // not wait for a request.
+    this.redis.on('ready', () => {
+      if (!this.usingRedis && !this.closed) void this.ping();
+    });
   }
 
   /** True while limits are shared through Redis, false while answered from memory. */
@@ -99,14 +113,11 @@ export class ResilientRateLimiter implements RateLimiter {
     if (this.usingRedis || probing) {
       try {
         const decision = await this.withTimeout(this.shared[mode](keyId, limit));
-        if (probing && !this.usingRedis) {
-          this.usingRedis = true;
-          this.options.logger.info('rate limiter: Redis is back; limits are shared across instances again');
-        }
+        if (probing) this.backOnRedis();
         return decision;
       } catch (error) {
         if (this.usingRedis) this.fallBack(error);
-        else this.options.logger.debug({ err: error }, 'rate limiter: Redis still unavailable');
+        else this.outage.failed(error);
       }
     }
     return this.local[mode](keyId, limit);
@@ -129,10 +140,24 @@ export class ResilientRateLimiter implements RateLimiter {
     if (this.closed) return;
     this.usingRedis = false;
     this.lastProbe = performance.now();
-    this.options.logger.warn(
-      { err: error },
-      'rate limiter: Redis is unreachable or slow; falling back to in-process limits (per instance) until it is back',
-    );
+    this.outage.failed(error);
+  }
+
+  private backOnRedis(): void {
+    if (this.usingRedis || this.closed) return;
+    this.usingRedis = true;
+    this.outage.succeeded();
+  }
+
+  /** While in fallback, on reconnection: a bounded PING; back on Redis when it answers. */
+  private async ping(): Promise<void> {
+    this.lastProbe = performance.now();
+    try {
+      await this.withTimeout(this.redis.ping());
+      this.backOnRedis();
+    } catch (error) {
+      this.outage.failed(error);
+    }
   }
 
   /** One probe per interval, and only when the client has a live connection to try. */

@@ -64,6 +64,11 @@ export interface ListingReads extends KeyLookup {
   detail(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined>;
   /** One answer of the change feed (D22) from a cursor (none: from the start). */
   changes(tenant: Tenant, cursor: string | undefined, limit: number): Body | Promise<Body>;
+  /**
+   * Builds the tenant's index (or brings it up to date) as its first read would, sharing the work
+   * with any read of it meanwhile; resolves with its visible listings (the warm-up, warm-up.ts).
+   */
+  warm(tenant: Tenant): Promise<number>;
   stats(): ReadStats;
 }
 
@@ -358,6 +363,10 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       if (version === undefined) return load().then((r) => r.value);
       // No cursor and a cursor are different questions, whatever the cursor's text (an empty one is refused).
       return feedAnswers.getOrLoad(`${tenant.key}\n${version}\n${limit}\n${cursor === undefined ? '' : `cursor=${cursor}`}`, load);
+    },
+
+    async warm(tenant) {
+      return (await currentIndex(tenant)).size;
     },
 
     stats() {

@@ -3,7 +3,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely } from '#kysely';
 import { tenantKey, type TenantKey } from '../core/tenant.js';
 import type { Dialect } from './database.js';
-import { acknowledgement, CHANGES_CHANNEL, INSTANCE_APPLICATION_NAME, PgNotifications } from './pg-notifications.js';
+import { acknowledgement, CHANGES_CHANNEL, INSTANCE_APPLICATION_NAME, PgNotifications, type ListenerHealth } from './pg-notifications.js';
 import type { Database } from './schema.js';
 
 /**
@@ -220,6 +220,7 @@ export class PgChangeWatcher implements ChangeWatcher {
     url: string,
     private readonly onProblem: (error: unknown) => void,
     instanceId?: string,
+    health: ListenerHealth = { failed: onProblem, succeeded: () => {} },
   ) {
     this.notifications = new PgNotifications(url, {
       onNotification: (payload) => this.onNotification(payload),
@@ -230,6 +231,7 @@ export class PgChangeWatcher implements ChangeWatcher {
         if (listening) void this.reload().catch(onProblem);
       },
       onProblem,
+      health,
     }, instanceId);
   }
 

@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -39,6 +40,8 @@ export interface OpenDatabase {
   dialect: Dialect;
   /** SQLite only: the connection itself, for the change watcher's prepared statements (changes.ts). */
   sqlite?: BetterSqlite3.Database;
+  /** SQLite in a file: the file this process opened, for the readiness check (`checkReads`). */
+  sqliteFile?: SqliteFile;
 }
 
 /**
@@ -78,7 +81,12 @@ function openSqlite(url: string, createIfMissing: boolean): OpenDatabase {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('foreign_keys = ON');
-  return { db: new Kysely<Database>({ dialect: new TurnSharingSqliteDialect({ database: withStatementCache(sqlite) }) }), dialect: 'sqlite', sqlite };
+  return {
+    db: new Kysely<Database>({ dialect: new TurnSharingSqliteDialect({ database: withStatementCache(sqlite) }) }),
+    dialect: 'sqlite',
+    sqlite,
+    sqliteFile: file === ':memory:' ? undefined : new SqliteFile(file),
+  };
 }
 
 /**
@@ -186,9 +194,74 @@ function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
 }
 
-/** A cheap query that fails when the database is unreachable (readiness). */
-export async function ping(db: Kysely<Database>): Promise<void> {
-  await sql`select 1`.execute(db);
+/**
+ * The tables the API's read path reads: keys and origins (D4), the listings, and the change
+ * tracking that keeps its caches and indexes exact (changes.ts). Not the dashboard's nor usage's:
+ * the API answers without them.
+ */
+export const API_READ_TABLES = ['api_keys', 'allowed_origins', 'listings', 'listing_changes', 'tenant_versions', 'store_versions'] as const;
+
+/**
+ * One statement that reads a row of each of those tables (a scalar subquery each, valid on both
+ * engines): it fails when one is missing or its first pages cannot be read, and costs a few page
+ * reads. `select 1` alone answered while every list request failed (issue 30 item 4). The change
+ * log is read from its newest end, by its primary key: pruning deletes its oldest rows, which a
+ * scan from the start would step over one by one until PostgreSQL's vacuum removed them.
+ */
+const READS_CHECK = `select ${API_READ_TABLES.map((table) => `(select 1 from ${table}${table === 'listing_changes' ? ' order by seq desc' : ''} limit 1) as ${table}`).join(', ')}`;
+
+/**
+ * Readiness (issue 30 item 4): resolves when the database can serve the API's reads, on the
+ * connections the API uses; on SQLite also when the file this process opened is still the one at
+ * its path and can be read (SqliteFile). Throws an error that says what is wrong otherwise.
+ */
+export async function checkReads(db: Kysely<Database>, sqliteFile?: SqliteFile): Promise<void> {
+  await sql.raw(READS_CHECK).execute(db);
+  await sqliteFile?.check();
+}
+
+/**
+ * The SQLite file a process opened. The serving connection answers from its page cache, and in
+ * WAL mode it trusts that cache for as long as the write-ahead log says nothing changed: a file
+ * replaced, truncated or overwritten under it goes unseen until it next reads from disk (and a
+ * file moved away or deleted is read for ever from the inode it holds, while the CLI writes to a
+ * new file at the path). So the check looks at the path itself.
+ */
+export class SqliteFile {
+  private readonly dev: number;
+  private readonly ino: number;
+
+  constructor(readonly path: string) {
+    const opened = statSync(path);
+    this.dev = opened.dev;
+    this.ino = opened.ino;
+  }
+
+  async check(): Promise<void> {
+    let now;
+    try {
+      now = await stat(this.path);
+    } catch (error) {
+      throw new Error(`the database file ${this.path} cannot be found (${(error as { code?: string }).code ?? 'stat failed'})`);
+    }
+    if (now.dev !== this.dev || now.ino !== this.ino) {
+      throw new Error(`the database file ${this.path} was replaced since this process opened it; restart the process to serve the new file`);
+    }
+    // A connection of its own, opened for this check only, reads the header and the schema from
+    // the file and a page of each table, without waiting for any lock (timeout 0).
+    const Sqlite = require('better-sqlite3') as typeof BetterSqlite3;
+    let probe: BetterSqlite3.Database | undefined;
+    try {
+      probe = new Sqlite(this.path, { readonly: true, fileMustExist: true, timeout: 0 });
+      probe.prepare(READS_CHECK).get();
+    } catch (error) {
+      // Locked by a writer at this instant (a checkpoint, say): the file is there and readable.
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return;
+      throw error;
+    } finally {
+      probe?.close();
+    }
+  }
 }
 
 /** Which engine a Kysely instance (or a transaction of one) runs on, for the few statements that differ. */

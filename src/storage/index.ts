@@ -1,12 +1,13 @@
 import { createAccountsRepository } from './accounts.js';
 import { createAuditRepository } from './audit.js';
 import { PgChangeWatcher, SqliteChangeWatcher, type BroadcastResult, type ChangeWatcher } from './changes.js';
-import { openDatabase, ping, type DatabaseOptions, type Dialect } from './database.js';
+import { checkReads, openDatabase, type DatabaseOptions, type Dialect } from './database.js';
 import { createFeedRepository } from './feed.js';
 import { createFormsRepository } from './forms.js';
 import { createKeysRepository } from './keys.js';
 import { createListingsRepository } from './listings.js';
 import { migrateToLatest } from './migrate.js';
+import type { ListenerHealth } from './pg-notifications.js';
 import { createOriginsRepository } from './origins.js';
 import { createSessionsRepository, createSignInFailuresRepository } from './sessions.js';
 import { createUsageRepository } from './usage.js';
@@ -29,6 +30,7 @@ export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
 export type { Expiry, LastChange } from './feed.js';
 export type { BroadcastResult, ChangeWatcher } from './changes.js';
+export type { ListenerHealth } from './pg-notifications.js';
 
 /**
  * The storage capability: one query layer (Kysely) over SQLite or PostgreSQL, as repositories of
@@ -48,14 +50,19 @@ export interface StoreOptions extends DatabaseOptions {
    */
   instanceId?: string;
   onProblem?: (error: unknown) => void;
+  /**
+   * PostgreSQL: told of the change listener's connection (each loss and failed reconnection, each
+   * time it listens), e.g. an OutageLog. Without it, its failures go to onProblem.
+   */
+  listenerHealth?: ListenerHealth;
   /** How long a write waits for another writer before failing (DATABASE_BUSY_TIMEOUT_MS). */
   busyTimeoutMs?: number;
 }
 
 export function openStore(url: string, options: StoreOptions = {}) {
-  const { db, dialect, sqlite } = openDatabase(url, options);
+  const { db, dialect, sqlite, sqliteFile } = openDatabase(url, options);
   const onProblem = options.onProblem ?? (() => {});
-  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem, options.instanceId) : undefined;
+  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem, options.instanceId, options.listenerHealth) : undefined;
   const watcher: ChangeWatcher | undefined = sqlite !== undefined ? new SqliteChangeWatcher(sqlite) : pgWatcher;
   const write = createWriter(db, {
     dialect,
@@ -105,7 +112,12 @@ export function openStore(url: string, options: StoreOptions = {}) {
         }
       }
     },
-    ping: () => ping(db),
+    /**
+     * Readiness (issue 30 item 4): resolves when the database can serve the API's reads (a row of
+     * each table they read; on SQLite, the file at its path is the one open and can be read);
+     * otherwise throws an error saying why. Cheap; the caller bounds it in time (http/readiness.ts).
+     */
+    checkReads: () => checkReads(db, sqliteFile),
     close: async (): Promise<void> => {
       await watcher?.close();
       await db.destroy();

@@ -23,6 +23,15 @@ export function createKeysRepository(db: Kysely<Database>, write: Write) {
     async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
       return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
     },
+    /**
+     * A page of keys in id order (keyset: ids after `afterId`), with what the warm-up reads of
+     * each (readmodel/warm-up.ts): whose tenant, when last used, whether revoked. A primary-key
+     * range of `limit` rows: the warm-up reads every key a page at a time, so no read holds
+     * SQLite's synchronous driver long however many keys there are.
+     */
+    async pageById(afterId: string, limit: number): Promise<Array<Pick<ApiKeyRecord, 'id' | 'account_id' | 'country' | 'last_used_at' | 'revoked_at'>>> {
+      return db.selectFrom('api_keys').select(['id', 'account_id', 'country', 'last_used_at', 'revoked_at']).where('id', '>', afterId).orderBy('id').limit(limit).execute();
+    },
     async listForAccount(accountId: string): Promise<ApiKeyRecord[]> {
       return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
     },

@@ -23,9 +23,20 @@ const MARKER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const acknowledgement = (marker: string, instanceId: string): string => `ack ${marker} ${instanceId}`;
 
 /**
+ * Told of the LISTEN connection's health: `failed` for each loss of it and each failed attempt to
+ * connect, `succeeded` each time it listens. core/outage-log.ts's OutageLog is one: a warning per
+ * outage and a line when it is back, not a line per attempt.
+ */
+export interface ListenerHealth {
+  failed(error: unknown): void;
+  succeeded(): void;
+}
+
+/**
  * A LISTEN connection to PostgreSQL for one process: other instances' writes arrive as
  * notifications on CHANGES_CHANNEL. It reconnects by itself; `onState` says when it is
- * listening and when it is not (anything may have changed while it was away).
+ * listening and when it is not (anything may have changed while it was away), `health` how the
+ * connection fares, `onProblem` anything else that went wrong (an acknowledgement not sent).
  */
 export class PgNotifications {
   private client: pg.Client | undefined;
@@ -40,13 +51,14 @@ export class PgNotifications {
    */
   constructor(
     private readonly url: string,
-    private readonly handlers: { onNotification(payload: string): void; onState(listening: boolean): void; onProblem(error: unknown): void },
+    private readonly handlers: { onNotification(payload: string): void; onState(listening: boolean): void; onProblem(error: unknown): void; health: ListenerHealth },
     private readonly instanceId?: string,
   ) {}
 
   async start(): Promise<void> {
     await this.connect().catch((error: unknown) => {
-      this.handlers.onProblem(error);
+      if (this.closed) return;
+      this.handlers.health.failed(error);
       this.scheduleReconnect();
     });
   }
@@ -87,11 +99,8 @@ export class PgNotifications {
       }
       for (const waiter of this.waiters) waiter(payload);
     });
-    client.on('error', (error) => {
-      this.handlers.onProblem(error);
-      this.lost(client);
-    });
-    client.on('end', () => this.lost(client));
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('the server closed the connection')));
     await client.connect();
     await client.query(`LISTEN ${CHANGES_CHANNEL}`);
     if (this.instanceId !== undefined) {
@@ -106,13 +115,16 @@ export class PgNotifications {
     }
     this.client = client;
     this.listening = true;
+    this.handlers.health.succeeded();
     this.handlers.onState(true);
   }
 
-  private lost(client: pg.Client): void {
+  /** The listening connection failed or ended (both may be told: the first counts). */
+  private lost(client: pg.Client, error: unknown): void {
     if (this.client !== client) return;
     this.client = undefined;
     this.listening = false;
+    this.handlers.health.failed(error);
     this.handlers.onState(false);
     this.scheduleReconnect();
   }

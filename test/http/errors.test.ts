@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
+import { waitFor } from '../support/process.js';
 import { startTestServer, type RequestOptions, type TestServer } from '../support/server.js';
 import { assertError, header, rawRequest } from './helpers.js';
 
@@ -252,12 +253,18 @@ describe('500 internal_error (spec 7, D6)', () => {
       // The rate-limit headers are there: the request passed the 401 stage (D15).
       assert.ok(header(res, 'x-ratelimit-limit'));
     }
-    // The failure is logged for the operator, with the request id (not sent to the client).
+    // The failure is logged for the operator: the request's line, with its id (not sent to the
+    // client) and status; and the database's outage, once, as a warning with the error's message
+    // (issue 30 item 5: not an error line with a stack trace per request).
     const failing = await server.get('/v1/listings?page=3', { key });
     const reqId = header(failing, 'x-request-id');
     await new Promise((r) => setImmediate(r));
     const lines = server.logs.lines.filter((l) => l.reqId === reqId);
-    assert.ok(lines.some((l) => l.level === 50), 'an error line');
+    assert.ok(lines.some((l) => l.status === 500), 'the request line');
+    const outage = () => server.logs.lines.filter((l) => l.level === 40 && /^database unavailable/.test(String(l.msg)));
+    await waitFor(() => outage().length > 0, 'the outage warning', 5000);
+    assert.equal(outage().length, 1);
+    assert.match(String(outage()[0]!.error), /listings/);
     // /healthz still answers: the process is alive.
     assert.equal((await server.get('/healthz')).status, 200);
   });

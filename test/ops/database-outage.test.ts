@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { sql } from '#kysely';
+import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { waitFor } from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -62,6 +65,7 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
   });
 
   it('answers 500 internal_error quickly while the database is away, fails /readyz, and recovers by itself', async () => {
+    const from = server.logs.lines.length;
     assert.equal((await server.get('/v1/listings', { key })).status, 200);
     assert.equal((await server.get('/readyz')).status, 200);
 
@@ -89,5 +93,36 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
     assert.equal(res.status, 200, 'recovered without a restart');
     assert.equal(res.json.total, 1);
     assert.equal((await server.get('/readyz')).status, 200);
+
+    // Issue 30 items 4 and 5: ONE warning for the outage, with the error's message; no stack trace
+    // per failed request or per poll (nor for the change listener, whose loss is part of it); and
+    // one line when it is over.
+    const lines = server.logs.lines.slice(from);
+    const warnings = lines.filter((l) => Number(l.level) >= 40);
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.match(String(warnings[0]!.msg), /^database unavailable/);
+    assert.equal(typeof warnings[0]!.error, 'string');
+    assert.deepEqual(lines.filter((l) => JSON.stringify(l).includes('"stack"')), []);
+    assert.equal(lines.filter((l) => /^database available again/.test(String(l.msg))).length, 1);
+  });
+
+  it('the change listener alone lost (its connection ended by the server): one warning, and one line when it listens again', async () => {
+    const from = server.logs.lines.length;
+    const listenerLines = () => server.logs.lines.slice(from).filter((l) => /^database change listener/.test(String(l.msg)));
+    const { rows } = await sql<{ ended: boolean }>`
+      select pg_terminate_backend(pid) as ended from pg_stat_activity
+      where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(server.service.store.db);
+    assert.deepEqual(rows.map((r) => r.ended), [true], "this instance's listener");
+    await waitFor(() => listenerLines().some((l) => /reconnected/.test(String(l.msg))), 'the listener to reconnect', 10_000);
+    const [lost, back, ...rest] = listenerLines();
+    assert.deepEqual(rest, []);
+    assert.equal(lost!.level, 40);
+    assert.match(String(lost!.msg), /^database change listener lost: key and origin caches are off/);
+    assert.match(String(lost!.error), /terminat/);
+    assert.equal(back!.level, 30);
+    assert.equal(back!.msg, 'database change listener reconnected: caches are on again');
+    assert.equal(typeof back!.outage_ms, 'number');
+    assert.deepEqual(server.logs.lines.slice(from).filter((l) => JSON.stringify(l).includes('"stack"')), []);
+    assert.equal((await server.get('/readyz')).status, 200, 'the database itself served meanwhile');
   });
 });

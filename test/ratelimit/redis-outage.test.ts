@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, startServerProcess, type ServerProcess } from '../support/process.js';
+import { freePort, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
 import { httpCall, startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 import { countedInRedis, HAVE_REDIS_SERVER, REDIS_SERVER, sleep, SKIP_NO_REDIS, startRedisServer } from './helpers.js';
 
@@ -76,7 +76,7 @@ describe('Redis outage and recovery under a real server process (own redis-serve
       .output()
       .split('\n')
       .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { level: number; msg: string });
+      .map((line) => JSON.parse(line) as { level: number; msg: string; error?: unknown; err?: unknown; outage_ms?: unknown });
   const warnings = () => logLines().filter((l) => l.level === 40 && FALLBACK.test(l.msg)).length;
   const recoveries = () => logLines().filter((l) => l.level === 30 && RECOVERED.test(l.msg)).length;
 
@@ -132,11 +132,19 @@ describe('Redis outage and recovery under a real server process (own redis-serve
     assert.deepEqual([...new Set(burst.map((r) => r.status))], [200]);
     assert.equal(warnings(), 1);
     assert.equal(recoveries(), 0);
+    // Issue 30 item 5: the error's message, not a stack trace.
+    const warning = logLines().find((l) => l.level === 40 && FALLBACK.test(l.msg))!;
+    assert.equal(typeof warning.error, 'string');
+    assert.equal(warning.err, undefined);
     assert.equal((await httpCall(server.port, '/healthz')).status, 200);
   });
 
   it('Redis restarted on the same port: the service returns to Redis and logs the recovery', async () => {
     redisServer = await startRedisServer(redisPort); // empty: no counters, no cached script (NOSCRIPT -> EVAL)
+    // Issue 30 item 4: the way back is logged once the client has reconnected, without waiting
+    // for a request, with how long the outage lasted.
+    await waitFor(() => recoveries() === 1, 'the recovery line, without a request', 10_000);
+    assert.equal(typeof logLines().find((l) => l.level === 30 && RECOVERED.test(l.msg))!.outage_ms, 'number');
     await untilCountedInRedis();
     const before = await counted();
     await steadyRequests(server.port, key, 5, 2000);

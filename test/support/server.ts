@@ -8,7 +8,7 @@ import { issueKey } from '../../src/auth/keys.js';
 import { TurnBatch } from '../../src/core/logger.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
-import { createService, type Service } from '../../src/service.js';
+import { createService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { AccountKind } from '../../src/storage/index.js';
 import { createTestDatabase } from './database.js';
 
@@ -149,14 +149,20 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
  * an injected clock and captured logs. The database is the suite's store (support/database.ts):
  * SQLite, or a fresh PostgreSQL database when the runner asks for it.
  */
-export async function startTestServer(env: Record<string, string> = {}, clock = new TestClock(), options: { servingLogger?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  clock = new TestClock(),
+  options: { servingLogger?: boolean; readiness?: ServiceOptions['readiness'] } = {},
+): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
   const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
-  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, options.servingLogger ? logs.servingStream() : logs) });
+  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, options.servingLogger ? logs.servingStream() : logs), readiness: options.readiness });
   await service.listen();
+  // Ready, as a load balancer would wait for: the warm-up (issue 30 item 4) has ended.
+  await service.warmedUp();
   const address = service.app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   const { store } = service;
