@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
+import type { DashboardMetrics, SignInResult } from '../dashboard/metrics.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
@@ -18,6 +19,10 @@ import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
  *   `limited` (429), `revalidated` (a free 304, D21).
  * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
  *   origins, pages, details).
+ * - `listings_dashboard_requests_total{method, route, status}`: every answer of the dashboard
+ *   (issue 30): its 5xx, its 503s while the database is busy, its 429s.
+ * - `listings_dashboard_sign_ins_total{result}`: sign-in attempts, `succeeded`, `failed` (wrong
+ *   email or password) or `throttled` (refused unchecked, src/dashboard/throttle.ts).
  * - prom-client's process and Node.js defaults, the event-loop delay among them, sampled every
  *   millisecond (EVENT_LOOP_RESOLUTION_MS).
  *
@@ -31,6 +36,7 @@ export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
  * target can be read off nodejs_eventloop_lag_p99_seconds.
  */
 export const EVENT_LOOP_RESOLUTION_MS = 1;
+const SIGN_IN_RESULTS: readonly SignInResult[] = ['succeeded', 'failed', 'throttled'];
 const CODE_OF_OUTCOME: readonly string[] = OUTCOMES.map((o, i) => (i < 2 ? 'none' : o));
 
 class RouteStats {
@@ -77,6 +83,8 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly routes = new Map<string, RouteStats>();
   private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
+  /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
+  readonly dashboard: DashboardMetrics;
 
   constructor(readStats: () => ReadStats) {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
@@ -119,6 +127,24 @@ export class Metrics {
         }
       },
     }));
+    const dashboardRequests = new Counter({
+      name: 'listings_dashboard_requests_total',
+      help: 'Answers of the dashboard, by method, route pattern (or unmatched) and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [this.registry],
+    });
+    const signIns = new Counter({
+      name: 'listings_dashboard_sign_ins_total',
+      help: 'Dashboard sign-in attempts: succeeded, failed (wrong email or password), throttled (refused unchecked after too many failures).',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    // Every result from zero, so that rate() and alerts see the first failure.
+    for (const result of SIGN_IN_RESULTS) signIns.inc({ result }, 0);
+    this.dashboard = {
+      requestCompleted: (method, route, status) => dashboardRequests.inc({ method, route: route ?? 'unmatched', status: String(status) }),
+      signIn: (result) => signIns.inc({ result }),
+    };
   }
 
   /** The request path's one call, when an answer is complete: integer additions only. */
