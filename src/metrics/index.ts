@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Registry, type Metric } from 'prom-client';
 import type { DashboardMetrics, SignInResult } from '../dashboard/metrics.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
+import { answerPrimary, ScrapeUnavailable } from './cluster.js';
 
 /**
  * Prometheus metrics (issue 12), with prom-client, served at GET /metrics on a port of their own
@@ -27,7 +28,7 @@ import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
  *   millisecond (EVENT_LOOP_RESOLUTION_MS).
  *
  * In `serve --workers N` each worker keeps its own and the primary, which listens on METRICS_PORT,
- * sums them per scrape (prom-client's AggregatorRegistry).
+ * sums them per scrape and keeps the counts of workers that exited (src/metrics/cluster.ts).
  */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 /**
@@ -177,21 +178,13 @@ export class Metrics {
     return this.registry.metrics();
   }
 
-  /** In a `serve --workers` worker: answer the primary's requests for these metrics (AggregatorRegistry). */
+  /** In a `serve --workers` worker: answer the primary's requests for these metrics (src/metrics/cluster.ts). */
   reportToPrimary(): void {
-    AggregatorRegistry.setRegistries([this.registry]);
-    // Constructing one adds the worker's listener for the primary's requests (prom-client's cluster.js).
-    new AggregatorRegistry();
+    answerPrimary(this.registry);
   }
 }
 
-/** The primary of `serve --workers`: one scrape sums every worker's metrics. */
-export function clusterScrape(): () => Promise<string> {
-  const aggregator = new AggregatorRegistry();
-  return () => aggregator.clusterMetrics();
-}
-
-/** GET /metrics on HOST:METRICS_PORT (anything else: 404). */
+/** GET /metrics on HOST:METRICS_PORT (anything else: 404); a scrape that cannot be answered now (ScrapeUnavailable): 503. */
 export async function listenForScrapes(scrape: () => Promise<string>, port: number, host: string, onError: (error: unknown) => void): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?', 1)[0];
@@ -202,6 +195,10 @@ export async function listenForScrapes(scrape: () => Promise<string>, port: numb
     scrape().then(
       (text) => res.writeHead(200, { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }).end(req.method === 'HEAD' ? undefined : text),
       (error: unknown) => {
+        if (error instanceof ScrapeUnavailable) {
+          res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' }).end(`${error.message}\n`);
+          return;
+        }
         onError(error);
         res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Could not collect the metrics; see the log.\n');
       },
