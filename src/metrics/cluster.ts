@@ -1,5 +1,5 @@
 import type { Worker } from 'node:cluster';
-import { AggregatorRegistry, type Registry } from 'prom-client';
+import { AggregatorRegistry, Registry, type Metric } from 'prom-client';
 
 /**
  * The metrics of `serve --workers N` (issue 30 item 3): the primary listens on METRICS_PORT and
@@ -11,7 +11,11 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
  * departed workers, which every later scrape adds in. So each summed counter only grows while the
  * primary lives: Prometheus never sees a drop, which `increase()` would take for a reset of the
  * whole sum (counting the survivors' totals again). A replacement starts from zero and adds to the
- * sum. What a worker counted after it last reported (after the last scrape, when it dies by
+ * sum. The sums are of floats too (CPU seconds, histograms' _sum), whose rounding depends on the
+ * order of the additions, and the order changes when a worker's counts move to the departed ones:
+ * a sum can come out one unit in the last place lower, which Prometheus would read as a reset. The
+ * true total never decreases, so the primary never exports less than it has exported for a series.
+ * What a worker counted after it last reported (after the last scrape, when it dies by
  * kill -9) is lost, as it is for a single process that dies. Chosen over a per-worker label: a
  * label per process id makes a new series at each restart, whose first samples `increase()` does
  * not count; a label per slot reused by the replacement hides its reset whenever the replacement
@@ -56,17 +60,16 @@ type Report = MetricJson[];
  */
 const MAX_ACROSS_WORKERS = new Set(['nodejs_eventloop_lag_p90_seconds', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_eventloop_lag_max_seconds']);
 
-/** The part of a report that only grows: counters, histograms, and summaries' _sum and _count. */
+/** The values of a metric that only grow: all of a counter's and a histogram's, a summary's _sum and _count. */
+function monotonicValues(metric: MetricJson): MetricValue[] {
+  if (metric.type === 'counter' || metric.type === 'histogram') return metric.values;
+  if (metric.type === 'summary') return metric.values.filter((v) => v.metricName === `${metric.name}_sum` || v.metricName === `${metric.name}_count`);
+  return [];
+}
+
+/** The part of a report that only grows. */
 function monotonicPart(report: Report): Report {
-  const kept: Report = [];
-  for (const metric of report) {
-    if (metric.type === 'counter' || metric.type === 'histogram') kept.push(metric);
-    else if (metric.type === 'summary') {
-      const values = metric.values.filter((v) => v.metricName === `${metric.name}_sum` || v.metricName === `${metric.name}_count`);
-      kept.push({ ...metric, values });
-    }
-  }
-  return kept;
+  return report.map((metric) => ({ ...metric, values: monotonicValues(metric) })).filter((metric) => metric.values.length > 0);
 }
 
 const valueKey = (v: MetricValue) => `${v.metricName ?? ''}\u0000${JSON.stringify(Object.entries(v.labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
@@ -100,6 +103,8 @@ export class ClusterMetrics {
   private readonly last = new Map<Worker, Report>();
   /** The counts of workers that exited, summed. */
   private departed: Report = [];
+  /** The highest value exported for each series that only grows (see above: float rounding). */
+  private readonly exported = new Map<string, number>();
   private nextId = 0;
 
   /** The worker serves (its 'serving' message, src/cli/serve.ts): scrapes ask it from now on. */
@@ -122,15 +127,27 @@ export class ClusterMetrics {
       throw new ScrapeUnavailable('No worker is serving yet; try again shortly.');
     }
     await Promise.all(asked.map((worker) => this.ask(worker)));
-    // Synchronously from here: every worker's latest report is counted exactly once, either as
-    // live (this.last) or, if it exited while this scrape waited, in this.departed.
+    // Taken in one synchronous step: every worker's latest report is counted exactly once, either
+    // as live (this.last) or, if it exited while this scrape waited, in this.departed.
     const reports = [...this.last.values(), this.departed].map((report) =>
       report.map((metric) => ({
         ...metric,
         aggregator: metric.type === 'counter' || metric.type === 'histogram' ? 'sum' : MAX_ACROSS_WORKERS.has(metric.name) ? 'max' : metric.aggregator,
       })),
     );
-    return AggregatorRegistry.aggregate(reports).metrics();
+    const summed = (await AggregatorRegistry.aggregate(reports).getMetricsAsJSON()) as unknown as Report;
+    const registry = new Registry();
+    for (const metric of summed) {
+      for (const value of monotonicValues(metric)) {
+        const key = `${metric.name}\u0000${valueKey(value)}`;
+        const highest = this.exported.get(key);
+        if (highest !== undefined && value.value < highest) value.value = highest;
+        else this.exported.set(key, value.value);
+      }
+      // As AggregatorRegistry.aggregate registers its sums: a metric whose get() gives these values.
+      registry.registerMetric({ ...metric, get: async () => metric } as unknown as Metric);
+    }
+    return registry.metrics();
   }
 
   /** Resolves once the worker has answered (its report is then in this.last) or has exited. */
