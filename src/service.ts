@@ -129,9 +129,13 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const address = apiServer?.address();
     return typeof address === 'object' && address !== null ? address.port : undefined;
   };
-  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort });
 
   const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
+  // prom-client is loaded only when metrics are on. Before the dashboard, which counts into them.
+  const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
+  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready);
+  if (metrics !== undefined && options.clusterWorker) metrics.reportToPrimary();
+  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard });
 
   // Issue 12: usage per key (counted in memory, written in small batches every USAGE_FLUSH_INTERVAL_MS)
   // and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook.
@@ -150,10 +154,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
       })
     : undefined;
   usage?.start();
-  // prom-client is loaded only when metrics are on.
-  const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
-  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready);
-  if (metrics !== undefined && options.clusterWorker) metrics.reportToPrimary();
   let metricsServer: Server | undefined;
   const onRequestCompleted: RequestCompleted | undefined =
     usage !== undefined && metrics !== undefined

@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { apiBaseUrl, curlLine, dashboardUrl } from '../core/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
+import type { ClusterMetrics } from '../metrics/cluster.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
 import { checkDatabaseFile } from './database-file.js';
@@ -216,12 +217,15 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
     await store.close();
   }
 
-  // METRICS_PORT: one scrape of the primary shows every worker's counts, summed (prom-client's
-  // AggregatorRegistry asks each worker over the cluster's IPC channel).
+  // METRICS_PORT: one scrape of the primary shows every worker's counts, summed, those of workers
+  // that exited included, so that no counter ever drops; it asks only serving workers, and never
+  // waits long (src/metrics/cluster.ts).
+  let metrics: ClusterMetrics | undefined;
   if (config.metricsPort !== 'off') {
-    const { clusterScrape, listenForScrapes } = await import('../metrics/index.js');
-    const scrape = clusterScrape();
-    await listenForScrapes(scrape, config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
+    const [{ listenForScrapes }, clusterMetrics] = await Promise.all([import('../metrics/index.js'), import('../metrics/cluster.js')]);
+    const summed = new clusterMetrics.ClusterMetrics();
+    metrics = summed;
+    await listenForScrapes(() => summed.scrape(), config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
   }
 
   const alive = new Set<Worker>();
@@ -261,6 +265,7 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
       if (message.type === 'stop') drainWorker(worker);
       if (message.type !== 'serving') return;
       serving.add(worker);
+      metrics?.workerServing(worker);
       logger.info({ worker_pid: worker.process.pid }, 'worker serving');
       // It got to serve while the command was stopping: it stops too.
       if (stopping) drainWorker(worker);
@@ -310,6 +315,7 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
 
   cluster.on('exit', (worker, code, signal) => {
     alive.delete(worker);
+    metrics?.workerExited(worker);
     const hadServed = serving.delete(worker);
     if (stopping) {
       // A worker killed by the forwarded signal itself had not installed its handlers yet: it was

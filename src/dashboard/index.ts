@@ -12,6 +12,7 @@ import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
 import { trackConnections } from '../http/drain.js';
+import type { DashboardMetrics } from './metrics.js';
 import { dashboardRoutes } from './routes.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
@@ -32,6 +33,8 @@ export interface DashboardOptions {
   logger: Logger;
   /** The API's actual port (PORT=0 picks one at listen time), for the curl line of a new key. */
   apiPort?: () => number | undefined;
+  /** With METRICS_PORT: its answers and sign-ins are counted (src/dashboard/metrics.ts). */
+  metrics?: DashboardMetrics;
 }
 
 /** The page's stylesheet and script, in src/dashboard/static (from dist/src/dashboard: ../../../src/...). */
@@ -109,6 +112,14 @@ export async function createDashboard(options: DashboardOptions) {
     if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000');
   });
 
+  const metrics = options.metrics;
+  if (metrics !== undefined) {
+    // Every answer, errors and 404s included (Fastify runs onResponse for them too).
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.requestCompleted(request.method, request.routeOptions.url ?? null, reply.statusCode);
+    });
+  }
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
     reply.type('text/html; charset=utf-8');
     if (error instanceof StoreBusyError) {
@@ -141,6 +152,7 @@ export async function createDashboard(options: DashboardOptions) {
     clock,
     sessions: createSessions(store, clock),
     throttle: createSignInThrottle(store, clock),
+    onSignIn: metrics === undefined ? undefined : (result) => metrics.signIn(result),
     apiBaseUrl: (country: Country) => apiBaseUrl(country, config, options.apiPort?.()),
   });
   await app.ready();

@@ -10,6 +10,7 @@ import { FAILED_REQUESTS_KEPT, type ApiKeyRecord, type AuditEntry, type Dashboar
 import { CSRF_FIELD, fromThisSite, newSignInSecret, sessionToken, signInToken, tokenMatches } from './csrf.js';
 import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from './forms.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from './passwords.js';
+import type { SignInResult } from './metrics.js';
 import type { Sessions } from './sessions.js';
 import type { SignInThrottle } from './throttle.js';
 import * as views from './views.js';
@@ -22,6 +23,8 @@ export interface RouteDeps {
   clock: Clock;
   sessions: Sessions;
   throttle: SignInThrottle;
+  /** Each sign-in attempt's result, for the metrics (src/dashboard/metrics.ts). */
+  onSignIn?: (result: SignInResult) => void;
   /** The API's base URL for a country, for the curl line shown with a new key. */
   apiBaseUrl(country: Country): string;
 }
@@ -153,6 +156,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
     const password = field(request.body, 'password');
     const attempt = await throttle.reserve(email, request.ip);
     if ('retryAfterMs' in attempt) {
+      deps.onSignIn?.('throttled');
       const minutes = Math.ceil(attempt.retryAfterMs / 60_000);
       reply.header('retry-after', String(Math.ceil(attempt.retryAfterMs / 1000)));
       return signInForm(request, reply, 429, {
@@ -164,9 +168,11 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
     const ok = password.length > 0 && password.length <= MAX_PASSWORD_LENGTH
       && (user === undefined ? await verifyAgainstNothing(password) : await verifyPassword(password, user.password_hash));
     if (!ok || user === undefined) {
+      deps.onSignIn?.('failed');
       await throttle.failed();
       return signInForm(request, reply, 401, { email, error: 'That email and password do not match a member. Check them and try again.' });
     }
+    deps.onSignIn?.('succeeded');
     await throttle.succeeded(email, attempt.attemptId);
     // A new session id at every sign-in (no fixation); any earlier session of this browser ends.
     const previous = request.cookies[names.session];

@@ -1,9 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import type { DashboardMetrics, SignInResult } from '../dashboard/metrics.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
+import { answerPrimary, ScrapeUnavailable } from './cluster.js';
 
 /**
  * Prometheus metrics (issue 12), with prom-client, served at GET /metrics on a port of their own
@@ -19,13 +21,25 @@ import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
  * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
  *   origins, pages, details).
  * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
- *   (http/readiness.ts); summed over the workers of `serve --workers`, so there it counts them.
- * - prom-client's process and Node.js defaults, the event-loop delay among them.
+ *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them.
+ * - `listings_dashboard_requests_total{method, route, status}`: every answer of the dashboard
+ *   (issue 30): its 5xx, its 503s while the database is busy, its 429s.
+ * - `listings_dashboard_sign_ins_total{result}`: sign-in attempts, `succeeded`, `failed` (wrong
+ *   email or password) or `throttled` (refused unchecked, src/dashboard/throttle.ts).
+ * - prom-client's process and Node.js defaults, the event-loop delay among them, sampled every
+ *   millisecond (EVENT_LOOP_RESOLUTION_MS).
  *
  * In `serve --workers N` each worker keeps its own and the primary, which listens on METRICS_PORT,
- * sums them per scrape (prom-client's AggregatorRegistry).
+ * sums them per scrape and keeps the counts of workers that exited (src/metrics/cluster.ts).
  */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+/**
+ * The event-loop delay histogram's sampling interval. Its samples include the interval itself, so
+ * prom-client's default (10 ms) reads an idle loop as about 10 ms late; at 1 ms a "p99 under 10 ms"
+ * target can be read off nodejs_eventloop_lag_p99_seconds.
+ */
+export const EVENT_LOOP_RESOLUTION_MS = 1;
+const SIGN_IN_RESULTS: readonly SignInResult[] = ['succeeded', 'failed', 'throttled'];
 const CODE_OF_OUTCOME: readonly string[] = OUTCOMES.map((o, i) => (i < 2 ? 'none' : o));
 
 class RouteStats {
@@ -72,10 +86,12 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly routes = new Map<string, RouteStats>();
   private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
+  /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
+  readonly dashboard: DashboardMetrics;
 
   /** `isReady`: what GET /readyz would answer now (http/readiness.ts), read at each scrape. */
   constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>) {
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
     const routes = this.routes;
     const decisions = this.decisions;
     this.registry.registerMetric(new Counter({
@@ -126,6 +142,24 @@ export class Metrics {
         },
       }));
     }
+    const dashboardRequests = new Counter({
+      name: 'listings_dashboard_requests_total',
+      help: 'Answers of the dashboard, by method, route pattern (or unmatched) and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [this.registry],
+    });
+    const signIns = new Counter({
+      name: 'listings_dashboard_sign_ins_total',
+      help: 'Dashboard sign-in attempts: succeeded, failed (wrong email or password), throttled (refused unchecked after too many failures).',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    // Every result from zero, so that rate() and alerts see the first failure.
+    for (const result of SIGN_IN_RESULTS) signIns.inc({ result }, 0);
+    this.dashboard = {
+      requestCompleted: (method, route, status) => dashboardRequests.inc({ method, route: route ?? 'unmatched', status: String(status) }),
+      signIn: (result) => signIns.inc({ result }),
+    };
   }
 
   /** The request path's one call, when an answer is complete: integer additions only. */
@@ -158,21 +192,13 @@ export class Metrics {
     return this.registry.metrics();
   }
 
-  /** In a `serve --workers` worker: answer the primary's requests for these metrics (AggregatorRegistry). */
+  /** In a `serve --workers` worker: answer the primary's requests for these metrics (src/metrics/cluster.ts). */
   reportToPrimary(): void {
-    AggregatorRegistry.setRegistries([this.registry]);
-    // Constructing one adds the worker's listener for the primary's requests (prom-client's cluster.js).
-    new AggregatorRegistry();
+    answerPrimary(this.registry);
   }
 }
 
-/** The primary of `serve --workers`: one scrape sums every worker's metrics. */
-export function clusterScrape(): () => Promise<string> {
-  const aggregator = new AggregatorRegistry();
-  return () => aggregator.clusterMetrics();
-}
-
-/** GET /metrics on HOST:METRICS_PORT (anything else: 404). */
+/** GET /metrics on HOST:METRICS_PORT (anything else: 404); a scrape that cannot be answered now (ScrapeUnavailable): 503. */
 export async function listenForScrapes(scrape: () => Promise<string>, port: number, host: string, onError: (error: unknown) => void): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?', 1)[0];
@@ -183,6 +209,10 @@ export async function listenForScrapes(scrape: () => Promise<string>, port: numb
     scrape().then(
       (text) => res.writeHead(200, { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }).end(req.method === 'HEAD' ? undefined : text),
       (error: unknown) => {
+        if (error instanceof ScrapeUnavailable) {
+          res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' }).end(`${error.message}\n`);
+          return;
+        }
         onError(error);
         res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Could not collect the metrics; see the log.\n');
       },

@@ -117,6 +117,18 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     }
   });
 
+  it('the event-loop delay is sampled every millisecond: an idle loop reads about 1 ms late, not 10 (issue 30 item 3)', async () => {
+    // prom-client empties the delay histogram at every scrape: the next one covers only this wait.
+    await scrape();
+    // Real time, not a test clock: the histogram samples the real event loop while it idles.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const scraped = await scrape();
+    // Each sample includes the sampling interval: at prom-client's default of 10 ms no sample is
+    // under 10 ms, so an idle loop read as 10 ms late (and p99 < 10 ms could never show).
+    const min = sampleValue(scraped, 'nodejs_eventloop_lag_min_seconds');
+    assert.ok(min < 0.005, `the smallest delay sampled: ${(min * 1000).toFixed(2)} ms`);
+  });
+
   it('the process defaults and the event-loop delay are there', async () => {
     const scraped = await scrape();
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { dev, signedIn, text } from '../dashboard/helpers.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { holdWriteLock } from '../support/sqlite-lock.js';
 
 /**
  * SQLite allows one writer at a time (issue 8, items 3 and 4). While another process holds the
@@ -13,32 +12,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
  * synchronously, freezing every request for up to 5 s), and a write that cannot get its turn in
  * DATABASE_BUSY_TIMEOUT_MS fails with a clear page, never a bare 500.
  */
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** Another process that takes the database's write lock and holds it until told to release it. */
-async function holdWriteLock(file: string): Promise<{ release(): Promise<void>; child: ChildProcess }> {
-  const script = `
-    const Database = require('better-sqlite3');
-    const db = new Database(process.argv[1]);
-    db.exec('BEGIN IMMEDIATE');
-    process.stdout.write('locked\\n');
-    process.stdin.once('data', () => { db.exec('COMMIT'); db.close(); process.stdout.write('released\\n'); });
-  `;
-  const child = spawn(process.execPath, ['-e', script, file], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`lock holder exited ${code}`)));
-  });
-  return {
-    child,
-    release: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.stdin!.end('go\n');
-      }),
-  };
-}
-
 describe('SQLite: another writer holding the database', { skip: process.env.TEST_STORE === 'postgres' ? 'SQLite only' : false }, () => {
   let server: TestServer;
   let file: string;

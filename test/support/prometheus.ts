@@ -39,3 +39,65 @@ export function samples(scrape: Scrape, name: string, labels: Record<string, str
 export function sampleValue(scrape: Scrape, name: string, labels: Record<string, string> = {}): number {
   return samples(scrape, name, labels).reduce((sum, s) => sum + Number(s.value), 0);
 }
+
+/** A series' identity: its sample name and its labels, in a stable order. */
+const seriesKey = (name: string, labels: Record<string, string> = {}) => `${name}${JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+
+/**
+ * Every series of a scrape whose value may only grow while the process that exports it lives:
+ * counters, and histograms' and summaries' _bucket, _sum and _count. Keyed by seriesKey.
+ */
+export function counterSeries(scrape: Scrape & { types: Map<string, string> }): Map<string, number> {
+  const names: string[] = [];
+  for (const [name, type] of scrape.types) {
+    if (type === 'COUNTER') names.push(name);
+    if (type === 'HISTOGRAM') names.push(`${name}_bucket`, `${name}_sum`, `${name}_count`);
+    if (type === 'SUMMARY') names.push(`${name}_sum`, `${name}_count`);
+  }
+  const series = new Map<string, number>();
+  for (const name of names) {
+    for (const sample of scrape.get(name)?.metrics ?? []) series.set(seriesKey(name, sample.labels), Number(sample.value));
+  }
+  return series;
+}
+
+/**
+ * What Prometheus' `sum(increase(name{labels}[range]))` says over a range whose first and last
+ * samples are the first and last of `scrapes` (so no extrapolation): per series, the rises between
+ * consecutive scrapes, where a drop is a counter reset and the new value counts from zero. Series
+ * are those the first scrape has (a series that appears later has no earlier sample to rise from).
+ */
+export function increase(scrapes: ReadonlyArray<Scrape>, name: string, labels: Record<string, string> = {}): number {
+  const first = scrapes[0];
+  assert.ok(first, 'at least one scrape');
+  let total = 0;
+  for (const sample of samples(first, name, labels)) {
+    let previous = Number(sample.value);
+    for (const scrape of scrapes.slice(1)) {
+      const same = scrape.get(name)?.metrics.find((s) => seriesKey(name, s.labels) === seriesKey(name, sample.labels));
+      if (same === undefined) continue; // no sample in this scrape (a failed or partial one)
+      const value = Number(same.value);
+      total += value >= previous ? value - previous : value;
+      previous = value;
+    }
+  }
+  return total;
+}
+
+/** The counter series that dropped from one scrape to a later one, or vanished: each is read by Prometheus as a reset. */
+export function counterDrops(scrapes: ReadonlyArray<Scrape & { types: Map<string, string> }>): string[] {
+  const drops: string[] = [];
+  const seen = new Map<string, number>();
+  scrapes.forEach((scrape, i) => {
+    const now = counterSeries(scrape);
+    for (const [key, before] of seen) {
+      const value = now.get(key);
+      if (value === undefined) {
+        drops.push(`${key} vanished at scrape ${i}`);
+        seen.delete(key);
+      } else if (value < before) drops.push(`${key} dropped ${before} -> ${value} at scrape ${i}`);
+    }
+    for (const [key, value] of now) seen.set(key, value);
+  });
+  return drops;
+}
