@@ -1,4 +1,4 @@
-import { unauthorized } from '../core/api-error.js';
+import { unauthorized, type KnownKey } from '../core/api-error.js';
 import type { Country } from '../core/countries.js';
 import { tenantOf, type Tenant } from '../core/tenant.js';
 import type { ApiKeyRecord } from '../storage/index.js';
@@ -86,15 +86,21 @@ function trusted(record: ApiKeyRecord | undefined, hostCountry: Country, keys: K
   if (record === undefined || record.revoked_at !== null) {
     // The dashboard holds what explains it: the account's keys, and (for a revoked key of the
     // account) the request itself under Failed requests (issue 12). One message for both: the
-    // caller is not told whether a key exists; the reason is kept for the dashboard only.
+    // caller is not told whether a key exists; the reason and the key are kept for the dashboard
+    // and the log line only.
     throw unauthorized(
       'Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.',
       record === undefined ? 'unknown_key' : 'revoked_key',
+      record === undefined ? null : knownKey(record),
     );
   }
   if (record.country !== hostCountry) {
     // D3: a key works only against its own country's host.
-    throw unauthorized(`This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`, 'wrong_country');
+    throw unauthorized(
+      `This API key is for country "${record.country}" and cannot be used on the "${hostCountry}" host. Call the "${record.country}" host with it, or create a key for "${hostCountry}" in the dashboard (Settings > Developer).`,
+      'wrong_country',
+      knownKey(record),
+    );
   }
   let key = authenticatedKeys.get(record);
   if (key === undefined) {
@@ -111,4 +117,9 @@ function trusted(record: ApiKeyRecord | undefined, hostCountry: Country, keys: K
     authenticatedKeys.set(record, key);
   }
   return key;
+}
+
+/** A refused key as its request's log line names it (id, account, display prefix: D20). */
+function knownKey(record: ApiKeyRecord): KnownKey {
+  return { id: record.id, accountId: record.account_id, prefix: record.prefix };
 }

@@ -43,6 +43,17 @@ export type ErrorReason = (typeof ERROR_REASONS)[number];
 const REASONS: ReadonlySet<string> = new Set(ERROR_REASONS);
 export const isErrorReason = (text: string | null | undefined): text is ErrorReason => text != null && REASONS.has(text);
 
+/**
+ * The stored key a refused request presented, when one matched (a revoked key, another country's):
+ * what the request's log line names it by. Never the key or its hash (D20).
+ */
+export interface KnownKey {
+  readonly id: string;
+  readonly accountId: string;
+  /** The display prefix (D2, D20). */
+  readonly prefix: string;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly statusCode: number,
@@ -50,6 +61,8 @@ export class ApiError extends Error {
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
     readonly reason: ErrorReason | null = null,
+    /** For a 401 on a key that exists: which one (the log line's key_id); never sent. */
+    readonly knownKey: KnownKey | null = null,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -57,5 +70,5 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, reason: ErrorReason = 'bad_parameter') => new ApiError(400, 'bad_request', message, {}, reason);
-export const unauthorized = (message: string, reason: ErrorReason) => new ApiError(401, 'unauthorized', message, {}, reason);
+export const unauthorized = (message: string, reason: ErrorReason, knownKey: KnownKey | null = null) => new ApiError(401, 'unauthorized', message, {}, reason, knownKey);
 export const notFound = (message: string, reason: ErrorReason) => new ApiError(404, 'not_found', message, {}, reason);

@@ -52,6 +52,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // does not run the request log for these.
     frameworkErrors: (error, request, reply: FastifyReply) => {
       setCommonHeaders(request, reply);
+      request.errorCode = 'bad_request';
+      request.errorReason = 'malformed_request';
       reply.raw.once('finish', () => {
         const elapsedMs = reply.elapsedTime;
         requestLog.writeLine(requestLine(request, reply, null, elapsedMs));
@@ -88,23 +90,30 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     done(request.is404 ? routeMiss(request, reply) : undefined);
   });
 
-  // The message and the reason of an error answer, for the failed-request list of the dashboard
-  // (src/usage). The reason is never sent (api-error.ts).
+  // The code, message and reason of an error answer, for the request's log line (request-log.ts)
+  // and the failed-request list of the dashboard (src/usage); for a 401 on a key that exists, that
+  // key. The reason and the key are never sent (api-error.ts).
+  app.decorateRequest('errorCode', null);
   app.decorateRequest('errorMessage', null);
   app.decorateRequest('errorReason', null);
+  app.decorateRequest('knownKey', null);
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) {
+      request.errorCode = error.code;
       request.errorMessage = error.message;
       request.errorReason = error.reason;
+      request.knownKey = error.knownKey;
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.code, message: error.message });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (oversized or malformed requests): JSON like the rest (D6).
+      request.errorCode = 'bad_request';
       request.errorMessage = redactKeys(error.message);
       request.errorReason = 'malformed_request';
       return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
     }
+    request.errorCode = 'internal_error';
     // During a database outage every request that needs it fails the same way: the outage is
     // logged once (readiness.ts), and each failure is a debug line with the error's message, not
     // an error line with its stack (issue 30 item 5). Anything else is an error line as before.
@@ -125,7 +134,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     throw routeMiss(request, reply);
   });
 
-  await app.register(healthRoutes, { readiness: opts.readiness });
+  // Polled every few seconds by load balancers: their request lines are written at debug.
+  await app.register(healthRoutes, { readiness: opts.readiness, logLevel: 'debug' });
   // The OpenAPI document, outside /v1 and on any host like the health routes, with this
   // deployment's domain and countries in its servers.
   const openApiBody = JSON.stringify(buildOpenApiDocument({ apiDomain: opts.apiDomain, countries: opts.countries }));

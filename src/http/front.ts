@@ -7,6 +7,7 @@ import { nextRequestId } from './request-id.js';
 import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
 import { trackConnections } from './drain.js';
+import { unroutedRequestLine } from './request-log.js';
 
 /**
  * The listening socket every request of the API's port arrives on, before Fastify: the target is
@@ -61,7 +62,8 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
     }, { Allow: ALLOWED_METHODS });
     if (options.trust !== false) normaliseForwardedFor(req);
     const client = clientAddress(req, options.trust) ?? null;
-    options.logger.info({ reqId, method: 'CONNECT', route: null, path: null, status: 405, ms: 0, key_prefix: null, client_address: client }, 'request');
+    const line = unroutedRequestLine({ reqId, method: 'CONNECT', status: 405, client_address: client, host: req.headers.host, error: 'method_not_allowed', reason: 'method_not_allowed' });
+    options.logger.info(line, 'request');
   });
   return server;
 }
@@ -81,7 +83,8 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   });
   // The headers were not read: the client address is the connection's peer (a proxy, behind one).
   const peer = (socket as Duplex & { remoteAddress?: string }).remoteAddress ?? null;
-  logger.info({ reqId, method: null, route: null, path: null, status, ms: 0, key_prefix: null, client_address: peer, parse_error: error.code ?? null }, 'request');
+  const line = unroutedRequestLine({ reqId, method: null, status, client_address: peer, host: undefined, error: 'bad_request', reason: 'malformed_request' });
+  logger.info({ ...line, parse_error: error.code ?? null }, 'request');
 }
 
 /** Writes a whole JSON error response on a raw socket and closes it; returns the request id it carries. */

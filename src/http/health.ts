@@ -9,9 +9,10 @@ import type { Readiness } from './readiness.js';
  */
 export async function healthRoutes(app: FastifyInstance, opts: { readiness: Readiness }): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/readyz', async (request, reply) => {
     const state = await opts.readiness.state();
     if (state.ready) return { status: 'ready' };
+    request.errorCode = 'internal_error';
     return reply.code(503).send({ error: 'internal_error', message: `Not ready: ${state.message}.` });
   });
 }

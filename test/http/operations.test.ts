@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { generateKey } from '../../src/auth/key-format.js';
 import { runCli } from '../support/cli.js';
 import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
 import { assertError, header, logLinesOf, rawRequest } from './helpers.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+/** The fields of every request line (issue 30 item 5), in their order, between pino's own and `msg`. */
+const LINE_FIELDS = ['reqId', 'method', 'route', 'path', 'status', 'ms', 'key_prefix', 'client_address', 'host', 'country', 'origin', 'key_id', 'account_id', 'error', 'reason'];
 
 describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
   let server: TestServer;
@@ -52,19 +55,80 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
       assert.match(id, REQUEST_ID, name);
       assert.ok(!ids.has(id), `${name}: a new id`);
       ids.add(id);
+      if (path === '/healthz' || path === '/readyz') {
+        // Health checks are logged at debug (issue 30 item 5): nothing at LOG_LEVEL=info.
+        await logLinesOf(server, id);
+        assert.equal(server.logs.lines.filter((l) => l.reqId === id).length, 0, `${name}: no line at info`);
+        continue;
+      }
       const lines = await logLinesOf(server, id);
       assert.equal(lines.length, 1, `${name}: exactly one log line for ${id}: ${JSON.stringify(lines)}`);
       const line = lines[0]!;
       assert.equal(line.status, res.status, name);
       assert.equal(line.method, options.method ?? 'GET', name);
       assert.equal(line.path, path.split('?')[0], name);
-      if (line.msg === 'request') {
-        // The API's lines come from core/logger.ts's template: pino's fields, in pino's order.
-        assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'route', 'path', 'status', 'ms', 'key_prefix', 'client_address', 'msg'], name);
-        assert.equal(line.client_address, '127.0.0.1', name);
-        assert.equal(line.level, 30, name);
-        assert.equal(typeof line.ms, 'number', name);
-      }
+      // The API's lines come from core/logger.ts's template: pino's fields, in pino's order.
+      assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', ...LINE_FIELDS, 'msg'], name);
+      assert.equal(line.client_address, '127.0.0.1', name);
+      assert.equal(line.level, 30, name);
+      assert.equal(typeof line.ms, 'number', name);
+    }
+  });
+
+  it('issue 30 item 5: each field of the line, for a 200, a 401 on a revoked key and on another country\'s, a 403, each kind of 404, a 400, a 405 and requests answered outside the app', async () => {
+    const logged = await server.createKey(orgId, 'sg', 'logged');
+    const revoked = await server.createKey(orgId, 'sg', 'revoked for the log');
+    const cli = runCli(['key', 'revoke', revoked.id, '--json'], { DATABASE_URL: server.databaseUrl });
+    assert.equal(cli.status, 0, cli.stderr);
+    const ofKey = (k: { id: string; key: string }) => ({ key_id: k.id, account_id: orgId, key_prefix: k.key.slice(0, 12) });
+    const noKey = { key_id: null, account_id: null, key_prefix: null };
+    const sg = { host: 'api.localhost', country: 'sg' };
+    const ok = { error: null, reason: null };
+    const cases: Array<[string, string, RequestOptions, Record<string, unknown>]> = [
+      ['200', '/v1/listings', { key: logged.key }, { status: 200, route: '/v1/listings', ...sg, origin: null, ...ofKey(logged), ...ok }],
+      ['200 detail, from a browser', `/v1/listings/${listingId}`, { key: logged.key, headers: { origin: 'https://shop.example.com' } },
+        { status: 200, route: '/v1/listings/:id', ...sg, origin: 'https://shop.example.com', ...ofKey(logged), ...ok }],
+      ['401 revoked key', '/v1/listings', { key: revoked.key }, { status: 401, route: '/v1/listings', ...sg, ...ofKey(revoked), error: 'unauthorized', reason: 'revoked_key' }],
+      ['401 another country\'s host', '/v1/listings', { key: logged.key, host: 'api.my.localhost' },
+        { status: 401, host: 'api.my.localhost', country: 'my', ...ofKey(logged), error: 'unauthorized', reason: 'wrong_country' }],
+      ['401 unknown key', '/v1/listings', { key: generateKey('sg') }, { status: 401, ...sg, ...noKey, error: 'unauthorized', reason: 'unknown_key' }],
+      ['401 malformed key', '/v1/listings', { key: `${logged.key.slice(0, -1)}${logged.key.endsWith('a') ? 'b' : 'a'}` },
+        { status: 401, ...sg, ...noKey, error: 'unauthorized', reason: 'malformed_key' }],
+      ['401 no key', '/v1/listings', {}, { status: 401, ...sg, ...noKey, error: 'unauthorized', reason: 'missing_key' }],
+      ['403', '/v1/listings', { key: logged.key, headers: { origin: 'https://evil.example.com' } },
+        { status: 403, ...sg, origin: 'https://evil.example.com', ...ofKey(logged), error: 'origin_not_allowed', reason: 'origin_not_registered' }],
+      ['404 listing', '/v1/listings/f0000000-0000-4000-8000-0000000000ff', { key: logged.key },
+        { status: 404, route: '/v1/listings/:id', ...sg, ...ofKey(logged), error: 'not_found', reason: 'listing_not_found' }],
+      ['404 route', '/nothing/here', { key: logged.key }, { status: 404, route: null, host: 'api.localhost', country: null, ...noKey, error: 'not_found', reason: 'unknown_route' }],
+      ['404 host', '/v1/listings', { key: logged.key, host: 'api.xx.localhost' }, { status: 404, host: 'api.xx.localhost', country: null, ...noKey, error: 'not_found', reason: 'unknown_host' }],
+      ['400', '/v1/listings?page=abc', { key: logged.key }, { status: 400, ...sg, ...ofKey(logged), error: 'bad_request', reason: 'bad_parameter' }],
+      ['405', '/v1/listings', { key: logged.key, method: 'DELETE' }, { status: 405, route: null, host: 'api.localhost', country: null, ...noKey, error: 'method_not_allowed', reason: 'method_not_allowed' }],
+    ];
+    for (const [name, path, options, expected] of cases) {
+      const res = await server.get(path, options);
+      const id = header(res, 'x-request-id')!;
+      const [line] = await logLinesOf(server, id);
+      assert.ok(line !== undefined, `${name}: a line`);
+      const want = { reqId: id, method: options.method ?? 'GET', path: path.split('?')[0], client_address: '127.0.0.1', origin: null, route: '/v1/listings', ...expected };
+      const got = Object.fromEntries(Object.keys(want).map((k) => [k, line[k]]));
+      assert.deepEqual(got, want, name);
+      assert.equal(typeof line.ms, 'number', name);
+    }
+    // Answered outside the app (front.ts): a request Node cannot parse, and CONNECT. The same fields.
+    const unrouted = { route: null, path: null, ms: 0, key_prefix: null, client_address: '127.0.0.1', country: null, origin: null, key_id: null, account_id: null };
+    const raws: Array<[string, Record<string, unknown>]> = [
+      ['NOT HTTP AT ALL\r\n\r\n', { ...unrouted, method: null, status: 400, host: null, error: 'bad_request', reason: 'malformed_request', parse_error: 'HPE_INVALID_METHOD' }],
+      ['CONNECT api.localhost:443 HTTP/1.1\r\nHost: api.localhost:443\r\n\r\n', { ...unrouted, method: 'CONNECT', status: 405, host: 'api.localhost:443', error: 'method_not_allowed', reason: 'method_not_allowed' }],
+    ];
+    for (const [text, expected] of raws) {
+      const res = await rawRequest(server.port, text);
+      const id = res.headers['x-request-id']!;
+      const [line] = await logLinesOf(server, id);
+      assert.ok(line !== undefined, text);
+      const { level, time, pid, hostname, msg, ...fields } = line;
+      assert.deepEqual([level, msg, typeof time, typeof pid, typeof hostname], [30, 'request', 'number', 'number', 'string']);
+      assert.deepEqual(fields, { reqId: id, ...expected }, text);
+      assert.deepEqual(Object.keys(fields).slice(0, LINE_FIELDS.length), LINE_FIELDS, 'the keys of every line, in order');
     }
   });
 
@@ -210,6 +274,37 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
   });
 });
 
+describe('issue 30 item 5: health checks are logged at debug', () => {
+  it('at LOG_LEVEL=debug, /healthz and /readyz have their line at level 20, with the fields of every line; a not-ready answer its error code', async () => {
+    const server = await startTestServer({ LOG_LEVEL: 'debug' }, undefined, { servingLogger: true });
+    let closing: Promise<void> | undefined;
+    try {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await server.get(path);
+        assert.equal(res.status, 200);
+        const lines = await logLinesOf(server, header(res, 'x-request-id')!);
+        assert.equal(lines.length, 1, path);
+        const line = lines[0]!;
+        assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', ...LINE_FIELDS, 'msg'], path);
+        assert.equal(line.level, 20, path);
+        assert.deepEqual([line.route, line.status, line.host, line.country, line.key_id, line.error], [path, 200, 'api.localhost', null, null, null], path);
+      }
+      // Any other request is logged at info.
+      const api = await server.get('/v1/listings');
+      assert.equal((await logLinesOf(server, header(api, 'x-request-id')!))[0]!.level, 30);
+      // A draining instance is not ready (503 internal_error): the line says so, still at debug.
+      closing = server.close();
+      const notReady = await server.service.app.inject({ method: 'GET', url: '/readyz', headers: { host: 'api.localhost' } });
+      assert.equal(notReady.statusCode, 503, notReady.body);
+      const lines = await logLinesOf(server, String(notReady.headers['x-request-id']), 2);
+      const line = lines.find((l) => l.msg === 'request');
+      assert.deepEqual([line?.level, line?.status, line?.error], [20, 503, 'internal_error'], JSON.stringify(lines));
+    } finally {
+      await (closing ?? server.close());
+    }
+  });
+});
+
 describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
   let server: TestServer;
   let sgKey: string;
@@ -302,6 +397,8 @@ describe('issue 29 item 3: TRUST_PROXY as the proxies\' addresses: forwarded hea
     assert.equal(lines.length, 1);
     // 10.0.0.10 is listed too: the client is the entry before it.
     assert.equal(lines[0]!.client_address, '203.0.113.9');
+    // The host the proxy forwarded, and its country (issue 30 item 5).
+    assert.deepEqual([lines[0]!.host, lines[0]!.country], ['api.my.localhost', 'my']);
   });
 
   it('from any other peer: the same headers are ignored (Host decides, a new request id, the peer is the client)', async () => {
@@ -313,6 +410,7 @@ describe('issue 29 item 3: TRUST_PROXY as the proxies\' addresses: forwarded hea
     assert.match(id, REQUEST_ID);
     const [line] = await logLinesOf(server, id);
     assert.equal(line!.client_address, '127.0.0.1');
+    assert.deepEqual([line!.host, line!.country], ['api.localhost', 'sg']);
     assertError(await server.get('/v1/listings', { key: myKey, headers: forwarded }), 401, 'unauthorized');
     assert.equal(server.logs.lines.filter((l) => l.reqId === 'proxy-req-42').length, 1, 'only the proxied request used that id');
   });

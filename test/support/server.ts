@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { issueKey } from '../../src/auth/keys.js';
-import { TurnBatch } from '../../src/core/logger.js';
+import { servingLogger, type BatchOutput } from '../../src/core/logger.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
 import { createService, type Service, type ServiceOptions } from '../../src/service.js';
@@ -81,18 +81,17 @@ export class LogCapture extends Writable {
   }
 
   /**
-   * The stream of the serving processes' logger (core/logger.ts: a TurnBatch, whose request lines
-   * are written from a template, not by pino) in front of this capture, for the tests of the log
-   * lines themselves. Request lines arrive at the end of their turn: read them with `logLinesOf`.
+   * An output for the serving processes' logger (core/logger.ts `servingLogger`: a TurnBatch,
+   * whose request lines are written from a template, not by pino) in front of this capture, for
+   * the tests of the log lines themselves. Request lines arrive at the end of their turn: read
+   * them with `logLinesOf`.
    */
-  servingStream(): TurnBatch {
-    const capture = this;
-    const out = {
-      write: (text: string) => capture.write(text),
+  output(): BatchOutput {
+    return {
+      write: (text: string) => this.write(text),
       flush: (done?: (error?: Error) => void) => done?.(),
       flushSync: () => {},
     };
-    return new TurnBatch(out as unknown as ConstructorParameters<typeof TurnBatch>[0]);
   }
 }
 
@@ -159,7 +158,9 @@ export async function startTestServer(
   const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
-  const service = await createService(config, { clock: clock.now, logger: pino({ level: 'info' }, options.servingLogger ? logs.servingStream() : logs), readiness: options.readiness });
+  // At LOG_LEVEL (info unless `env` says otherwise), as the serving process.
+  const logger = options.servingLogger ? servingLogger(config.logLevel, logs.output()) : pino({ level: config.logLevel }, logs);
+  const service = await createService(config, { clock: clock.now, logger, readiness: options.readiness });
   await service.listen();
   // Ready, as a load balancer would wait for: the warm-up (issue 30 item 4) has ended.
   await service.warmedUp();
