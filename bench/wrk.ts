@@ -13,7 +13,7 @@ import type { LoadOptions, LoadRequest, LoadResult } from './load.js';
  * JavaScript, spends more than that on each request it sends and reads, so with autocannon the
  * ceiling measured is partly autocannon's own. wrk (C) costs a fraction of it: with wrk the
  * ceiling is the server's, and the service's ratio to it is the stricter figure. Both are
- * reported (README, Performance).
+ * reported (docs/performance.md).
  *
  * One wrk thread (like autocannon, one core's worth of load), the run's connections, and one
  * request counter shared by all of them: the paths are taken in turn, as `runLoad` takes them.

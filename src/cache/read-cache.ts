@@ -58,8 +58,7 @@ interface Entry<V> {
  * "stale" times), so a hot entry never expires under load. Without it, each of the bench's 1,000
  * hot details missed once every 5 s, together, each miss an asynchronous database read whose
  * answer is written on its own (http/write-batch.ts): the requests behind them waited, and the
- * p99 of cached details under wrk was 6.3 ms where it is now 4.7 (medians of ten rounds; README,
- * Performance). Nothing is served past the TTL from when it was read from the database (`readAt`,
+ * p99 of cached details under wrk was about a third higher (docs/design/read-caches.md). Nothing is served past the TTL from when it was read from the database (`readAt`,
  * for a value assembled from older cached parts): the bound is the same, only the reads come
  * before it instead of after.
  * An entry that ends at `validUntil` before its TTL is not refreshed ahead: it changes then (D10).

@@ -43,7 +43,7 @@ export async function createLogger(level: LogLevel, options: LoggerOptions = {})
   // Written synchronously, as pino writes by default: one write(2) per turn of the event loop
   // under load (TurnBatch hands the turn's lines over together), made on the main thread. Handed to
   // libuv's thread pool instead (sync: false), each write cost a wake-up of a pool thread and one of
-  // the loop when it completed (README, Performance, "The log is written on the main thread"). A
+  // the loop when it completed (docs/design/request-log-line.md). A
   // stdout that cannot keep up (a stalled pipe) now slows the process instead of growing its
   // memory without bound, as with pino's defaults.
   return servingLogger(level, destination({ dest: 1, minLength: 4096, sync: true }));

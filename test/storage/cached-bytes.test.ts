@@ -10,7 +10,7 @@ import { tenantOf } from '../../src/core/tenant.js';
  * What the read model caches owns its memory. Node cuts short buffers (under 4 KB: a listing, a
  * small page, a short feed answer) from a shared 8 KB pool, and one cached slice keeps the whole
  * slab alive; the caches' byte bound (READ_CACHE_MAX_MB) counts only the slices, so the memory
- * they held grew far past it (README, Performance).
+ * they held grew far past it (docs/design/read-caches.md).
  */
 describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's buffer pool)`, () => {
   let model: ReadModelOnStore;
