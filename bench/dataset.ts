@@ -92,23 +92,34 @@ export function* generateListings(ownerAccountId: string, count: number, now: Da
   }
 }
 
+/** One data set, imported alike into every database of a run (BENCH_MODE=production seeds three). */
+export interface BenchDataset {
+  ownerAccountId: string;
+  now: Date;
+  lines: string[];
+  ids: string[];
+}
+
+export function benchDataset(count: number, now = new Date()): BenchDataset {
+  const ownerAccountId = randomUUID();
+  return { ownerAccountId, now, ...listingLines(ownerAccountId, count, now) };
+}
+
 /**
  * Creates the owner, imports the listings in one all-or-nothing import, and issues an `sg` key
  * whose per-key limit is raised so far that the limiter always allows (the limiter still runs).
  */
-export async function seed(databaseUrl: string, count: number): Promise<SeedResult> {
+export async function seed(databaseUrl: string, data: BenchDataset): Promise<SeedResult> {
   // An import, as the CLI's: no statement timeout of its own (IMPORT_STATEMENT_TIMEOUT_MS's default).
   const store = openStore(databaseUrl, { poolSize: 2, statementTimeoutMs: 0 });
   try {
     await store.migrate();
-    const now = new Date();
-    const ownerAccountId = randomUUID();
+    const { ownerAccountId, now } = data;
     await store.accounts.create({ id: ownerAccountId, name: 'Benchmark Realty Pte Ltd', kind: 'organisation', created_at: now.toISOString() });
-    const { lines, ids } = listingLines(ownerAccountId, count, now);
-    await importListings(store, Readable.from(lines.join('\n')), now);
+    await importListings(store, Readable.from(data.lines.join('\n')), now);
     const { id: keyId, key } = await issueKey(store, { accountId: ownerAccountId, country: 'sg', label: 'benchmark', now });
     await store.keys.setRateLimit(keyId, 1_000_000_000);
-    return { ownerAccountId, key, listingIds: ids };
+    return { ownerAccountId, key, listingIds: data.ids };
   } finally {
     await store.close();
   }

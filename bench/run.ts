@@ -2,13 +2,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { seed } from './dataset.js';
+import { benchDataset, seed } from './dataset.js';
 import { runLoad as runAutocannonLoad, type LoadOptions, type LoadResult } from './load.js';
-import { runWrkLoad, wrkInstalled } from './wrk.js';
+import { runWrkLoad } from './wrk.js';
 import { modeNamed, type PreparedMode } from './modes.js';
 import type { CapturedRouteJson } from './captured-routes.js';
 import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
-import { median, numberEnv, spread } from './settings.js';
+import { combine, loadGeneratorEnv, median, numberEnv, spread } from './settings.js';
+import { TARGETS, type Target } from './targets.js';
 
 /**
  * `npm run bench`: the real service (a separate `serve` process, logging on) against a bare
@@ -57,25 +58,6 @@ interface Settings {
   ceiling: 'response' | 'body';
 }
 
-/** What is measured. `ratioGoal`: the issue's goal for service req/s over the baseline's. */
-interface Target {
-  name: string;
-  describe: string;
-  paths(ids: readonly string[]): string[];
-  ratioGoal?: number;
-  /** Sanity check of the captured real response. */
-  check?(json: any, listings: number): string | undefined;
-}
-
-const listCheck = (perPage: number) => (json: any, listings: number) =>
-  json?.items?.length === Math.min(perPage, listings) && json?.total === listings ? undefined : `expected ${Math.min(perPage, listings)} items of ${listings}, got ${json?.items?.length} of ${json?.total}`;
-
-const TARGETS: Target[] = [
-  { name: 'detail', describe: 'GET /v1/listings/{id}, rotating over the id set', paths: (ids) => ids.map((id) => `/v1/listings/${id}`), ratioGoal: 0.6 },
-  { name: 'list20', describe: 'GET /v1/listings?per_page=20', paths: () => ['/v1/listings?per_page=20'], ratioGoal: 0.5, check: listCheck(20) },
-  { name: 'list100', describe: 'GET /v1/listings?per_page=100', paths: () => ['/v1/listings?per_page=100'], check: listCheck(100) },
-];
-
 function settings(): Settings {
   const targets = (process.env.BENCH_TARGETS ?? TARGETS.map((t) => t.name).join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
   for (const t of targets) {
@@ -105,14 +87,6 @@ function ceilingEnv(): Settings['ceiling'] {
   return value;
 }
 
-function loadGeneratorEnv(): Settings['loadGenerator'] {
-  const value = process.env.BENCH_LOAD?.trim() || 'auto';
-  if (value === 'auto') return wrkInstalled() ? 'wrk' : 'autocannon';
-  if (value !== 'autocannon' && value !== 'wrk') throw new Error(`BENCH_LOAD: expected auto, autocannon or wrk, got "${value}"`);
-  if (value === 'wrk' && !wrkInstalled()) throw new Error('BENCH_LOAD=wrk: wrk is not installed (Debian: apt-get install wrk)');
-  return value;
-}
-
 interface Row {
   target: string;
   server: 'baseline' | 'fastify' | 'service' | 'counted';
@@ -120,29 +94,6 @@ interface Row {
   result: LoadResult;
   /** BENCH_COUNTING=compare: the rounds `result` sums. */
   rounds?: LoadResult[];
-}
-
-/** Rounds as one result: requests and time summed (so req/s is over all of them), latency percentiles the rounds' medians. */
-function combine(parts: LoadResult[]): LoadResult {
-  const requests = parts.reduce((n, p) => n + p.requests, 0);
-  const durationS = parts.reduce((n, p) => n + p.durationS, 0);
-  const statusCodes: Record<string, number> = {};
-  for (const p of parts) for (const [code, n] of Object.entries(p.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
-  return {
-    durationS,
-    requests,
-    reqPerSec: requests / durationS,
-    p50Ms: median(parts.map((p) => p.p50Ms)),
-    p99Ms: median(parts.map((p) => p.p99Ms)),
-    p999Ms: median(parts.map((p) => p.p999Ms)),
-    maxMs: Math.max(...parts.map((p) => p.maxMs)),
-    non2xx: parts.reduce((n, p) => n + p.non2xx, 0),
-    errors: parts.reduce((n, p) => n + p.errors, 0),
-    timeouts: parts.reduce((n, p) => n + p.timeouts, 0),
-    statusCodes,
-    bytesPerResponse: median(parts.map((p) => p.bytesPerResponse)),
-    autocannon: parts[0]!.autocannon,
-  };
 }
 
 interface Check {
@@ -184,7 +135,7 @@ async function main(): Promise<number> {
     prepared = await mode.prepare({ workDir, env: process.env });
 
     let t0 = Date.now();
-    const data = await seed(prepared.databaseUrl, s.listings);
+    const data = await seed(prepared.databaseUrl, benchDataset(s.listings));
     const detailIds = spread(data.listingIds, s.detailIds);
     log(`Data: ${s.listings} listings of one organisation (sg), imported in ${Date.now() - t0} ms; detail rotates over ${detailIds.length} ids.`);
 
@@ -413,15 +364,18 @@ async function main(): Promise<number> {
   }
 }
 
-// `BENCH_MODE=scale` or `npm run bench -- scale`: the scale benchmark (bench/scale.ts), a run of its own.
+// `BENCH_MODE=scale` (or `npm run bench -- scale`) and `BENCH_MODE=production` are runs of their own
+// (bench/scale.ts, bench/production.ts); every other mode is the side-by-side run above.
 const argument = process.argv[2];
-const scale = process.env.BENCH_MODE?.trim() === 'scale' || argument === 'scale';
 if (argument !== undefined && argument !== 'scale') {
   process.stderr.write(`benchmark: unknown argument "${argument}" (the one argument accepted is "scale"; see bench/README.md)\n`);
   process.exit(2);
 }
-
-(scale ? import('./scale.js').then((m) => m.runScale()) : main()).then(
+const benchMode = argument ?? process.env.BENCH_MODE?.trim();
+const run = benchMode === 'scale' ? import('./scale.js').then((m) => m.runScale())
+  : benchMode === 'production' ? import('./production.js').then((m) => m.runProduction())
+  : main();
+run.then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
