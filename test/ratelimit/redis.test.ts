@@ -82,6 +82,50 @@ describe('Redis rate limiter (D5, D14, D15)', { skip: SKIP_NO_REDIS }, () => {
     assert.ok(admitted > 1000 && refused > 1000, `admitted ${admitted}, refused ${refused}`);
   });
 
+  it('decides what one turn asks in one script call, in the order asked: the answers of the in-process limiter asked in that order', async () => {
+    // A real client whose script calls are counted.
+    const client = new Redis(TEST_REDIS_URL!);
+    let calls = 0;
+    const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    client.evalsha = ((...args: unknown[]) => {
+      calls++;
+      return evalsha(...args);
+    }) as Redis['evalsha'];
+    try {
+      let admitted = 0;
+      let refused = 0;
+      let peeked = 0;
+      for (let seed = 1; seed <= 20; seed++) {
+        const random = prng(1000 + seed);
+        const clock = new ManualClock(BASE + Math.floor(random() * 100_000));
+        const memory = new MemoryRateLimiter(clock.now);
+        const shared = new RedisRateLimiter(client, { prefix: prefix(`turn${seed}`), clock: clock.now });
+        for (let turn = 0; turn < 12; turn++) {
+          clock.ms += Math.floor(random() * 8000);
+          // One turn: up to 80 requests of three keys, some of them free revalidations (peek).
+          const asked = Array.from({ length: 1 + Math.floor(random() * 80) }, () => ({
+            key: ['a', 'b', 'c'][Math.floor(random() * 3)]!,
+            limit: [1, 5, 20, 60][Math.floor(random() * 4)]!,
+            mode: random() < 0.2 ? ('peek' as const) : ('consume' as const),
+          }));
+          const callsBefore = calls;
+          const actual = await Promise.all(asked.map((a) => shared[a.mode](a.key, a.limit)));
+          assert.equal(calls - callsBefore, 1, `seed ${seed} turn ${turn}: one call for ${asked.length} decisions`);
+          asked.forEach((a, i) => {
+            const expected = memory[a.mode](a.key, a.limit);
+            assert.deepEqual(actual[i], expected, `seed ${seed} turn ${turn} request ${i} (${a.mode} ${a.key}, limit ${a.limit})`);
+            if (a.mode === 'peek') peeked++;
+            else if (expected.allowed) admitted++;
+            else refused++;
+          });
+        }
+      }
+      assert.ok(admitted > 300 && refused > 300 && peeked > 200, `admitted ${admitted}, refused ${refused}, peeked ${peeked}`);
+    } finally {
+      await client.quit();
+    }
+  });
+
   it('a refused request writes nothing (D5) and old seconds are dropped: at most 60 counters per key', async () => {
     const clock = new ManualClock();
     const limiter = new RedisRateLimiter(redis, { prefix: prefix('writes'), clock: clock.now });
