@@ -56,11 +56,11 @@ interface Entry<V> {
  * An entry that is read near the end of its safety TTL is read again in the background while the
  * read answers from memory (refresh-ahead, as Unkey's cache revalidates between its "fresh" and
  * "stale" times), so a hot entry never expires under load. Without it, each of the bench's 1,000
- * hot details missed once every 5 s, together, each miss an asynchronous database read whose
- * answer is written on its own (http/write-batch.ts): the requests behind them waited, and the
- * p99 of cached details under wrk was about a third higher (docs/design/read-caches.md). Nothing is served past the TTL from when it was read from the database (`readAt`,
- * for a value assembled from older cached parts): the bound is the same, only the reads come
- * before it instead of after.
+ * hot details missed once every 5 s, together, each miss an asynchronous database read: the
+ * requests behind them waited, and the p99 of cached details under wrk was about a third higher
+ * (docs/design/read-caches.md). Nothing is served past the TTL from when it was read from the
+ * database (`readAt`, for a value assembled from older cached parts): the bound is the same, only
+ * the reads come before it instead of after.
  * An entry that ends at `validUntil` before its TTL is not refreshed ahead: it changes then (D10).
  */
 export class ReadCache<V> {

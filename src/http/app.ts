@@ -64,9 +64,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
   });
 
-  // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
-  // read it, errors included (D18). The literal origin "null" gets none.
-  // Synchronous (a callback, not an async function): no promise and no microtask per request.
   // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
   const table = routeTable(opts.reads);
   const isKnownPath = knownPath(table.map((route) => route.url));

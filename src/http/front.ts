@@ -4,7 +4,6 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
-import { coalesceWrites, dispatchCoalesced } from './write-batch.js';
 import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
 import { trackConnections } from './drain.js';
 import { unroutedRequestLine } from './request-log.js';
@@ -39,8 +38,7 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       return;
     }
     if (expectationFailed.has(req)) rejectExpectation(req);
-    // A cached answer is made during this call: it is written with the turn's others (write-batch.ts).
-    dispatchCoalesced(apiHandler, req, res);
+    apiHandler(req, res);
   });
   // `Expect` other than 100-continue: Node would answer a bare 417 itself; with a listener, it is a
   // request like any other (the drain tracks it), which the API answers as JSON (D6, D19).
@@ -52,8 +50,6 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
   trackConnections(server);
   // Load balancers commonly keep idle connections for 60 s: outlive them, as Fastify does by default.
   server.keepAliveTimeout = 72_000;
-  // The cached answers of one turn of the event loop reach the kernel together (write-batch.ts).
-  server.on('connection', coalesceWrites);
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     // A proxy tunnel request: this is not a proxy. Answered, not dropped (D6).
     const reqId = answerRaw(socket, 405, 'Method Not Allowed', {
