@@ -125,6 +125,8 @@ export interface RedisRateLimiterOptions {
   clock?: Clock;
   /** Expiry of a key's hash after its last admitted request; at least the window. Default 120 s. */
   ttlSeconds?: number;
+  /** Wraps each script call, e.g. to bound its time (resilient.ts): one bound per call, not per request. */
+  bound?: <T>(call: Promise<T>) => Promise<T>;
 }
 
 /**
@@ -189,14 +191,15 @@ export class RedisRateLimiter implements RateLimiter {
   private async decide(asked: readonly Asked[]): Promise<RateLimitDecision[]> {
     const keys = asked.map((a) => this.keyFor(a.keyId));
     const args = [this.options.clock ? String(Math.floor(this.options.clock())) : '', this.ttlSeconds, ...asked.flatMap((a) => [String(a.limit), a.mode])];
+    const bound = this.options.bound ?? ((call) => call);
     let reply: unknown;
     try {
-      reply = await this.redis.evalsha(SCRIPT_SHA, keys.length, ...keys, ...args);
+      reply = await bound(this.redis.evalsha(SCRIPT_SHA, keys.length, ...keys, ...args));
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       // Not in this server's script cache yet (first use, or Redis restarted): send the source,
       // which also caches it for the next EVALSHA.
-      reply = await this.redis.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args);
+      reply = await bound(this.redis.eval(RATE_LIMIT_SCRIPT, keys.length, ...keys, ...args));
     }
     if (!Array.isArray(reply) || reply.length !== asked.length * 5) throw new Error('unexpected reply from the rate-limit script');
     return asked.map((a, i) => {

@@ -59,9 +59,10 @@ export class ResilientRateLimiter implements RateLimiter {
     // Connection errors are handled by the state machine below (one warning per outage); without
     // a listener ioredis would print every reconnection failure.
     this.redis.on('error', (error: Error) => options.logger.debug({ err: error }, 'rate limiter: Redis connection error'));
-    this.shared = new RedisRateLimiter(this.redis, { prefix: options.prefix, clock: options.sharedClock });
-    this.local = new MemoryRateLimiter(options.fallbackClock);
     this.timeoutMs = options.timeoutMs ?? 100;
+    // One bound per script call (the decisions of a turn), not one timer per request.
+    this.shared = new RedisRateLimiter(this.redis, { prefix: options.prefix, clock: options.sharedClock, bound: (call) => this.withTimeout(call) });
+    this.local = new MemoryRateLimiter(options.fallbackClock);
     this.probeIntervalMs = options.probeIntervalMs ?? 1000;
     this.outage = new OutageLog(options.logger, {
       lost: 'rate limiter: Redis is unreachable or slow; falling back to in-process limits (per instance) until it is back',
@@ -112,7 +113,7 @@ export class ResilientRateLimiter implements RateLimiter {
     const probing = !this.usingRedis && this.mayProbe();
     if (this.usingRedis || probing) {
       try {
-        const decision = await this.withTimeout(this.shared[mode](keyId, limit));
+        const decision = await this.shared[mode](keyId, limit);
         if (probing) this.backOnRedis();
         return decision;
       } catch (error) {
