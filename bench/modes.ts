@@ -37,7 +37,7 @@ export const MODES: Record<string, BenchMode> = {
   },
   'postgres-redis': {
     description: 'one process on PostgreSQL (a fresh database) with rate limits in Redis',
-    prepare: (ctx) => postgresRedis(ctx, []),
+    prepare: (ctx) => postgresRedis(ctx, ['--workers', '1']),
   },
   workers: {
     description: 'PostgreSQL and Redis, `serve --workers 2`: two processes on one port',

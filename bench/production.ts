@@ -73,9 +73,9 @@ export async function runProduction(): Promise<number> {
     log(`Machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} at start.`);
 
     const configurations = [
-      { name: 'sqlite', mode: MODES.sqlite!, serveArgs: ['serve'] },
-      { name: 'pg', mode: MODES['postgres-redis']!, serveArgs: ['serve', '--workers', '1'] },
-      { name: 'pg-workers', mode: MODES['postgres-redis']!, serveArgs: ['serve', '--workers', String(workers)] },
+      { name: 'sqlite', describe: 'SQLite, rate limits in process', mode: MODES.sqlite!, serveArgs: ['serve'] },
+      { name: 'pg', describe: 'PostgreSQL + Redis, one process', mode: MODES['postgres-redis']!, serveArgs: ['serve', '--workers', '1'] },
+      { name: 'pg-workers', describe: `PostgreSQL + Redis, ${workers} worker processes`, mode: MODES['postgres-redis']!, serveArgs: ['serve', '--workers', String(workers)] },
     ];
     const data = benchDataset(s.listings);
     const detailIds = spread(data.ids, s.detailIds);
@@ -97,7 +97,7 @@ export async function runProduction(): Promise<number> {
         startTimeoutMs: 60_000,
       });
       services.push({ name: configuration.name, child, headers: { host: API_HOST, authorization: `Bearer ${key}` }, logFile });
-      log(`  ${configuration.name}: ${configuration.mode.description}; \`${configuration.serveArgs.join(' ')}\`; ${s.listings} listings imported in ${Date.now() - t0} ms`);
+      log(`  ${configuration.name}: ${configuration.describe}; \`${configuration.serveArgs.join(' ')}\`; ${s.listings} listings imported in ${Date.now() - t0} ms`);
     }
 
     // Every service's answer to every path must be a 200 (and a full page); the ceiling replays the SQLite one's.

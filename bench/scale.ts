@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { prng } from '../test/support/random.js';
 import { generateListings } from './dataset.js';
 import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
 import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { probe, type Probe, type Server } from './probe.js';
 import { median, numberEnv, spread } from './settings.js';
 
 /**
@@ -211,55 +212,6 @@ async function importFile(file: string, lines: number, databaseUrl: string, meas
 
 // ---------------------------------------------------------------------------------------------
 // The serving process and its probe
-
-interface Probe {
-  seq: number;
-  since_ms: number;
-  eld_ms: { min?: number; mean?: number; p50?: number; p90?: number; p99?: number; p999?: number; max?: number; count: number };
-  whole_run_max_ms: number;
-  cpu_ms: { user: number; system: number };
-  rss_bytes: number;
-  heap_used_bytes: number;
-  heap_total_bytes: number;
-  external_bytes: number;
-}
-
-interface Server {
-  label: string;
-  child: Child;
-  logFile: string;
-  seq: number;
-  requests: number;
-}
-
-/**
- * Sends SIGUSR2 and returns the probe line it makes the server append to its stdout (its log);
- * with `afterGc`, SIGHUP: the same after a full garbage collection, for the live memory.
- */
-async function probe(server: Server, afterGc = false): Promise<Probe> {
-  const want = ++server.seq;
-  const from = statSync(server.logFile).size;
-  server.child.process.kill(afterGc ? 'SIGHUP' : 'SIGUSR2');
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const size = statSync(server.logFile).size;
-    if (size <= from) continue;
-    const fd = openSync(server.logFile, 'r');
-    const buf = Buffer.alloc(size - from);
-    try {
-      readSync(fd, buf, 0, buf.length, from);
-    } finally {
-      closeSync(fd);
-    }
-    for (const line of buf.toString('utf8').split('\n')) {
-      if (!line.startsWith('{"probe":"scale-bench"')) continue;
-      const parsed = JSON.parse(line) as Probe;
-      if (parsed.seq === want) return parsed;
-    }
-  }
-  throw new Error(`${server.label}: no probe line ${want} within 10 s of SIGUSR2`);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Data
