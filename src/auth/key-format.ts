@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { isCountry, type Country } from '../core/countries.js';
 
 /**
@@ -28,27 +29,6 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/**
- * CRC-32 (the IEEE polynomial, as zlib's) of an ASCII string, in JavaScript: every request's key
- * is checked, and `parseKey` computes it in the same pass over the characters that checks them,
- * for less than a call into zlib, which first encodes the string as UTF-8 (measured: the key
- * check went from about 450 to about 310 ns). key-format.test.ts compares it with zlib's.
- */
-const CRC_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c;
-});
-const CRC_START = -1;
-const crcStep = (crc: number, code: number): number => CRC_TABLE[(crc ^ code) & 0xff]! ^ (crc >>> 8);
-const crcEnd = (crc: number): number => (crc ^ -1) >>> 0;
-
-export function crc32(text: string): number {
-  let crc = CRC_START;
-  for (let i = 0; i < text.length; i++) crc = crcStep(crc, text.charCodeAt(i));
-  return crcEnd(crc);
-}
-
 export function checksum(body: string): string {
   let n = crc32(body);
   let out = '';
@@ -69,21 +49,17 @@ export function generateKey(country: Country): string {
  * The country of a well-formed key with a valid checksum, or undefined for anything else. Pure:
  * no look-up, so malformed keys (typos, truncation, wrong prefix) cost nothing (D5 401 stage).
  * Every request's key passes here: checked character by character and the checksum compared
- * digit by digit, without a regular expression or a string built (a third of the key step's CPU).
+ * digit by digit, without a regular expression. The checksum is zlib's CRC-32 (IEEE) of the rest.
  */
 export function parseKey(token: string): Country | undefined {
   if (token.length !== KEY_LENGTH || !token.startsWith('_live_', 2)) return undefined;
   const country = token.slice(0, 2);
   if (!isCountry(country)) return undefined;
-  // One pass: the random part's characters checked, and the CRC of all before the checksum.
-  let crc = CRC_START;
-  for (let i = 0; i < KEY_LENGTH - CHECKSUM_LENGTH; i++) {
-    const code = token.charCodeAt(i);
-    if (i >= PREFIX_LENGTH && !isBase62(code)) return undefined;
-    crc = crcStep(crc, code);
+  for (let i = PREFIX_LENGTH; i < KEY_LENGTH - CHECKSUM_LENGTH; i++) {
+    if (!isBase62(token.charCodeAt(i))) return undefined;
   }
   // The checksum's base-62 digits, least significant last (as `checksum` writes them).
-  let n = crcEnd(crc);
+  let n = crc32(token.slice(0, KEY_LENGTH - CHECKSUM_LENGTH));
   for (let i = KEY_LENGTH - 1; i >= KEY_LENGTH - CHECKSUM_LENGTH; i--) {
     if (token.charCodeAt(i) !== ALPHABET.charCodeAt(n % 62)) return undefined;
     n = Math.floor(n / 62);
