@@ -109,7 +109,7 @@ for (let round = 0; round < rounds; round++) {
     }
   }
 
-  let signalAt: number | undefined;
+  let signalAt: number | undefined = undefined;
   let stop = false;
   const failures: Array<{ what: string; at: number }> = [];
   const note = (what: string, outcome: Outcome | { refused: true }, started: number) => {

@@ -116,7 +116,16 @@ async function measureSize(size: number, tenantCount: number): Promise<SizeResul
     const heapPerListing = (indexed.heap_used_bytes + indexed.external_bytes - idle.heap_used_bytes - idle.external_bytes) / size;
     log(`  idle RSS ${int(idle.rss_bytes / MIB)} MB; every index built: RSS ${int(indexed.rss_bytes / MIB)} MB, heap in use ${int(indexed.heap_used_bytes / MIB)} MB; ${int(rssPerListing)} B of RSS and ${int(heapPerListing)} B of heap per listing; first pages p99 ${reads.p99Ms.toFixed(1)} ms`);
     const memory = (p: Probe) => ({ rss_bytes: p.rss_bytes, heap_used_bytes: p.heap_used_bytes, external_bytes: p.external_bytes });
-    return { listings: size, tenants: tenantCount, importMs, idle: memory(idle), indexed: memory(indexed), rssPerListing, heapPerListing, firstPageP99Ms: reads.p99Ms };
+    return {
+      listings: size,
+      tenants: tenantCount,
+      importMs,
+      idle: memory(idle),
+      indexed: memory(indexed),
+      rssPerListing,
+      heapPerListing,
+      firstPageP99Ms: reads.p99Ms,
+    };
   } finally {
     await stopAll();
     rmSync(workDir, { recursive: true, force: true });

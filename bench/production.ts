@@ -121,7 +121,13 @@ export async function runProduction(): Promise<number> {
 
     const measured: Measured[] = [];
     for (const [t, target] of targets.entries()) {
-      const loadOf = (server: Server, durationS: number) => ({ port: server.child.port, connections: s.connections, headers: server.headers, paths: pathsOf.get(target.name)!, durationS });
+      const loadOf = (server: Server, durationS: number) => ({
+        port: server.child.port,
+        connections: s.connections,
+        headers: server.headers,
+        paths: pathsOf.get(target.name)!,
+        durationS,
+      });
       for (const server of servers) if (s.warmupS > 0) checkAll200(`${target.name} ${server.name} (warm-up)`, await runLoad(loadOf(server, s.warmupS)));
       const rounds = new Map<string, LoadResult[]>(servers.map((server) => [server.name, []]));
       for (let round = 0; round < s.rounds; round++) {

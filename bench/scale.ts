@@ -9,7 +9,7 @@ import { openStore } from '../src/storage/index.js';
 import { prng } from '../test/support/random.js';
 import { generateListings } from './dataset.js';
 import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
-import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll } from './processes.js';
 import { probe, type Probe, type Server } from './probe.js';
 import { median, numberEnv, spread } from './settings.js';
 
@@ -207,7 +207,15 @@ async function importFile(file: string, lines: number, databaseUrl: string, meas
   if (run.code !== 0) throw cliFailure(`listings-api import ${file}`, run);
   const counts = JSON.parse(run.stdout) as ImportFigures['counts'];
   if (counts.inserted + counts.updated !== lines) throw new Error(`listings-api import ${file}: expected ${lines} lines, the CLI reports ${JSON.stringify(counts)}`);
-  return { lines, wallMs: run.wallMs, linesPerSec: lines / (run.wallMs / 1000), peakRssBytes: run.peakRssBytes, rssMethod: run.rssMethod, cpuMs: run.cpuMs, counts };
+  return {
+    lines,
+    wallMs: run.wallMs,
+    linesPerSec: lines / (run.wallMs / 1000),
+    peakRssBytes: run.peakRssBytes,
+    rssMethod: run.rssMethod,
+    cpuMs: run.cpuMs,
+    counts,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -533,7 +541,13 @@ export async function runScale(): Promise<number> {
     step(`Tenant B read hot (${bPaths.length} paths: 9 details to 1 list page) while a loop runs a CLI command about every ${s.writeIntervalMs} ms: ` +
       `"import" of one changed listing of tenant A, or "key list --account A" (writes nothing) as the control; ${s.runs} round${s.runs === 1 ? '' : 's'}, order alternating.`);
     // B is made hot first (its index, caches and the JIT), so that the first measured run is not the coldest.
-    const bWarm = await runLoad({ port: prod.child.port, connections: s.connections, headers: { ...baseHeaders, ...auth(tenantB) }, paths: bPaths, durationS: Math.max(s.warmupS, s.durationS) });
+    const bWarm = await runLoad({
+      port: prod.child.port,
+      connections: s.connections,
+      headers: { ...baseHeaders, ...auth(tenantB) },
+      paths: bPaths,
+      durationS: Math.max(s.warmupS, s.durationS),
+    });
     checkLoad('tenant B, heating up', bWarm);
     prod.requests += bWarm.requests;
     for (let round = 0; round < s.runs; round++) {
@@ -753,7 +767,8 @@ export async function runScale(): Promise<number> {
     log('');
     log('Event-loop delay of the serving process per phase (ms; each sample is one turn of a 1 ms timer, so an idle loop reads about 1.1):');
     printTable(['phase', 'p50', 'p99', 'max', 'samples', 'server CPU ms', 'RSS'], eldRows.map(({ phase: name, probe: p }) => [
-      name, dec(p.eld_ms.p50 ?? NaN), dec(p.eld_ms.p99 ?? NaN), dec(p.eld_ms.max ?? NaN), int(p.eld_ms.count), int(p.cpu_ms.user + p.cpu_ms.system), mb(p.rss_bytes),
+      name, dec(p.eld_ms.p50 ?? NaN), dec(p.eld_ms.p99 ?? NaN), dec(p.eld_ms.max ?? NaN), int(p.eld_ms.count),
+      int(p.cpu_ms.user + p.cpu_ms.system), mb(p.rss_bytes),
     ]), 1);
     log('');
     log(`Informational: targets are the issue's, never enforced. Medians of ${s.runs} run${s.runs === 1 ? '' : 's'} for the req/s figures; the load generator, the server and the CLI share ${cpus().length} cores ` +
@@ -777,12 +792,41 @@ export async function runScale(): Promise<number> {
       table: rows.map(([what, measured, target, ok]) => ({ what, measured, target, met: ok })),
       figures: {
         list20: { medianReqPerSec: list20Rps, medianP99Ms: list20P99, runs: list20.map((m) => m.result) },
-        perPage100: { lastPage, firstMedianReqPerSec: first100Rps, lastMedianReqPerSec: last100Rps, cpuRatio: pageCpuRatio, first: first100.map((m) => m.result), last: last100.map((m) => m.result) },
+        perPage100: {
+          lastPage,
+          firstMedianReqPerSec: first100Rps,
+          lastMedianReqPerSec: last100Rps,
+          cpuRatio: pageCpuRatio,
+          first: first100.map((m) => m.result),
+          last: last100.map((m) => m.result),
+        },
         detail: { ids: detailIds.length, medianReqPerSec: detailRps, medianP99Ms: detailP99, runs: details.map((m) => m.result) },
-        filtered: { path: filteredPath, total: filteredTotal, firstMs: firstFiltered.value.maxMs, medianReqPerSec: filteredRps, medianP99Ms: filteredP99, runs: filtered.map((m) => m.result) },
+        filtered: {
+          path: filteredPath,
+          total: filteredTotal,
+          firstMs: firstFiltered.value.maxMs,
+          medianReqPerSec: filteredRps,
+          medianP99Ms: filteredP99,
+          runs: filtered.map((m) => m.result),
+        },
         changeFeed: { replay: replay.value, poll: { medianReqPerSec: pollRps, medianP99Ms: pollP99, runs: polls.map((m) => m.result) } },
-        tenantB: { ratio: hotRatio, cpuRatio: hotCpuRatio, writesMedian: hotWrites, controlMedian: hotControl, writes: hot.writes, control: hot.control, aVisible },
-        mixedCold: { probe: mixed.probe, bigFirstMs, bFirstMs, small: { ...prodSmallCold, latencies: undefined }, big: { ...bigReads, latencies: undefined }, b: { ...bReads, latencies: undefined } },
+        tenantB: {
+          ratio: hotRatio,
+          cpuRatio: hotCpuRatio,
+          writesMedian: hotWrites,
+          controlMedian: hotControl,
+          writes: hot.writes,
+          control: hot.control,
+          aVisible,
+        },
+        mixedCold: {
+          probe: mixed.probe,
+          bigFirstMs,
+          bFirstMs,
+          small: { ...prodSmallCold, latencies: undefined },
+          big: { ...bigReads, latencies: undefined },
+          b: { ...bReads, latencies: undefined },
+        },
         small: {
           coldCachesOn: { ...prodSmallCold, latencies: undefined },
           warmCachesOn: { ...prodWarm.value, latencies: undefined },
@@ -792,7 +836,11 @@ export async function runScale(): Promise<number> {
         },
         bigFirstReadAloneMs: build.value.maxMs,
         million: million ?? 'skipped',
-        rss: { productionSettings: prodEnd.rss_bytes, cachesOff: offEnd.rss_bytes, afterFullGc: { productionSettings: prodEndGc.rss_bytes, cachesOff: offEndGc.rss_bytes } },
+        rss: {
+          productionSettings: prodEnd.rss_bytes,
+          cachesOff: offEnd.rss_bytes,
+          afterFullGc: { productionSettings: prodEndGc.rss_bytes, cachesOff: offEndGc.rss_bytes },
+        },
       },
       eventLoop: eldRows,
     });

@@ -35,7 +35,16 @@ const ms = (ns: number) => Math.round(ns / 1e4) / 100;
 function summary(h: IntervalHistogram) {
   return h.count === 0
     ? { count: 0 }
-    : { min: ms(h.min), mean: ms(h.mean), p50: ms(h.percentile(50)), p90: ms(h.percentile(90)), p99: ms(h.percentile(99)), p999: ms(h.percentile(99.9)), max: ms(h.max), count: h.count };
+    : {
+        min: ms(h.min),
+        mean: ms(h.mean),
+        p50: ms(h.percentile(50)),
+        p90: ms(h.percentile(90)),
+        p99: ms(h.percentile(99)),
+        p999: ms(h.percentile(99.9)),
+        max: ms(h.max),
+        count: h.count,
+      };
 }
 
 function report(reason: 'signal' | 'exit' | 'gc'): void {

@@ -124,7 +124,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   // The developer dashboard (src/dashboard), unless DASHBOARD_PORT is `off`: on the API's port for
   // its own host name (the default), or on a port of its own. Same store, so its key and origin
   // writes reach the API's caches at once (D4).
-  let apiServer: Server | undefined;
+  let apiServer: Server | undefined = undefined;
   const apiPort = () => {
     const address = apiServer?.address();
     return typeof address === 'object' && address !== null ? address.port : undefined;

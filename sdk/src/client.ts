@@ -106,8 +106,10 @@ const LIST_QUERY = {
 const CHANGES_QUERY = { cursor: 'cursor', limit: 'limit' } as const satisfies Record<keyof ChangesParams, (typeof LIST_CHANGES_PARAMETERS)[number]>;
 // Every parameter of openapi.json has an option: a parameter added to the document (and to
 // src/openapi.ts by `npm run generate`) fails this line until it is given one.
-const everyListParameter: Record<(typeof LIST_LISTINGS_PARAMETERS)[number], true> = Object.fromEntries(Object.values(LIST_QUERY).map((v) => [v, true])) as { [K in (typeof LIST_QUERY)[keyof typeof LIST_QUERY]]: true };
-const everyChangesParameter: Record<(typeof LIST_CHANGES_PARAMETERS)[number], true> = Object.fromEntries(Object.values(CHANGES_QUERY).map((v) => [v, true])) as { [K in (typeof CHANGES_QUERY)[keyof typeof CHANGES_QUERY]]: true };
+const everyListParameter: Record<(typeof LIST_LISTINGS_PARAMETERS)[number], true> =
+  Object.fromEntries(Object.values(LIST_QUERY).map((v) => [v, true])) as { [K in (typeof LIST_QUERY)[keyof typeof LIST_QUERY]]: true };
+const everyChangesParameter: Record<(typeof LIST_CHANGES_PARAMETERS)[number], true> =
+  Object.fromEntries(Object.values(CHANGES_QUERY).map((v) => [v, true])) as { [K in (typeof CHANGES_QUERY)[keyof typeof CHANGES_QUERY]]: true };
 void everyListParameter;
 void everyChangesParameter;
 
@@ -296,7 +298,9 @@ export class ListingsClient {
         if (signal?.aborted) throw signal.reason;
         if (error instanceof ListingsApiError && !error.retryable) throw error;
         failure = error instanceof ListingsApiError ? error : transportError(error);
-        wait = failure.status === 429 && failure.retryAfter !== undefined ? failure.retryAfter * 1000 + this.#random() * RETRY_AFTER_JITTER_MS : this.#backoff(attempt);
+        wait = failure.status === 429 && failure.retryAfter !== undefined
+          ? failure.retryAfter * 1000 + this.#random() * RETRY_AFTER_JITTER_MS
+          : this.#backoff(attempt);
       }
       if (attempt >= this.#maxRetries) throw failure;
       await this.#sleep(Math.round(wait), signal);

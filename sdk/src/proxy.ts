@@ -415,7 +415,11 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
  * still hold a page 0 or a price "abc"), in the parameters' fixed order, so that equal requests
  * share one copy with the browsers' reads.
  */
-function checked(query: Record<string, string>, rules: Readonly<Record<string, QueryRule>>, ranges: ReadonlyArray<readonly [string, string]>): Record<string, string> | ListingsApiError {
+function checked(
+  query: Record<string, string>,
+  rules: Readonly<Record<string, QueryRule>>,
+  ranges: ReadonlyArray<readonly [string, string]>,
+): Record<string, string> | ListingsApiError {
   return checkQuery(new Map(Object.entries(query).map(([name, value]) => [name, [value]])), rules, ranges);
 }
 

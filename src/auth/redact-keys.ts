@@ -41,6 +41,8 @@ const MARKER = '[redacted]';
  * a key in it holds `live`. Anything else (an escape, an invisible character, any character past
  * ASCII) goes to the full reading.
  */
+// Control characters are what it looks for (an encoded or smuggled key), hence no-control-regex.
+// eslint-disable-next-line no-control-regex
 const MAY_HOLD_KEY = /[\u0000-\u0008\u000e-\u001f%&\\\u007f-\uffff]|live/i;
 
 /**
@@ -210,7 +212,9 @@ function backslashEscape(cps: Int32Array, i: number): Decoded | undefined {
   if (v === undefined) return undefined;
   if (v >= 0xd800 && v <= 0xdbff && cps[j + 5] === 0x5c) {
     const low = backslashEscape(cps, j + 5);
-    if (low !== undefined && low.value >= 0xdc00 && low.value <= 0xdfff) return { value: 0x10000 + ((v - 0xd800) << 10) + (low.value - 0xdc00), byte: false, end: low.end };
+    if (low !== undefined && low.value >= 0xdc00 && low.value <= 0xdfff) {
+      return { value: 0x10000 + ((v - 0xd800) << 10) + (low.value - 0xdc00), byte: false, end: low.end };
+    }
   }
   return { value: v, byte: false, end: j + 5 };
 }

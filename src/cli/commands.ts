@@ -1,7 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import type { Config } from '../config/index.js';
 import { curlLine } from '../core/urls.js';
 import { ensureDemo } from '../demo/demo-data.js';
 import { importListings, ImportError, type ImportFile } from '../listings/import.js';

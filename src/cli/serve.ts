@@ -210,7 +210,11 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   const logger = await createLogger(config.logLevel);
 
   // Once, before any worker exists: workers then find nothing to migrate.
-  const store = openStore(config.databaseUrl, { poolSize: 1, statementTimeoutMs: config.databaseStatementTimeoutMs, busyTimeoutMs: config.databaseBusyTimeoutMs });
+  const store = openStore(config.databaseUrl, {
+    poolSize: 1,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    busyTimeoutMs: config.databaseBusyTimeoutMs,
+  });
   try {
     await store.migrate();
   } finally {

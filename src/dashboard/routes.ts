@@ -450,7 +450,10 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       const sum = (c: usageViews.Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
       const keyUsage = keys
         .map((key) => ({ key, last24h: countsOf(totals24h, key.id), last30d: countsOf(totals30d, key.id) }))
-        .sort((a, b) => sum(b.last30d) - sum(a.last30d) || (a.key.revoked_at === null ? 0 : 1) - (b.key.revoked_at === null ? 0 : 1) || b.key.created_at.localeCompare(a.key.created_at));
+        .sort((a, b) =>
+          sum(b.last30d) - sum(a.last30d)
+          || (a.key.revoked_at === null ? 0 : 1) - (b.key.revoked_at === null ? 0 : 1)
+          || b.key.created_at.localeCompare(a.key.created_at));
       // The key asked for, else the busiest one of the last 30 days.
       const selectedKey = chosen ?? (keyUsage[0] !== undefined && sum(keyUsage[0].last30d) + sum(keyUsage[0].last24h) > 0 ? keyUsage[0].key : undefined);
       let selected: Parameters<typeof usageViews.usagePage>[1]['selected'];
@@ -468,13 +471,22 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
           }
           return { starts: starts.map(iso), counts };
         };
-        selected = { key: selectedKey, limitPerMinute: limitOf(selectedKey), day: series(fiveMinuteStarts, fine, FIVE_MINUTES_MS), month: series(dayStarts, hourly, DAY_MS) };
+        selected = {
+          key: selectedKey,
+          limitPerMinute: limitOf(selectedKey),
+          day: series(fiveMinuteStarts, fine, FIVE_MINUTES_MS),
+          month: series(dayStarts, hourly, DAY_MS),
+        };
       }
       return send(reply, 200, usageViews.usagePage(member.ctx, { keys: keyUsage, selected, flushSeconds }));
     });
 
     /** The rows of failed requests, with their keys, limits and (for a 403) whether the origin is allowed now. */
-    async function failureRows(accountId: string, failures: Awaited<ReturnType<typeof store.usage.failures>>, keys: ApiKeyRecord[]): Promise<usageViews.FailureRow[]> {
+    async function failureRows(
+      accountId: string,
+      failures: Awaited<ReturnType<typeof store.usage.failures>>,
+      keys: ApiKeyRecord[],
+    ): Promise<usageViews.FailureRow[]> {
       const byId = new Map(keys.map((k) => [k.id, k]));
       const allowed = new Set((await store.origins.listForAccount(accountId)).map((o) => `${o.country}\n${o.origin}`));
       return failures.map((failure) => {

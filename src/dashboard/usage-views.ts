@@ -69,7 +69,14 @@ const BOTTOM = 30;
  * A stacked bar chart of `series` by outcome, as inline SVG (colours come from the stylesheet, so the
  * strict CSP holds), with an optional horizontal line (the key's limit over one bucket).
  */
-function barChart(id: string, title: string, description: string, series: Series, tick: (start: string, i: number) => string | undefined, limitLine?: { value: number; label: string }): SafeHtml {
+function barChart(
+  id: string,
+  title: string,
+  description: string,
+  series: Series,
+  tick: (start: string, i: number) => string | undefined,
+  limitLine?: { value: number; label: string },
+): SafeHtml {
   const totals = series.counts.map(total);
   const max = niceMax(Math.max(1, ...totals, limitLine?.value ?? 0));
   const plotW = W - LEFT - RIGHT;

@@ -412,7 +412,14 @@ function endpoints(): Endpoint[] {
       badRequest: {
         description:
           '`page` or `per_page` is not a base-10 whole number (an optional leading `+`; no other sign, decimals, exponent or surrounding spaces), is below 1 or above 2147483647, or is given more than once; or a filter or `sort` is malformed, given more than once, names a usage type outside the taxonomy, or has a lower bound above its upper bound. The message names the parameter.',
-        examples: { pageNotANumber: x.pageNotANumber, perPageTwice: x.perPageTwice, perPageZero: x.perPageZero, usageTypeUnknown: x.usageTypeUnknown, minAboveMax: x.minAboveMax, sortUnknown: x.sortUnknown },
+        examples: {
+          pageNotANumber: x.pageNotANumber,
+          perPageTwice: x.perPageTwice,
+          perPageZero: x.perPageZero,
+          usageTypeUnknown: x.usageTypeUnknown,
+          minAboveMax: x.minAboveMax,
+          sortUnknown: x.sortUnknown,
+        },
       },
     },
     {
@@ -430,7 +437,7 @@ function endpoints(): Endpoint[] {
         '',
         '**Cursors** are opaque and tamper-evident: only the cursors this API issued for this key\'s account and country are accepted, on any instance, for as long as the change history after them is kept (at least 30 days); anything else is 400, and you start again without a cursor.',
         '',
-        `${CHECKS}, the query parameters and the cursor (400). The list\'s filters do not apply here.`,
+        `${CHECKS}, the query parameters and the cursor (400). The list's filters do not apply here.`,
       ].join('\n'),
       parameters: [ref('parameters', 'cursor'), ref('parameters', 'limit')],
       ok: {

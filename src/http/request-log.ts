@@ -66,7 +66,15 @@ export function requestLine(request: FastifyRequest, reply: FastifyReply, route:
  * The line of a request answered outside the apps (front.ts: CONNECT, a request Node could not
  * parse), with the keys of every request line in their order: no route, key or country.
  */
-export function unroutedRequestLine(fields: { reqId: string; method: string | null; status: number; client_address: string | null; host: string | undefined; error: ErrorCode; reason: ErrorReason }) {
+export function unroutedRequestLine(fields: {
+  reqId: string;
+  method: string | null;
+  status: number;
+  client_address: string | null;
+  host: string | undefined;
+  error: ErrorCode;
+  reason: ErrorReason;
+}) {
   return {
     reqId: fields.reqId,
     method: fields.method,

@@ -150,7 +150,11 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
    * over what it consumed. True when more events are pending.
    */
   async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[], told: Map<string, Told>): Promise<boolean> {
-    const writes = stream<LastChange, number>((afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH), (c) => c.seq, position.seq);
+    const writes = stream<LastChange, number>(
+      (afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH),
+      (c) => c.seq,
+      position.seq,
+    );
     const expiries = stream<Expiry, { expiry: string; id: string }>(
       (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
       (x) => ({ expiry: x.expiry_date, id: x.id }),

@@ -174,7 +174,10 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodyBytes });
   const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0, rowReads: 0, viewsComputed: 0 };
   // Filtered and sorted views of an index generation: exact for it (not a TTL cache), bounded by size.
-  const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: options.maxIndexedListings ?? 2_000_000, sizeCalculation: (v) => Math.max(1, v.length) });
+  const views = new LRUCache<string, readonly IndexEntry[]>({
+    maxSize: options.maxIndexedListings ?? 2_000_000,
+    sizeCalculation: (v) => Math.max(1, v.length),
+  });
   const computingViews = new Map<string, Promise<readonly IndexEntry[]>>();
 
   /** The entries of a view of the index (its own entries without a view). */

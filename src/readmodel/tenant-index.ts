@@ -220,7 +220,12 @@ function positionOf(entries: readonly IndexEntry[], entry: IndexEntry): number {
 }
 
 /** A few changes: a copy of `entries` without the touched ones' old entries, with the fresh ones placed. */
-function spliced(entries: readonly IndexEntry[], touched: ReadonlySet<string>, fresh: readonly IndexEntry[], byId: ReadonlyMap<string, IndexEntry>): IndexEntry[] {
+function spliced(
+  entries: readonly IndexEntry[],
+  touched: ReadonlySet<string>,
+  fresh: readonly IndexEntry[],
+  byId: ReadonlyMap<string, IndexEntry>,
+): IndexEntry[] {
   const result = entries.slice();
   for (const id of touched) {
     const old = byId.get(id);

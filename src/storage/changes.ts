@@ -332,7 +332,10 @@ export class PgChangeWatcher implements ChangeWatcher {
       const answered = this.reloadWaiters.splice(0, callsBefore);
       // Exact once the last reload asked for has run, and only while notifications are heard.
       if (failure === undefined && this.reloadWaiters.length === 0) this.loaded = this.notifications.listening;
-      for (const waiter of answered) failure === undefined ? waiter.resolve() : waiter.reject(failure);
+      for (const waiter of answered) {
+        if (failure === undefined) waiter.resolve();
+        else waiter.reject(failure);
+      }
     }
   }
 }

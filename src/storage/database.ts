@@ -242,7 +242,7 @@ export class SqliteFile {
     try {
       now = await stat(this.path);
     } catch (error) {
-      throw new Error(`the database file ${this.path} cannot be found (${(error as { code?: string }).code ?? 'stat failed'})`);
+      throw new Error(`the database file ${this.path} cannot be found (${(error as { code?: string }).code ?? 'stat failed'})`, { cause: error });
     }
     if (now.dev !== this.dev || now.ino !== this.ino) {
       throw new Error(`the database file ${this.path} was replaced since this process opened it; restart the process to serve the new file`);

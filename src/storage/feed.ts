@@ -78,7 +78,13 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
      * The tenant's visible listings (D10 at `now`) in the order their state took effect (updated
      * time, then id), after a position, at most `limit`: the first answer of a feed.
      */
-    async snapshot(ownerAccountId: string, country: string, now: string, after: { updatedAt: string; id: string } | undefined, limit: number): Promise<ServedListingRow[]> {
+    async snapshot(
+      ownerAccountId: string,
+      country: string,
+      now: string,
+      after: { updatedAt: string; id: string } | undefined,
+      limit: number,
+    ): Promise<ServedListingRow[]> {
       const base = () =>
         active(ownerAccountId, country)
           .select(SERVED_COLUMNS)

@@ -51,7 +51,12 @@ export class PgNotifications {
    */
   constructor(
     private readonly url: string,
-    private readonly handlers: { onNotification(payload: string): void; onState(listening: boolean): void; onProblem(error: unknown): void; health: ListenerHealth },
+    private readonly handlers: {
+      onNotification(payload: string): void;
+      onState(listening: boolean): void;
+      onProblem(error: unknown): void;
+      health: ListenerHealth;
+    },
     private readonly instanceId?: string,
   ) {}
 

@@ -30,7 +30,14 @@ export function createSessionsRepository(db: Kysely<Database>, write: Write) {
       if (row === undefined) return undefined;
       return {
         session: { id_hash: row.id_hash, user_id: row.user_id, created_at: row.s_created_at, last_seen_at: row.last_seen_at, expires_at: row.expires_at },
-        user: { id: row.id, account_id: row.account_id, email: row.email, password_hash: row.password_hash, created_at: row.created_at, last_sign_in_at: row.last_sign_in_at },
+        user: {
+          id: row.id,
+          account_id: row.account_id,
+          email: row.email,
+          password_hash: row.password_hash,
+          created_at: row.created_at,
+          last_sign_in_at: row.last_sign_in_at,
+        },
       };
     },
     async touch(idHash: string, lastSeenAt: string, expiresAt: string): Promise<void> {

@@ -43,7 +43,10 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
       if (batch.counts.length === 0 && batch.failures.length === 0) return;
       // In primary-key order, so that two instances' batches lock rows in the same order (PostgreSQL).
       const counts = [...batch.counts].sort((a, b) =>
-        a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.span - b.span || (a.bucket_start < b.bucket_start ? -1 : a.bucket_start > b.bucket_start ? 1 : a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0));
+        a.key_id < b.key_id ? -1
+          : a.key_id > b.key_id ? 1
+          : a.span - b.span
+            || (a.bucket_start < b.bucket_start ? -1 : a.bucket_start > b.bucket_start ? 1 : a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0));
       await write(async (tx) => {
         for (const chunk of chunks(counts, CHUNK)) {
           await tx

@@ -67,7 +67,9 @@ describe('the CLI\'s key and origin changes in the audit log, as "operator (CLI)
     assert.equal(display, `${created.key.slice(0, 12)}…${created.key.slice(-4)}`);
     assert.equal(CLI_ACTOR, 'operator (CLI)');
     assert.deepEqual(
-      entries.map((e) => [e.actor_user_id, e.actor_email, e.action, e.key_id, e.key_display, e.key_label, e.previous_label, e.country, e.origin, e.rate_limit_per_minute]),
+      entries.map((e) => [
+        e.actor_user_id, e.actor_email, e.action, e.key_id, e.key_display, e.key_label, e.previous_label, e.country, e.origin, e.rate_limit_per_minute,
+      ]),
       [
         [null, CLI_ACTOR, 'key.revoked', key.id, display, 'Website', null, 'sg', null, null],
         [null, CLI_ACTOR, 'origin.removed', null, null, null, null, 'sg', 'https://www.example.com', null],

@@ -536,7 +536,7 @@ describe('help: required options marked, an example for every command; usage err
       assert.match(help, new RegExp(`\nExamples?:\n  \\$ (\\S+=\\S+ )?listings-api ${command}\\b`), command);
     }
     // Spawned once: the help reaches the terminal's stdout.
-    assert.match(okText(db.run(['key', 'create', '--help'])), /--label <text>\s+label \(required\)\n[\s\S]*Example:\n  \$ listings-api key create --account \S+ --country sg --label website\n/);
+    assert.match(okText(db.run(['key', 'create', '--help'])), /--label <text>\s+label \(required\)\n[\s\S]*Example:\n {2}\$ listings-api key create --account \S+ --country sg --label website\n/);
   });
 
   it('the examples name the demo organisation, so they work after `listings-api demo`', () => {

@@ -183,7 +183,13 @@ describe('import: all or nothing', () => {
    * Two good lines (an update and an insert), then `bad`, as a file (in-process) or on stdin
    * (spawned); expects exit 1 and no write.
    */
-  async function refused(label: string, bad: Record<string, unknown> | string, field: string | undefined, words?: RegExp, options: { line?: number; lines?: Array<Record<string, unknown> | string>; stdin?: boolean; trailingNewline?: boolean } = {}): Promise<void> {
+  async function refused(
+    label: string,
+    bad: Record<string, unknown> | string,
+    field: string | undefined,
+    words?: RegExp,
+    options: { line?: number; lines?: Array<Record<string, unknown> | string>; stdin?: boolean; trailingNewline?: boolean } = {},
+  ): Promise<void> {
     const lines = options.lines ?? [{ ...existing, title: 'Must not be written' }, listing(ORG), bad];
     const line = options.line ?? lines.indexOf(bad) + 1;
     let text = ndjson(lines);
@@ -290,6 +296,7 @@ describe('import: all or nothing', () => {
       writeFileSync(file, ndjson([listing(ORG), bad]));
       const result = db.run(['import', file]); // spawned: these are the bytes a terminal would get
       assert.equal(result.status, 1);
+      // eslint-disable-next-line no-control-regex -- control characters are what must not be printed
       assert.doesNotMatch(result.stderr, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/, JSON.stringify(result.stderr));
       assert.match(result.stderr, shown);
       assert.equal(dump(db.file), baseline);

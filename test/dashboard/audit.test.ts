@@ -34,7 +34,9 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
     const rows = await server.service.store.audit.listForAccount(accountId, 100);
     const display = `${key.prefix}…${key.last4}`;
     const t = (minutes: number) => new Date(Date.parse('2026-11-22T10:00:00.000Z') + minutes * 60_000).toISOString();
-    assert.deepEqual(rows.map((r) => [r.at, r.actor_email, r.actor_user_id, r.action, r.key_id, r.key_display, r.key_label, r.previous_label, r.country, r.origin]), [
+    assert.deepEqual(rows.map((r) => [
+      r.at, r.actor_email, r.actor_user_id, r.action, r.key_id, r.key_display, r.key_label, r.previous_label, r.country, r.origin,
+    ]), [
       [t(4), alice.email, alice.userId, 'key.revoked', key.id, display, 'Website (prod)', null, 'sg', null],
       [t(3), bob.email, bob.userId, 'origin.removed', null, null, null, null, 'sg', 'https://www.example.com'],
       [t(2), alice.email, alice.userId, 'origin.added', null, null, null, null, 'sg', 'https://www.example.com'],

@@ -100,7 +100,8 @@ export async function addMember(server: TestServer, accountId: string, email = `
   const id = randomUUID();
   email = normalizeEmail(email); // as `user create` stores it
   await server.service.store.users.create({
-    id, account_id: accountId, email, password_hash: await hashPassword(password), created_at: new Date(server.clock.now()).toISOString(), last_sign_in_at: null,
+    id, account_id: accountId, email, password_hash: await hashPassword(password),
+    created_at: new Date(server.clock.now()).toISOString(), last_sign_in_at: null,
   });
   return { id, email, password };
 }

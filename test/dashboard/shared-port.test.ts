@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { DashboardClient, addMember, dev, revealedKey } from './helpers.js';
+import { DashboardClient, addMember, revealedKey } from './helpers.js';
 
 /**
  * The default placement (issue 8, item 1): the dashboard answers on the API's own port for its own

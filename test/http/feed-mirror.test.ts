@@ -132,7 +132,12 @@ describe(`change feed mirror (D22): ${ROUNDS} seeded rounds over two instances`,
       else if (roll < 0.35) line.status = line.status === 'active' ? pick(['leased', 'expired', 'draft']) : 'active';
       else if (roll < 0.45) line.owner_account_id = pick([owner, owner, other, landlord]);
       else if (roll < 0.55) [line.country, line.currency] = pick([['sg', 'SGD'], ['sg', 'SGD'], ['my', 'MYR']]);
-      else if (roll < 0.8) line.expiry_date = pick([null, new Date(now - 1000).toISOString(), new Date(now + Math.floor(rand() * 60_000)).toISOString(), new Date(now + 1).toISOString()]);
+      else if (roll < 0.8) line.expiry_date = pick([
+        null,
+        new Date(now - 1000).toISOString(),
+        new Date(now + Math.floor(rand() * 60_000)).toISOString(),
+        new Date(now + 1).toISOString(),
+      ]);
       else if (roll < 0.9) line.is_featured = !line.is_featured;
       else line.price = chance(0.3) ? null : Math.floor(rand() * 100) / 4; // (or an identical re-import)
       return line;

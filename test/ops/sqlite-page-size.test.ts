@@ -39,7 +39,10 @@ describe('SQLite page size', () => {
       await store.migrate();
       const owner = randomUUID();
       await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: new Date().toISOString() });
-      assert.deepEqual(await importListings(store, ndjsonStream([listingLine(owner), listingLine(owner)]), new Date()), { inserted: 2, updated: 0, unchanged: 0 });
+      assert.deepEqual(
+        await importListings(store, ndjsonStream([listingLine(owner), listingLine(owner)]), new Date()),
+        { inserted: 2, updated: 0, unchanged: 0 },
+      );
       assert.equal((await store.db.selectFrom('listings').select('id').execute()).length, 2);
       // The import staged its lines in the connection's temporary database, with pages of that size too.
       const temp = await sql<{ page_size: number }>`pragma temp.page_size`.execute(store.db);

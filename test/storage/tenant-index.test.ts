@@ -49,7 +49,9 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     const seededId = () => `${hex(8)}-${hex(4)}-4${hex(3)}-8${hex(3)}-${hex(12)}`;
     const line = (): Record<string, unknown> => {
       const existing = known.size > 0 && rand() < 0.7 ? pick([...known.values()]) : undefined;
-      const next: Record<string, unknown> = existing === undefined ? listingLine(owner, { id: seededId(), created_at: pick(times), is_featured: rand() < 0.2 }) : { ...existing };
+      const next: Record<string, unknown> = existing === undefined
+        ? listingLine(owner, { id: seededId(), created_at: pick(times), is_featured: rand() < 0.2 })
+        : { ...existing };
       const roll = rand();
       if (roll < 0.2) next.is_featured = !next.is_featured;
       else if (roll < 0.4) next.created_at = pick(times);

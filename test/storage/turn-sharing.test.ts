@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { openStore, type Store } from '../../src/storage/index.js';
-import { SQLITE_TURN_BUDGET_MS } from '../../src/storage/database.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { turnsDuring } from '../support/event-loop.js';
 

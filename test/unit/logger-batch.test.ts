@@ -255,7 +255,12 @@ describe('requestLineWriter: the request line without pino\'s generic serialisat
       for (let i = 0; i < length; i++) {
         // Mostly ASCII, with the escapes and the surrogate range well represented.
         const pick = random();
-        s += String.fromCharCode(pick < 0.5 ? 0x20 + Math.floor(random() * 0x60) : pick < 0.7 ? Math.floor(random() * 0x20) : pick < 0.85 ? 0xd800 + Math.floor(random() * 0x800) : Math.floor(random() * 0x10000));
+        s += String.fromCharCode(
+          pick < 0.5 ? 0x20 + Math.floor(random() * 0x60)
+            : pick < 0.7 ? Math.floor(random() * 0x20)
+            : pick < 0.85 ? 0xd800 + Math.floor(random() * 0x800)
+            : Math.floor(random() * 0x10000),
+        );
       }
       assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
     }

@@ -23,7 +23,11 @@ if (more && list) {
     status.textContent = '';
     const page = Number(more.dataset.page);
     try {
-      const answer = await client.listings.list({ page, perPage: Number(more.dataset.perPage), ...(more.dataset.usage ? { usageType: more.dataset.usage } : {}) });
+      const answer = await client.listings.list({
+        page,
+        perPage: Number(more.dataset.perPage),
+        ...(more.dataset.usage ? { usageType: more.dataset.usage } : {}),
+      });
       for (const listing of answer.items) list.append(card(listing));
       if (answer.page >= answer.pages) more.remove();
       else {

@@ -146,7 +146,8 @@ export function parseListParams(query: Readonly<Record<string, QueryValue>>): Li
   }
   bounds('min_size_sqft', minSize, 'max_size_sqft', maxSize);
   bounds('min_price', minPrice, 'max_price', maxPrice);
-  const filtered = usage !== 0 || minSize !== undefined || maxSize !== undefined || minPrice !== undefined || maxPrice !== undefined || featured !== undefined || takeover !== undefined;
+  const filtered = usage !== 0 || minSize !== undefined || maxSize !== undefined || minPrice !== undefined
+    || maxPrice !== undefined || featured !== undefined || takeover !== undefined;
   const filter = filtered ? { usage, minSize, maxSize, minPrice, maxPrice, featured, takeover } : undefined;
   const sort = sortText as SortKey | undefined;
   const view = filter === undefined && sort === undefined ? '' : JSON.stringify([usage, minSize, maxSize, minPrice, maxPrice, featured, takeover, sort ?? null]);

@@ -62,7 +62,8 @@ export async function up(db: Kysely<any>): Promise<void> {
         message: hide(row.message),
         request_id: hide(row.request_id),
       };
-      const changed = redacted.path !== row.path || redacted.origin !== row.origin || redacted.message !== row.message || redacted.request_id !== row.request_id;
+      const changed = redacted.path !== row.path || redacted.origin !== row.origin || redacted.message !== row.message
+        || redacted.request_id !== row.request_id;
       if (changed) await db.updateTable('api_failed_requests').set(redacted).where('id', '=', row.id).execute();
     }
     after = rows.at(-1)!.id;
