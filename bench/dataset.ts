@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { issueKey } from '../src/auth/keys.js';
-import { importListings } from '../src/listings/import.js';
+import { importListings } from '../src/import/import.js';
 import { USAGE_TAXONOMY } from '../src/listings/taxonomy.js';
 import { openStore } from '../src/storage/index.js';
 import { prng } from '../test/support/random.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { issueKey } from '../src/auth/keys.js';
-import { importListings } from '../src/listings/import.js';
+import { importListings } from '../src/import/import.js';
 import { openStore } from '../src/storage/index.js';
 import { generateListings } from './dataset.js';
 import { runEach } from './load.js';

@@ -79,7 +79,7 @@ export function hashKey(key: string): string {
 }
 
 /** Keys in a text that is logged, echoed, stored or shown are redacted there (D20): see redact-keys.ts. */
-export { redactKeys, redactedExcerpt } from './redact-keys.js';
+export { redactKeys, redactedExcerpt } from '../core/redact-keys.js';
 
 /** How a key is shown anywhere after its one-time reveal (D2, D20): display prefix, an ellipsis, the last four. */
 export function keyDisplay(key: { prefix: string; last4: string }): string {

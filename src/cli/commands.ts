@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { curlLine } from '../core/urls.js';
+import { curlLine } from '../config/urls.js';
 import { ensureDemo } from '../demo/demo-data.js';
-import { importListings, ImportError, type ImportFile } from '../listings/import.js';
+import { importListings, ImportError, type ImportFile } from '../import/import.js';
 import type { ImportCounts } from '../storage/index.js';
 import { CliError, emit } from './output.js';
 import { StatementTimeoutError, withStore } from './store.js';

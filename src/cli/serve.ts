@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { redactKeys } from '../auth/key-format.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { apiBaseUrl, curlLine, dashboardUrl } from '../core/urls.js';
+import { apiBaseUrl, curlLine, dashboardUrl } from '../config/urls.js';
 import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import type { ClusterMetrics } from '../metrics/cluster.js';
 import { createService } from '../service.js';

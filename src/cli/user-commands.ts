@@ -1,4 +1,4 @@
-import { dashboardUrl } from '../core/urls.js';
+import { dashboardUrl } from '../config/urls.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword, isEmail, normalizeEmail, passwordProblem } from '../dashboard/passwords.js';
 import { cliContext } from './context.js';

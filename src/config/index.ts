@@ -1,6 +1,7 @@
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 import { createRequire } from 'node:module';
 import type { TrustProxy } from '../core/proxy-trust.js';
+import { LOG_LEVELS, type LogLevel } from '../core/log-levels.js';
 
 /** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
 export interface Config {
@@ -59,8 +60,6 @@ export interface Config {
   warmupMaxListings: number;
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A bad configuration value; the message always names the variable. */
 export class ConfigError extends Error {

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { destination, pino, stdTimeFunctions, type Logger } from 'pino';
-import type { LogLevel } from '../config/index.js';
 
 export type { Logger } from 'pino';
+import type { LogLevel } from './log-levels.js';
 
 export interface LoggerOptions {
   /**

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { redactKeys } from '../auth/redact-keys.js';
+import { redactKeys } from './redact-keys.js';
 
 /**
  * The log of one dependency's outages (the database, its change listener, Redis, a background

@@ -9,7 +9,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
 import { nextRequestId } from '../http/request-id.js';
 import type { Country } from '../core/countries.js';
-import { apiBaseUrl, dashboardUrl } from '../core/urls.js';
+import { apiBaseUrl, dashboardUrl } from '../config/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
 import { trackConnections } from '../http/drain.js';
 import type { DashboardMetrics } from './metrics.js';

@@ -5,7 +5,7 @@ import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword } from '../dashboard/passwords.js';
 import { keyDisplay } from '../auth/key-format.js';
-import { importListings } from '../listings/import.js';
+import { importListings } from '../import/import.js';
 import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 
 /** Fixed ids, so that `demo` can tell whether the demo data is there already. */

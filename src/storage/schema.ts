@@ -22,7 +22,7 @@ export interface Database {
   store_secrets: StoreSecretsTable;
   api_usage: ApiUsageTable;
   api_failed_requests: ApiFailedRequestsTable;
-  /** A temporary table of the connection that runs an import (see listings/import.ts). */
+  /** A temporary table of the connection that runs an import (see import/import.ts). */
   import_staging: ImportStagingTable;
 }
 
@@ -79,7 +79,7 @@ export interface StoreSecretsTable {
   value: string;
 }
 
-/** A listing as an import line gives it, before the import is swapped in (listings/import.ts). */
+/** A listing as an import line gives it, before the import is swapped in (import/import.ts). */
 export interface ImportStagingTable extends Omit<ListingsTable, 'created_at' | 'updated_at' | 'change_seq' | 'body'> {
   /** The line of the file it came from, for error messages. */
   line: number;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from '#kysely';
-import { importListings } from '../../src/listings/import.js';
+import { importListings } from '../../src/import/import.js';
 import { SQLITE_PAGE_SIZE } from '../../src/storage/database.js';
 import { openStore } from '../../src/storage/index.js';
 import { listingLine, ndjsonStream } from '../support/server.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { importListings } from '../../src/listings/import.js';
+import { importListings } from '../../src/import/import.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { PRUNE_BATCH } from '../../src/storage/feed.js';
 import { LAST_USED_PER_WRITE } from '../../src/storage/keys.js';

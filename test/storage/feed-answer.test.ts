@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { importListings } from '../../src/listings/import.js';
+import { importListings } from '../../src/import/import.js';
 import type { Store } from '../../src/storage/index.js';
 import { TEST_STORE } from '../support/database.js';
 import { turnsDuring } from '../support/event-loop.js';

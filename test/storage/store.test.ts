@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { sql, type RawBuilder } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
-import { importListings, parseImportLine } from '../../src/listings/import.js';
+import { importListings, parseImportLine } from '../../src/import/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
 import * as failedRequestReasonMigration from '../../src/storage/migrations/010_failed_request_reason.js';
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { tenantKey } from '../../src/core/tenant.js';
-import { importListings } from '../../src/listings/import.js';
+import { importListings } from '../../src/import/import.js';
 import { REPLAY_READ_CHUNK, SPLICE_LIMIT, TenantIndex } from '../../src/readmodel/tenant-index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { importListings } from '../../src/listings/import.js';
+import { importListings } from '../../src/import/import.js';
 import { createReadModel, type ListingReads } from '../../src/readmodel/index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase } from './database.js';

@@ -167,7 +167,7 @@ export async function startTestServer(
   const address = service.app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   const { store } = service;
-  const { importListings } = await import('../../src/listings/import.js');
+  const { importListings } = await import('../../src/import/import.js');
   const { Readable } = await import('node:stream');
 
   return {

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { ImportError } from '../../src/listings/import-line.js';
-import { LINES_PER_BATCH, parseLines, parseLinesInWorker, type LineBatch } from '../../src/listings/import-lines.js';
+import { ImportError } from '../../src/import/import-line.js';
+import { LINES_PER_BATCH, parseLines, parseLinesInWorker, type LineBatch } from '../../src/import/import-lines.js';
 import { listingLine } from '../support/server.js';
 
 /**
- * The two ways an import reads its lines (listings/import-lines.ts): in this thread from a stream,
+ * The two ways an import reads its lines (import/import-lines.ts): in this thread from a stream,
  * or in a worker thread from a file. Both must give the same batches, in the same order, and the
  * same first bad line, with the lines before it delivered first.
  */

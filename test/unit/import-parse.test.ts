@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ImportError, parseImportLine, parseIsoDate } from '../../src/listings/import.js';
+import { ImportError, parseImportLine, parseIsoDate } from '../../src/import/import.js';
 import { USAGE_TAXONOMY, usageTypesProblem } from '../../src/listings/taxonomy.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BODY_TAIL, listingBodyHead, listingBodyOf } from '../../src/listings/body.js';
 import { LISTING_FIELD_NAMES, toListing, type StoredListingFields } from '../../src/listings/fields.js';
+import { listingBody009 } from '../../src/storage/migrations/009_listing_body.js';
 import { prng } from '../support/random.js';
 
 /**
@@ -60,5 +61,35 @@ describe('listing bodies (listings/body.ts)', () => {
       const row = randomRow(rand);
       assert.equal(listingBodyHead(row) + row.created_at + BODY_TAIL, listingBodyOf(row));
     }
+  });
+});
+
+describe('migration 009 writes bodies with a frozen copy of the listing object, never the live declaration', () => {
+  const row = {
+    id: '3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71', building_id: '9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35', org_id: null, title: 'A "quoted" café',
+    size_sqft: 1250, usage_types: '["F&B","Cafe"]', price: 9.5, currency: 'SGD', is_takeover: 0, is_featured: 1, status: 'active',
+    expiry_date: null, available_from: '2026-12-01T00:00:00.000Z', min_lease_tenure: '24 months', view_count: 3, inquiry_count: 0,
+    building_name: 'Telok Ayer Point', street_address: '18 Telok Ayer Street', images: '[]', cover_image_index: 0,
+    url: 'https://www.example.com/listings/3f6c1a2e', created_at: '2026-10-14T02:45:11.382Z',
+    // A column a later release adds: not part of the object as 009 knew it.
+    price_basis: 'psf_month',
+  };
+
+  it('gives the JSON the API showed then, field for field, whatever columns were added since', () => {
+    assert.equal(
+      listingBody009(row),
+      '{"id":"3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71","building_id":"9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35","org_id":null,'
+        + '"title":"A \\"quoted\\" café","size_sqft":1250,"usage_types":["F&B","Cafe"],"price":9.5,"currency":"SGD",'
+        + '"is_takeover":false,"is_featured":true,"status":"active","expiry_date":null,"available_from":"2026-12-01T00:00:00.000Z",'
+        + '"min_lease_tenure":"24 months","view_count":3,"inquiry_count":0,"building_name":"Telok Ayer Point",'
+        + '"street_address":"18 Telok Ayer Street","images":[],"cover_image_index":0,"url":"https://www.example.com/listings/3f6c1a2e",'
+        + '"created_at":"2026-10-14T02:45:11.382Z"}',
+    );
+  });
+
+  it('writes valid JSON for a row that lacks a column (null, never undefined)', () => {
+    const { title: _title, ...without } = row;
+    const body = JSON.parse(listingBody009(without)) as Record<string, unknown>;
+    assert.equal(body.title, null);
   });
 });

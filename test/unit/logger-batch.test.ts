@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { destination, pino } from 'pino';
-import type { LogLevel } from '../../src/config/index.js';
+import type { LogLevel } from '../../src/core/log-levels.js';
 import { jsonString, requestLineWriter, servingLogger, type RequestLineFields } from '../../src/core/logger.js';
 import { prng } from '../support/random.js';
 

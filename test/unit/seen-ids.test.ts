@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SeenIds } from '../../src/listings/seen-ids.js';
+import { SeenIds } from '../../src/import/seen-ids.js';
 import { prng } from '../support/random.js';
 
-/** listings/seen-ids.ts: never "new" for an id seen before; rarely "maybe seen" for a new one. */
+/** import/seen-ids.ts: never "new" for an id seen before; rarely "maybe seen" for a new one. */
 
 function uuids(count: number, seed: number): string[] {
   const rand = prng(seed);

@@ -1,23 +1,48 @@
 import { sql, type Kysely } from '#kysely';
-import { listingBodyOf } from '../../listings/body.js';
-import type { StoredListingFields } from '../../listings/fields.js';
 
 /**
  * `listings.body`: each listing's JSON as the API shows it, written with the listing (see
  * listings/body.ts), so that a read sends it instead of reading every column and encoding them
  * again. Existing listings get theirs here, in chunks in id order, each chunk one UPDATE. A later
- * change to the listing object's JSON is a migration that computes them again the same way.
+ * change to the listing object's JSON is a migration that computes them again.
+ *
+ * Frozen: the listing object as it was when this migration was written, not the live
+ * declaration (listings/fields.ts). A field added later must not appear here (the rows it reads
+ * have no such column yet; the live writer wrote `"field":undefined` for them).
  */
 const CHUNK = 500;
+
+/** The fields in the object's order, each with how its stored value is written as JSON. */
+const FIELDS: ReadonlyArray<readonly [string, 'value' | 'json' | 'flag' | 'active']> = [
+  ['id', 'value'], ['building_id', 'value'], ['org_id', 'value'], ['title', 'value'], ['size_sqft', 'value'],
+  ['usage_types', 'json'], ['price', 'value'], ['currency', 'value'], ['is_takeover', 'flag'], ['is_featured', 'flag'],
+  ['status', 'active'], ['expiry_date', 'value'], ['available_from', 'value'], ['min_lease_tenure', 'value'],
+  ['view_count', 'value'], ['inquiry_count', 'value'], ['building_name', 'value'], ['street_address', 'value'],
+  ['images', 'json'], ['cover_image_index', 'value'], ['url', 'value'], ['created_at', 'value'],
+];
+
+/** A row's JSON: arrays are stored as their JSON text, flags as 0/1, the status shown is always "active". */
+export function listingBody009(row: Readonly<Record<string, unknown>>): string {
+  const parts = FIELDS.map(([name, form]) => {
+    const stored = row[name];
+    const json = stored === null || stored === undefined ? 'null'
+      : form === 'json' ? String(stored)
+      : form === 'flag' ? String(Number(stored) === 1)
+      : form === 'active' ? '"active"'
+      : JSON.stringify(stored);
+    return `${JSON.stringify(name)}:${json}`;
+  });
+  return `{${parts.join(',')}}`;
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('listings').addColumn('body', 'text', (c) => c.notNull().defaultTo('')).execute();
   let after = '';
   for (;;) {
-    const rows = (await db.selectFrom('listings').selectAll().where('id', '>', after).orderBy('id').limit(CHUNK).execute()) as Array<StoredListingFields & { id: string }>;
+    const rows = (await db.selectFrom('listings').selectAll().where('id', '>', after).orderBy('id').limit(CHUNK).execute()) as Array<Record<string, unknown> & { id: string }>;
     if (rows.length === 0) break;
-    const bodies = sql.join(rows.map((r) => sql`when ${r.id} then ${listingBodyOf(r)}`), sql` `);
+    const bodies = sql.join(rows.map((r) => sql`when ${r.id} then ${listingBody009(r)}`), sql` `);
     await sql`update listings set body = case id ${bodies} end where id in (${sql.join(rows.map((r) => r.id))})`.execute(db);
     after = rows.at(-1)!.id;
   }

@@ -24,7 +24,7 @@ const HIDDEN = '[hidden: recorded before keys in every encoding were redacted]';
  * A text the old redaction may have let a key through in: anything an escape, a decoder or
  * Unicode could turn into a key (`%`, `&`, `\`, any character past ASCII), or `live` outside a key
  * it already redacted (`sg_live_+<secret>` and the like). Generous on purpose. Frozen: this
- * migration's own rule, never the live redaction's (src/auth/redact-keys.ts).
+ * migration's own rule, never the live redaction's (src/core/redact-keys.ts).
  */
 function mayHideKey(text: string): boolean {
   return /[%&\\\u0080-\uffff]/.test(text) || /live/i.test(text.replace(/[a-z]{2}_live_\[redacted\]/gi, ''));

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage/index.js';
-import { listingBodyHead } from './body.js';
+import { listingBodyHead } from '../listings/body.js';
 import { ImportError } from './import-line.js';
 import { parseLines, parseLinesInWorker, type ImportFile } from './import-lines.js';
 import { SeenIds } from './seen-ids.js';
 
 export { ImportError, escapeControlCharacters, parseImportLine, type ParsedLine } from './import-line.js';
-export { parseIsoDate } from './fields.js';
+export { parseIsoDate } from '../listings/fields.js';
 export type { ImportFile } from './import-lines.js';
 
 export interface ImportOptions {

@@ -1,5 +1,5 @@
-import type { Config } from '../config/index.js';
-import { hostForCountry, type Country } from './countries.js';
+import type { Config } from './index.js';
+import { hostForCountry, type Country } from '../core/countries.js';
 
 /**
  * The URLs people are told to open: the API's base URL of a country (D3) and the dashboard's.

@@ -1,7 +1,7 @@
 import { isCountry } from '../core/countries.js';
 import { canonicalUuid } from '../core/formats.js';
 import type { StagedListing } from '../storage/index.js';
-import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, show, type ListingField } from './fields.js';
+import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, show, type ListingField } from '../listings/fields.js';
 
 /**
  * One line of an import file, read and checked on its own (OPERATIONS "Import format"): no
