@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type RawBuilder } from '#kysely';
 import { BODY_TAIL, listingBodyOf } from '../listings/body.js';
+import { LISTING_FIELD_NAMES } from '../listings/fields.js';
 import type { ChangeRecorder } from './changes.js';
 import { isPostgres, type Dialect } from './database.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
@@ -9,12 +10,16 @@ import { ConcurrentWriteError, type Write } from './write.js';
 /** A listing as an import gives it (no change sequence yet; `created_at` null when not given). */
 export type StagedListing = ImportStagingTable;
 
-/** The columns an import writes, besides `id` and the times (one list, so that a new column is one edit). */
-export const LISTING_DATA_COLUMNS = [
-  'owner_account_id', 'country', 'org_id', 'building_id', 'title', 'size_sqft', 'usage_types', 'price', 'currency',
-  'is_takeover', 'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count',
-  'inquiry_count', 'building_name', 'street_address', 'images', 'cover_image_index', 'url',
-] as const satisfies ReadonlyArray<keyof ListingsTable>;
+/**
+ * The columns an import writes, besides `id` and the times: the owner and country (D1), then every
+ * field of the listing object's declaration (listings/fields.ts) but `id` and `created_at`, so a
+ * field added there is imported, staged, compared and swapped with no edit here.
+ */
+export const LISTING_DATA_COLUMNS: ReadonlyArray<keyof ListingsTable & keyof StagedListing> = [
+  'owner_account_id',
+  'country',
+  ...LISTING_FIELD_NAMES.filter((name) => name !== 'id' && name !== 'created_at'),
+];
 
 /** What the per-tenant index of the read path keeps of a listing (readmodel/tenant-index.ts). */
 export const INDEX_COLUMNS = ['id', 'change_seq', 'is_featured', 'created_at', 'expiry_date', 'price', 'size_sqft', 'usage_types', 'is_takeover'] as const;
@@ -91,7 +96,7 @@ export function idLists(ids: readonly string[]): string[][] {
 const IMPORT_CACHE_SIZE = -32_768;
 
 /** The columns of the staging table, in its order. */
-const STAGED_COLUMNS = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at', 'body_head'] as const satisfies ReadonlyArray<keyof StagedListing>;
+const STAGED_COLUMNS: ReadonlyArray<keyof StagedListing> = ['id', 'line', ...LISTING_DATA_COLUMNS, 'created_at', 'body_head'];
 
 /**
  * `sqlite`: the connection under `db` when it is SQLite, for the one statement where Kysely's
