@@ -187,6 +187,16 @@ export interface QueryRule {
     out += `/** The ranges of GET ${path}: each \`min_<x>\` with its \`max_<x>\`; a lower bound above its upper bound is refused. */\n`;
     out += `export const ${constName(op)}_RANGES = ${literal(ranges)} as const;\n\n`;
   }
+  // The hosts (D3): the server that names its country (x-country) and the one whose `country`
+  // variable lists the others. The SDK's country list and host rule are these.
+  const own = document.servers.find((server) => typeof server['x-country'] === 'string');
+  const regional = document.servers.find((server) => server.variables?.country?.enum !== undefined);
+  if (own === undefined || regional === undefined) throw new Error('openapi.json: expected a server with x-country and one with a country variable');
+  out += `/** The countries of the API (D2, D3): the two letters every key starts with. */\n`;
+  out += `export const COUNTRIES = ${literal([own['x-country'], ...regional.variables.country.enum])} as const;\n`;
+  out += `export type Country = (typeof COUNTRIES)[number];\n\n`;
+  out += `/** D3: the host of ${literal(own['x-country'])}, and of every other country, as URL templates ({scheme}, {domain}, {country}). */\n`;
+  out += `export const HOST_URLS = ${literal({ [own['x-country']]: own.url, other: regional.url })} as const;\n\n`;
   const codes = document.components.schemas.Error.properties.error.enum;
   out += `/** The stable error codes of the API (the \`error\` of every error answer). */\nexport const ERROR_CODES = [${codes.map(literal).join(', ')}] as const;\n`;
   out += `export type ErrorCode = (typeof ERROR_CODES)[number];\n`;

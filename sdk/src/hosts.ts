@@ -1,6 +1,7 @@
-/** The countries of the API and their key prefixes (D2, D3). */
-export const COUNTRIES = ['sg', 'my', 'uk', 'in', 'us', 'ca', 'au', 'nz'] as const;
-export type Country = (typeof COUNTRIES)[number];
+import { COUNTRIES, HOST_URLS, type Country } from './openapi.js';
+
+/** The countries of the API and their key prefixes (D2, D3), generated from its OpenAPI document. */
+export { COUNTRIES, type Country };
 
 /** The country a key belongs to: the two letters before `_live_` (D2). */
 export function countryOfKey(apiKey: string): Country {
@@ -27,7 +28,7 @@ export function isLocalhostName(hostname: string): boolean {
 export function baseUrlFor(country: Country, apiDomain: string): string {
   const domain = apiDomain.trim().replace(/^\.+|\/+$/g, '');
   if (domain === '' || /[/?#@\s]/.test(domain)) throw new TypeError(`apiDomain must be a host name with an optional port, such as "example.com" or "localhost:3000"; got ${JSON.stringify(apiDomain)}.`);
-  const host = country === 'sg' ? `api.${domain}` : `api.${country}.${domain}`;
   const scheme = isLocalhostName(domain.replace(/:\d+$/, '')) ? 'http' : 'https';
-  return `${scheme}://${host}`;
+  const template: string = country in HOST_URLS ? HOST_URLS[country as keyof typeof HOST_URLS] : HOST_URLS.other;
+  return template.replace('{scheme}', scheme).replace('{country}', country).replace('{domain}', domain);
 }

@@ -164,6 +164,13 @@ export const LIST_CHANGES_RULES = {
 /** The ranges of GET /v1/listings/changes: each `min_<x>` with its `max_<x>`; a lower bound above its upper bound is refused. */
 export const LIST_CHANGES_RANGES = [] as const;
 
+/** The countries of the API (D2, D3): the two letters every key starts with. */
+export const COUNTRIES = ['sg', 'my', 'uk', 'in', 'us', 'ca', 'au', 'nz'] as const;
+export type Country = (typeof COUNTRIES)[number];
+
+/** D3: the host of 'sg', and of every other country, as URL templates ({scheme}, {domain}, {country}). */
+export const HOST_URLS = { sg: '{scheme}://api.{domain}', other: '{scheme}://api.{country}.{domain}' } as const;
+
 /** The stable error codes of the API (the `error` of every error answer). */
 export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed', 'not_found', 'method_not_allowed', 'rate_limited', 'internal_error'] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

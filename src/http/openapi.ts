@@ -573,6 +573,8 @@ function servers(domain: string, countries: readonly Country[]): Json[] {
     result.push({
       url: `{scheme}://${hostForCountry('sg', '{domain}')}`,
       description: 'Singapore (keys `sg_live_...`).',
+      // The country this host serves, for generated clients (the SDK's host rule comes from it).
+      'x-country': 'sg',
       variables: { scheme, domain: domainVariable },
     });
   }
