@@ -6,6 +6,25 @@ export const ERROR_CODES = ['bad_request', 'unauthorized', 'origin_not_allowed',
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
+ * Each code's status. A few answers keep a code with a more precise status, as D6 allows:
+ * `bad_request` for 413, 417 and 431; `internal_error` for 503 from `/readyz`.
+ */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
+  bad_request: 400,
+  unauthorized: 401,
+  origin_not_allowed: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  rate_limited: 429,
+  internal_error: 500,
+};
+
+/** The one writer of an error body (spec 2.4, D6): `{"error": CODE, "message": TEXT}`. */
+export function errorBody(code: ErrorCode, message: string): string {
+  return JSON.stringify({ error: code, message });
+}
+
+/**
  * Why a request failed, finer than its code: which step refused it (D5's guard, a parameter, the
  * route). Kept with a failed request (issue 29 item 11) so that the dashboard's advice is about
  * what happened then, not about the key's state now; never sent in the response (the message says
@@ -69,6 +88,7 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, reason: ErrorReason = 'bad_parameter') => new ApiError(400, 'bad_request', message, {}, reason);
-export const unauthorized = (message: string, reason: ErrorReason, knownKey: KnownKey | null = null) => new ApiError(401, 'unauthorized', message, {}, reason, knownKey);
-export const notFound = (message: string, reason: ErrorReason) => new ApiError(404, 'not_found', message, {}, reason);
+export const badRequest = (message: string, reason: ErrorReason = 'bad_parameter') => new ApiError(ERROR_STATUS.bad_request, 'bad_request', message, {}, reason);
+export const unauthorized = (message: string, reason: ErrorReason, knownKey: KnownKey | null = null) =>
+  new ApiError(ERROR_STATUS.unauthorized, 'unauthorized', message, {}, reason, knownKey);
+export const notFound = (message: string, reason: ErrorReason) => new ApiError(ERROR_STATUS.not_found, 'not_found', message, {}, reason);

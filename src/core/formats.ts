@@ -26,6 +26,9 @@ function uuidForm(value: string): 0 | 1 | 2 {
   return form;
 }
 
+/** A UUID as the API writes it: lowercase hex, hyphenated (the OpenAPI documents promise this pattern). */
+export const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && uuidForm(value) !== 0;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ApiError, notFound } from '../core/api-error.js';
+import { ApiError, ERROR_STATUS, errorBody, notFound } from '../core/api-error.js';
 import { answerClientError, createFrontServer } from './front.js';
 import { requestIdFor } from './request-id.js';
 import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
@@ -60,7 +60,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply, null, elapsedMs);
       });
       // The framework's message would echo the whole URL: say what is wrong without it.
-      void reply.code(400).type('application/json; charset=utf-8').send(JSON.stringify({ error: 'bad_request', message: 'Malformed request URL.' }));
+      void reply.code(400).type('application/json; charset=utf-8').send(errorBody('bad_request', 'Malformed request URL.'));
     },
   });
 
@@ -100,7 +100,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       request.errorMessage = error.message;
       request.errorReason = error.reason;
       request.knownKey = error.knownKey;
-      return reply.code(error.statusCode).headers(error.headers).send({ error: error.code, message: error.message });
+      return reply.code(error.statusCode).headers(error.headers).type('application/json; charset=utf-8').send(errorBody(error.code, error.message));
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
@@ -108,7 +108,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       request.errorCode = 'bad_request';
       request.errorMessage = redactKeys(error.message);
       request.errorReason = 'malformed_request';
-      return reply.code(status).send({ error: 'bad_request', message: request.errorMessage });
+      return reply.code(status).type('application/json; charset=utf-8').send(errorBody('bad_request', request.errorMessage));
     }
     request.errorCode = 'internal_error';
     // During a database outage every request that needs it fails the same way: the outage is
@@ -123,7 +123,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     );
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
     request.errorReason = 'internal_error';
-    return reply.code(500).send({ error: 'internal_error', message: request.errorMessage });
+    return reply.code(ERROR_STATUS.internal_error).type('application/json; charset=utf-8').send(errorBody('internal_error', request.errorMessage));
   });
 
   // Reached only if the onRequest hook above let a not-found request through (it never does).

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import { ERROR_STATUS, errorBody } from '../core/api-error.js';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
@@ -52,10 +53,8 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
   server.keepAliveTimeout = 72_000;
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     // A proxy tunnel request: this is not a proxy. Answered, not dropped (D6).
-    const reqId = answerRaw(socket, 405, 'Method Not Allowed', {
-      error: 'method_not_allowed',
-      message: `CONNECT is not supported: this is not a proxy. Use ${ALLOWED_METHODS}.`,
-    }, { Allow: ALLOWED_METHODS });
+    const reqId = answerRaw(socket, ERROR_STATUS.method_not_allowed, 'Method Not Allowed',
+      errorBody('method_not_allowed', `CONNECT is not supported: this is not a proxy. Use ${ALLOWED_METHODS}.`), { Allow: ALLOWED_METHODS });
     if (options.trust !== false) normaliseForwardedFor(req);
     const client = clientAddress(req, options.trust) ?? null;
     const line = unroutedRequestLine({ reqId, method: 'CONNECT', status: 405, client_address: client, host: req.headers.host, error: 'method_not_allowed', reason: 'method_not_allowed' });
@@ -73,10 +72,8 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   if (error.code === 'ECONNRESET' || !socket.writable) return;
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
   const status = tooLarge ? 431 : 400;
-  const reqId = answerRaw(socket, status, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request', {
-    error: 'bad_request',
-    message: tooLarge ? 'Request headers are too large.' : 'Malformed HTTP request.',
-  });
+  const reqId = answerRaw(socket, status, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
+    errorBody('bad_request', tooLarge ? 'Request headers are too large.' : 'Malformed HTTP request.'));
   // The headers were not read: the client address is the connection's peer (a proxy, behind one).
   const peer = (socket as Duplex & { remoteAddress?: string }).remoteAddress ?? null;
   const line = unroutedRequestLine({ reqId, method: null, status, client_address: peer, host: undefined, error: 'bad_request', reason: 'malformed_request' });
@@ -84,9 +81,8 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
 }
 
 /** Writes a whole JSON error response on a raw socket and closes it; returns the request id it carries. */
-function answerRaw(socket: Duplex, status: number, reason: string, body: { error: string; message: string }, headers: Record<string, string> = {}): string {
+function answerRaw(socket: Duplex, status: number, reason: string, text: string, headers: Record<string, string> = {}): string {
   const reqId = nextRequestId();
-  const text = JSON.stringify(body);
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { errorBody } from '../core/api-error.js';
 import type { Readiness } from './readiness.js';
 
 /**
@@ -13,6 +14,6 @@ export async function healthRoutes(app: FastifyInstance, opts: { readiness: Read
     const state = await opts.readiness.state();
     if (state.ready) return { status: 'ready' };
     request.errorCode = 'internal_error';
-    return reply.code(503).send({ error: 'internal_error', message: `Not ready: ${state.message}.` });
+    return reply.code(503).type('application/json; charset=utf-8').send(errorBody('internal_error', `Not ready: ${state.message}.`));
   });
 }

@@ -1,6 +1,6 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import type { ErrorCode } from '../core/api-error.js';
-import { MAX_INT32 } from '../core/formats.js';
+import { MAX_INT32, UUID_PATTERN } from '../core/formats.js';
 import { CURSOR_REFUSED } from '../readmodel/feed.js';
 import { SORT_KEYS } from '../readmodel/views.js';
 import { USAGE_NAMES } from '../listings/taxonomy.js';
@@ -54,7 +54,7 @@ export const CACHE_CONTROL = 'private, no-cache';
  * `format: uuid`: strict validators (zod's `z.uuid()`, which generators emit for that format)
  * would refuse ids the service legitimately sends. See docs/api.md, "Ids".
  */
-export const ID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+export const ID_PATTERN = UUID_PATTERN;
 /** The path parameter: the service accepts either case (and answers 404 for anything else, D11). */
 export const ID_PARAMETER_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const ID_TEXT = 'A UUID in its 8-4-4-4-12 hexadecimal text form, lowercase. The version and variant digits are not checked: do not validate ids as strict RFC 9562 UUIDs.';

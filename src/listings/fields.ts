@@ -1,4 +1,4 @@
-import { canonicalUuid, MAX_INT32 } from '../core/formats.js';
+import { canonicalUuid, MAX_INT32, UUID_PATTERN } from '../core/formats.js';
 import { usageTypesProblem } from './taxonomy.js';
 
 /**
@@ -98,7 +98,7 @@ const strings = (check: (list: string[]) => string | undefined): Kind<string[], 
 /** The kinds of the fields. */
 const KINDS = {
   uuid: {
-    schema: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' },
+    schema: { type: 'string', pattern: UUID_PATTERN },
     column: 'varchar(36)',
     toApi: (v: string) => v,
     read: (v: unknown) => {

@@ -1,4 +1,5 @@
 import { ERROR_CODES } from '../core/api-error.js';
+import { UUID_PATTERN } from '../core/formats.js';
 import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
 
 export { toListing, type Listing } from './fields.js';
@@ -51,7 +52,7 @@ export const errorSchema = {
   },
 } as const;
 
-const EVENT_ID = { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', description: 'The listing\'s id.', examples: ['3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71'] } as const;
+const EVENT_ID = { type: 'string', pattern: UUID_PATTERN, description: 'The listing\'s id.', examples: ['3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71'] } as const;
 const EVENT_AT = {
   type: 'string',
   format: 'date-time',

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type pg from 'pg';
+import { UUID_PATTERN } from '../core/formats.js';
 
 /** `pg` is loaded when the feed first connects, not when this module is (see database.ts). */
 const require = createRequire(import.meta.url);
@@ -19,7 +20,7 @@ export const INSTANCE_APPLICATION_NAME = 'listings-api instance ';
  * a UUID, and a serving instance's acknowledgement of it, sent once every notification before the
  * marker has been applied. Older releases ignore both (neither starts with `{` nor is `auth`).
  */
-const MARKER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MARKER = new RegExp(UUID_PATTERN);
 export const acknowledgement = (marker: string, instanceId: string): string => `ack ${marker} ${instanceId}`;
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
 import { redactedExcerpt } from '../../auth/key-format.js';
-import { ApiError, notFound, type ErrorReason } from '../../core/api-error.js';
+import { ApiError, ERROR_STATUS, notFound, type ErrorReason } from '../../core/api-error.js';
 import { countryHostTable, type Country } from '../../core/countries.js';
 import { normalizeOrigin } from '../../cors/origin.js';
 import { rateLimitHeaders, type RateLimitDecision, type RateLimiter } from '../../ratelimit/limiter.js';
@@ -79,7 +79,7 @@ function pipeline(steps: readonly Step[]): onRequestHookHandler {
 }
 
 export const rateLimited = (d: RateLimitDecision) =>
-  new ApiError(429, 'rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.retryAfter} s.`, {}, 'rate_limited');
+  new ApiError(ERROR_STATUS.rate_limited, 'rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.retryAfter} s.`, {}, 'rate_limited');
 
 /**
  * Counts a request whose counting was deferred (see RateLimitState): its rate-limit headers become
@@ -160,7 +160,7 @@ export function createGuard(opts: GuardOptions): onRequestHookHandler {
     const apiKey = request.apiKey!;
     const refuse = (reason: ErrorReason) => {
       throw new ApiError(
-        403,
+        ERROR_STATUS.origin_not_allowed,
         'origin_not_allowed',
         `The origin ${JSON.stringify(redactedExcerpt(sent, 200))} is not registered for this key's account in country "${apiKey.country}". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.`,
         {},

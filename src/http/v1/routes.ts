@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
-import { ApiError, notFound } from '../../core/api-error.js';
+import { ApiError, ERROR_STATUS, notFound } from '../../core/api-error.js';
 import type { Country } from '../../core/countries.js';
 import { canonicalUuid } from '../../core/formats.js';
 import { ALLOWED_METHODS, answerPreflight } from '../../cors/cors.js';
@@ -79,7 +79,7 @@ export function knownPath(urls: readonly string[]): (url: string) => boolean {
 /** A known path asked with a method the API does not serve (D5, D6): 405 with Allow, before any other check. */
 export function methodNotAllowed(request: FastifyRequest, reply: FastifyReply): ApiError {
   reply.header('allow', ALLOWED_METHODS);
-  return new ApiError(405, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`, {}, 'method_not_allowed');
+  return new ApiError(ERROR_STATUS.method_not_allowed, 'method_not_allowed', `Method ${request.method} is not allowed here; use GET, HEAD or OPTIONS.`, {}, 'method_not_allowed');
 }
 
 export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<void> {
