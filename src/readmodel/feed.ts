@@ -1,7 +1,7 @@
 import { badRequest } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
 import { yieldToEventLoop } from '../core/event-loop.js';
-import type { Expiry, LastChange, ServedListingRow, Store } from '../storage/index.js';
+import { expiredAt, isActiveInTenant, type Expiry, type LastChange, type ServedListingRow, type Store } from '../storage/index.js';
 import { CursorError, decodeCursor, encodeCursor, type FeedPosition } from './feed-cursor.js';
 
 /**
@@ -206,10 +206,10 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
         for (const id of ids) rows.set(id, found.get(id));
       }
       const row = rows.get(change.listing_id);
-      const here = row !== undefined && row.owner_account_id === tenant.ownerAccountId && row.country === tenant.country && row.status === 'active';
       let event: string | undefined;
       let state = REMOVED;
-      if (here && (row.expiry_date === null || row.expiry_date > nowIso)) {
+      const here = row !== undefined && isActiveInTenant(row, tenant);
+      if (here && !expiredAt(row.expiry_date, nowIso)) {
         event = upserted(change.listing_id, change.at, row);
         state = upsertedState(row);
       }

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { yieldToEventLoop } from '../core/event-loop.js';
 import { usageMask } from '../listings/taxonomy.js';
-import type { IndexRow, IndexRowWithPlace, OrderPosition, Store } from '../storage/index.js';
+import { compareD9, isVisibleRow, type IndexRow, type IndexRowWithPlace, type OrderPosition, type Store } from '../storage/index.js';
 
 /**
  * What one key sees (D1): the active listings of one (account, country), in memory, in the D9
@@ -46,12 +46,8 @@ export const REPLAY_READ_CHUNK = 100;
 /** Entries a merge passes over per turn of the event loop (about 2 ms). */
 export const MERGE_SLICE = 10_000;
 
-/** D9 order as a comparison. */
-export function compareD9(a: IndexEntry, b: IndexEntry): number {
-  if (a.featured !== b.featured) return b.featured - a.featured;
-  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
+/** D9 order as a comparison (storage/visibility.ts declares it with its SQL form). */
+export { compareD9 };
 
 export function toEntry(row: IndexRow): IndexEntry {
   return {
@@ -162,14 +158,11 @@ export class TenantIndex {
       if (i > 0) await yieldToEventLoop();
       rows.push(...(await this.store.listings.indexRows(changes.ids.slice(i, i + chunk))));
     }
-    const now = this.clock();
+    const nowIso = new Date(this.clock()).toISOString();
     const touched = new Set(changes.ids);
     const fresh: IndexEntry[] = [];
     for (const row of rows) {
-      const visible = row.owner_account_id === this.ownerAccountId && row.country === this.country && row.status === 'active';
-      if (!visible) continue;
-      const entry = toEntry(row);
-      if (entry.expiresAt > now) fresh.push(entry);
+      if (isVisibleRow(row, this, nowIso)) fresh.push(toEntry(row));
     }
     fresh.sort(compareD9);
     // The map is updated in place (what changed, not the whole tenant) in the same synchronous

@@ -1,5 +1,6 @@
 import type { Kysely } from '#kysely';
 import { SERVED_COLUMNS, withBodies, type ServedListingRow } from './listings.js';
+import { visibleListings } from './visibility.js';
 import type { Database } from './schema.js';
 import type { Write } from './write.js';
 
@@ -25,8 +26,7 @@ export interface Expiry {
 
 export function createFeedRepository(db: Kysely<Database>, write: Write) {
   /** Active listings of a tenant. */
-  const active = (ownerAccountId: string, country: string) =>
-    db.selectFrom('listings').where('owner_account_id', '=', ownerAccountId).where('country', '=', country).where('status', '=', 'active');
+  const active = (ownerAccountId: string, country: string) => visibleListings(db.selectFrom('listings'), { ownerAccountId, country });
 
   return {
     /** The deployment's key for signing cursors (made by migration 006). */
@@ -86,9 +86,7 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
       limit: number,
     ): Promise<ServedListingRow[]> {
       const base = () =>
-        active(ownerAccountId, country)
-          .select(SERVED_COLUMNS)
-          .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]))
+        visibleListings(db.selectFrom('listings').select(SERVED_COLUMNS), { ownerAccountId, country }, now)
           .orderBy('updated_at')
           .orderBy('id');
       if (after === undefined) return withBodies(db, await base().limit(limit).execute());

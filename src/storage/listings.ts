@@ -4,6 +4,7 @@ import { BODY_TAIL, listingBodyOf } from '../listings/body.js';
 import { LISTING_FIELD_NAMES } from '../listings/fields.js';
 import type { ChangeRecorder } from './changes.js';
 import { isPostgres, type Dialect } from './database.js';
+import { inD9Order, visibleListings } from './visibility.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import { ConcurrentWriteError, type Write } from './write.js';
 
@@ -106,13 +107,7 @@ const STAGED_COLUMNS: ReadonlyArray<keyof StagedListing> = ['id', 'line', ...LIS
 export function createListingsRepository(db: Kysely<Database>, write: Write, sqlite?: BetterSqlite3.Database) {
   /** A tenant's active listings (not expired at `now`, D10), as the index needs them. */
   const tenantRows = (ownerAccountId: string, country: string, now: string) =>
-    db
-      .selectFrom('listings')
-      .select(INDEX_COLUMNS)
-      .where('owner_account_id', '=', ownerAccountId)
-      .where('country', '=', country)
-      .where('status', '=', 'active')
-      .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', now)]));
+    visibleListings(db.selectFrom('listings').select(INDEX_COLUMNS), { ownerAccountId, country }, now);
 
   return {
     /**
@@ -123,7 +118,7 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
      * an OR of the three would make the planner walk the tenant from the start every time.
      */
     async orderedChunk(ownerAccountId: string, country: string, now: string, after: OrderPosition | undefined, limit: number): Promise<IndexRow[]> {
-      const ordered = (q: ReturnType<typeof tenantRows>) => q.orderBy('is_featured', 'desc').orderBy('created_at', 'desc').orderBy('id', 'asc');
+      const ordered = (q: ReturnType<typeof tenantRows>) => inD9Order(q);
       if (after === undefined) return ordered(tenantRows(ownerAccountId, country, now)).limit(limit).execute();
       const rows: IndexRow[] = [];
       const steps = [
