@@ -15,10 +15,6 @@ import { fileURLToPath } from 'node:url';
 const DOCUMENT = fileURLToPath(new URL('../../openapi.json', import.meta.url));
 const TARGET = fileURLToPath(new URL('../src/openapi.ts', import.meta.url));
 
-/** Schema names as TypeScript names: `Error` would shadow the global Error. */
-const RENAME = { Error: 'ErrorBody' };
-const nameOf = (schema) => RENAME[schema] ?? schema;
-
 function doc(text, indent) {
   if (!text) return '';
   const lines = text.replace(/\*\//g, '*\\/').split('\n');
@@ -34,7 +30,7 @@ function literal(value) {
 }
 
 function typeOf(schema, indent) {
-  if (schema.$ref) return nameOf(schema.$ref.replace('#/components/schemas/', ''));
+  if (schema.$ref) return schema.$ref.replace('#/components/schemas/', '');
   if (schema.oneOf) return schema.oneOf.map((s) => typeOf(s, indent)).join(' | ');
   if (schema.const !== undefined) return literal(schema.const);
   const types = Array.isArray(schema.type) ? schema.type : [schema.type];
@@ -134,8 +130,8 @@ export function generate(document) {
   for (const [name, schema] of Object.entries(document.components.schemas)) {
     out += doc(schema.description, '');
     // An object is an interface; anything else (an enum of names, say) a type alias.
-    if (schema.type === 'object' || (schema.type === undefined && schema.properties !== undefined)) out += `export interface ${nameOf(name)} ${objectType(schema, '')}\n\n`;
-    else out += `export type ${nameOf(name)} = ${typeOf(schema, '')};\n\n`;
+    if (schema.type === 'object' || (schema.type === undefined && schema.properties !== undefined)) out += `export interface ${name} ${objectType(schema, '')}\n\n`;
+    else out += `export type ${name} = ${typeOf(schema, '')};\n\n`;
   }
   const ops = { ListListings: '/v1/listings', ListChanges: '/v1/listings/changes' };
   for (const [op, path] of Object.entries(ops)) {
@@ -197,7 +193,7 @@ export interface QueryRule {
   out += `export type Country = (typeof COUNTRIES)[number];\n\n`;
   out += `/** D3: the host of ${literal(own['x-country'])}, and of every other country, as URL templates ({scheme}, {domain}, {country}). */\n`;
   out += `export const HOST_URLS = ${literal({ [own['x-country']]: own.url, other: regional.url })} as const;\n\n`;
-  const codes = document.components.schemas.Error.properties.error.enum;
+  const codes = document.components.schemas.ErrorBody.properties.error.enum;
   out += `/** The stable error codes of the API (the \`error\` of every error answer). */\nexport const ERROR_CODES = [${codes.map(literal).join(', ')}] as const;\n`;
   out += `export type ErrorCode = (typeof ERROR_CODES)[number];\n`;
   return out;

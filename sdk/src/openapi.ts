@@ -100,6 +100,48 @@ export interface ErrorBody {
   message: string;
 }
 
+/** An error answer whose code is `bad_request`. More fields may be added within v1. */
+export interface BadRequestError {
+  error: 'bad_request';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** An error answer whose code is `unauthorized`. More fields may be added within v1. */
+export interface UnauthorizedError {
+  error: 'unauthorized';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** An error answer whose code is `origin_not_allowed`. More fields may be added within v1. */
+export interface OriginNotAllowedError {
+  error: 'origin_not_allowed';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** An error answer whose code is `not_found`. More fields may be added within v1. */
+export interface NotFoundError {
+  error: 'not_found';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** An error answer whose code is `rate_limited`. More fields may be added within v1. */
+export interface RateLimitedError {
+  error: 'rate_limited';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
+/** An error answer whose code is `internal_error`. More fields may be added within v1. */
+export interface InternalErrorError {
+  error: 'internal_error';
+  /** A human-readable explanation, which may change: show or log it, do not parse it. */
+  message: string;
+}
+
 /** The query parameters of GET /v1/listings, as the API names them. */
 export const LIST_LISTINGS_PARAMETERS = ['page', 'per_page', 'usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'sort'] as const;
 
@@ -147,8 +189,8 @@ export const LIST_LISTINGS_RULES = {
   max_size_sqft: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '2500' },
   min_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '4.5' },
   max_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '12' },
-  featured: { type: 'string', enum: ['true', 'false'] },
-  takeover: { type: 'string', enum: ['true', 'false'] },
+  featured: { type: 'boolean' },
+  takeover: { type: 'boolean' },
   sort: { type: 'string', enum: ['price', '-price', 'size_sqft', '-size_sqft', 'created_at', '-created_at'] },
 } as const satisfies Record<(typeof LIST_LISTINGS_PARAMETERS)[number], QueryRule>;
 

@@ -134,9 +134,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Polled every few seconds by load balancers: their request lines are written at debug.
   await app.register(healthRoutes, { readiness: opts.readiness, logLevel: 'debug' });
   // The OpenAPI document, outside /v1 and on any host like the health routes, with this
-  // deployment's domain and countries in its servers.
-  const openApiBody = JSON.stringify(buildOpenApiDocument({ apiDomain: opts.apiDomain, countries: opts.countries }));
-  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiBody));
+  // deployment's domain and countries in its servers, and the port it was asked on (a local
+  // server's `localhost:3000`), so that a client generated from it calls where it came from.
+  const openApiBodies = new Map<string, string>();
+  const openApiBody = (port: string): string => {
+    let body = openApiBodies.get(port);
+    if (body === undefined) {
+      body = JSON.stringify(buildOpenApiDocument({ apiDomain: port === '' ? opts.apiDomain : `${opts.apiDomain}:${port}`, countries: opts.countries }));
+      // A handful of ports in practice; a client inventing ports gets its document built, not kept.
+      if (openApiBodies.size < 8) openApiBodies.set(port, body);
+    }
+    return body;
+  };
+  app.get('/openapi.json', async (request, reply) => {
+    const port = /:(\d{1,5})$/.exec(request.host)?.[1] ?? '';
+    return reply.type('application/json; charset=utf-8').send(openApiBody(port));
+  });
   await app.register(v1Routes, opts);
   return app;
 }

@@ -288,13 +288,22 @@ function rateLimitHeaders(required: boolean, limited = false): HeaderSet {
 
 // ---- Responses ---------------------------------------------------------------------------------
 
-function errorBody(codes: readonly ErrorCode[]): Json {
-  for (const code of codes) {
-    if (!ERROR_CODES.has(code)) throw new Error(`openapi: error code ${code} is not in errorSchema`);
-  }
-  return {
-    allOf: [ref('schemas', 'Error'), { type: 'object', properties: { error: codes.length === 1 ? { const: codes[0] } : { enum: [...codes] } } }],
-  };
+/** The name of the schema of one code's error body: `bad_request` -> `BadRequestError`. */
+const errorSchemaName = (code: ErrorCode) => `${code.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Error`;
+
+/** One named schema per error code: the body of `ErrorBody` with that code (what generated clients branch on). */
+function errorCodeSchemas(): Record<string, Json> {
+  return Object.fromEntries(errorSchema.properties.error.enum.map((code) => [errorSchemaName(code), {
+    type: 'object',
+    description: `An error answer whose code is \`${code}\`. More fields may be added within v1.`,
+    required: ['error', 'message'],
+    properties: { error: { type: 'string', const: code, examples: [code] }, message: errorSchema.properties.message },
+  }]));
+}
+
+function errorBody(code: ErrorCode): Json {
+  if (!ERROR_CODES.has(code)) throw new Error(`openapi: error code ${code} is not in errorSchema`);
+  return ref('schemas', errorSchemaName(code));
 }
 
 function jsonResponse(description: string, headers: HeaderSet, schema: Json, examples: Examples): Json {
@@ -302,7 +311,7 @@ function jsonResponse(description: string, headers: HeaderSet, schema: Json, exa
 }
 
 function errorResponse(code: ErrorCode, description: string, headers: HeaderSet, examples: Examples): Json {
-  return jsonResponse(description, headers, errorBody([code]), examples);
+  return jsonResponse(description, headers, errorBody(code), examples);
 }
 
 /** Answers that are the same on every /v1 endpoint: components, referenced by name. */
@@ -349,7 +358,7 @@ function sharedResponses(): Record<string, Json> {
         'Access-Control-Allow-Origin': ref('headers', 'Access-Control-Allow-Origin'),
         'Access-Control-Expose-Headers': ref('headers', 'Access-Control-Expose-Headers'),
       },
-      ref('schemas', 'Error'),
+      ref('schemas', 'ErrorBody'),
       { methodNotAllowed: x.methodNotAllowed, headersTooLarge: x.headersTooLarge },
     ),
   };
@@ -365,7 +374,8 @@ interface Endpoint {
   description: string;
   /** Its own parameters; `If-None-Match` is added to every endpoint. */
   parameters: Json[];
-  ok: { description: string; schema: Json; examples: Examples };
+  /** `links`: how an answer's values feed the next call (OpenAPI link objects). */
+  ok: { description: string; schema: Json; examples: Examples; links?: Record<string, Json> };
   /** What makes a request to this endpoint malformed, besides a bad Host header. */
   badRequest: { description: string; examples: Examples };
   /** When this endpoint answers 404, besides a host that serves no country. */
@@ -443,6 +453,13 @@ function endpoints(): Endpoint[] {
       ok: {
         description: 'Events since the cursor.',
         schema: ref('schemas', 'ChangePage'),
+        links: {
+          next: {
+            operationId: 'listChanges',
+            parameters: { cursor: '$response.body#/next_cursor' },
+            description: 'The next call: at once while `has_more` is true, else the next poll.',
+          },
+        },
         examples: {
           first: {
             summary: 'The first answer, without a cursor: every visible listing',
@@ -507,12 +524,15 @@ function operation(endpoint: Endpoint): Json {
     description: endpoint.description,
     parameters: [...endpoint.parameters, ref('parameters', 'ifNoneMatch')],
     responses: {
-      200: jsonResponse(
-        endpoint.ok.description,
-        { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
-        endpoint.ok.schema,
-        endpoint.ok.examples,
-      ),
+      200: {
+        ...jsonResponse(
+          endpoint.ok.description,
+          { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
+          endpoint.ok.schema,
+          endpoint.ok.examples,
+        ),
+        ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
+      },
       304: ref('responses', 'NotModified'),
       400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest.examples, hostTwice: x.hostTwice }),
       401: ref('responses', 'Unauthorized'),
@@ -558,7 +578,8 @@ function pathItem(endpoint: Endpoint): Json {
  * the deployment serves none of its countries.
  */
 function servers(domain: string, countries: readonly Country[]): Json[] {
-  const local = domain === 'localhost' || domain.endsWith('.localhost');
+  const host = domain.replace(/:\d+$/, '');
+  const local = host === 'localhost' || host.endsWith('.localhost');
   const scheme = {
     enum: ['https', 'http'],
     default: local ? 'http' : 'https',
@@ -598,10 +619,10 @@ function servers(domain: string, countries: readonly Country[]): Json[] {
 export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocument {
   const domain = options.apiDomain ?? 'example.com';
   const countries = options.countries ?? COUNTRY_CODES;
-  const schemas = Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)]));
+  const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...errorCodeSchemas() };
   const all = endpoints();
 
-  return {
+  const document: OpenApiDocument = {
     openapi: '3.1.0',
     info: {
       title: 'Listings Developer API',
@@ -673,8 +694,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           schema: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$' },
           example: String(example),
         }])),
-        featured: { name: 'featured', in: 'query', required: false, description: 'Only featured (`true`) or only not featured (`false`) listings.', schema: { type: 'string', enum: ['true', 'false'] }, example: 'true' },
-        takeover: { name: 'takeover', in: 'query', required: false, description: 'Only lease takeovers (`true`) or only other listings (`false`).', schema: { type: 'string', enum: ['true', 'false'] }, example: 'false' },
+        featured: { name: 'featured', in: 'query', required: false, description: 'Only featured (`true`) or only not featured (`false`) listings.', schema: { type: 'boolean' }, example: true },
+        takeover: { name: 'takeover', in: 'query', required: false, description: 'Only lease takeovers (`true`) or only other listings (`false`).', schema: { type: 'boolean' }, example: false },
         sort: {
           name: 'sort',
           in: 'query',
@@ -689,7 +710,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           required: false,
           description: 'The `next_cursor` of an earlier answer, as it was (opaque). Without it, the feed starts from the beginning: every visible listing. A cursor that cannot be used is 400: start again without one.',
           schema: { type: 'string' },
-          example: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za',
+          example: '<next_cursor of the previous answer>',
         },
         limit: {
           name: 'limit',
@@ -730,4 +751,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       },
     },
   };
+  // Only the codes some answer names get a schema of their own.
+  const used = JSON.stringify([document.paths, document.components.responses]);
+  for (const name of Object.keys(errorCodeSchemas())) {
+    if (!used.includes(`"#/components/schemas/${name}"`)) delete (document.components.schemas as Record<string, unknown>)[name];
+  }
+  return document;
 }

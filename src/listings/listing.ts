@@ -37,7 +37,7 @@ export const pageSchema = {
 } as const;
 
 export const errorSchema = {
-  $id: 'Error',
+  $id: 'ErrorBody',
   type: 'object',
   description: 'Every error answer. More fields may be added within v1.',
   required: ['error', 'message'],

@@ -243,14 +243,18 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(listingSchema.$id, 'Listing');
       assert.deepEqual(doc.components.schemas.Listing, published(JSON.parse(JSON.stringify(listingSchema))));
       assert.deepEqual(doc.components.schemas.ListingPage, published(JSON.parse(JSON.stringify(pageSchema))));
-      assert.deepEqual(doc.components.schemas.Error, published(JSON.parse(JSON.stringify(errorSchema))));
+      assert.deepEqual(doc.components.schemas.ErrorBody, published(JSON.parse(JSON.stringify(errorSchema))));
       // The serialiser stays strict (it emits exactly the listed fields); the contract does not forbid more.
       assert.equal(listingSchema.additionalProperties, false);
       assert.equal(pageSchema.additionalProperties, false);
       assert.equal(doc.components.schemas.Listing.additionalProperties, undefined);
       assert.equal(doc.components.schemas.ListingPage.additionalProperties, undefined);
       assert.deepEqual(doc.components.schemas.ListingPage.properties.items.items, { $ref: '#/components/schemas/Listing' });
-      assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['ChangePage', 'Error', 'Listing', 'ListingPage', 'ListingRemoved', 'ListingUpserted']);
+      // Not `Error`, which would shadow the built-in type in generated clients; one named schema per code an answer names.
+      assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
+        'BadRequestError', 'ChangePage', 'ErrorBody', 'InternalErrorError', 'Listing', 'ListingPage', 'ListingRemoved', 'ListingUpserted',
+        'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError',
+      ]);
       // The feed's events: a union told apart by `type`, which code generators read.
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.discriminator.propertyName, 'type');
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.oneOf, [{ $ref: '#/components/schemas/ListingUpserted' }, { $ref: '#/components/schemas/ListingRemoved' }]);
@@ -390,14 +394,15 @@ describe('OpenAPI document (item 10)', () => {
         for (const [status, documented] of Object.entries<Json>(item.get.responses)) {
           const r = deref(documented);
           if (status === 'default') {
-            assert.deepEqual(r.content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+            assert.deepEqual(r.content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' });
             assert.match(r.description, /405 `method_not_allowed`/);
             for (const example of Object.values<Json>(r.content['application/json'].examples)) used.add(example.value.error);
             continue;
           }
           if (Number(status) < 400) continue;
-          const schemaOfCode = r.content['application/json'].schema.allOf[1].properties.error;
-          assert.deepEqual(schemaOfCode, { const: SPEC_ERRORS[status] }, `status ${status}`);
+          const named = r.content['application/json'].schema.$ref as string;
+          const schemaOfCode = doc.components.schemas[named.replace('#/components/schemas/', '')].properties.error;
+          assert.deepEqual(schemaOfCode, { type: 'string', const: SPEC_ERRORS[status], examples: [SPEC_ERRORS[status]] }, `status ${status}`);
           used.add(String(schemaOfCode.const));
         }
       }
@@ -739,7 +744,7 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(detail.headers['access-control-allow-origin'], undefined, 'no Origin, no CORS headers');
       const unknownHost = await server.get(`/v1/listings/${full}`, { method: 'OPTIONS', host: 'api.nowhere.localhost' });
       assert.equal(unknownHost.status, 404);
-      assertValid(pointer('components', 'schemas', 'Error'), unknownHost.json, 'preflight 404');
+      assertValid(pointer('components', 'schemas', 'NotFoundError'), unknownHost.json, 'preflight 404');
       assert.equal(unknownHost.json.error, 'not_found');
     });
 
@@ -787,6 +792,21 @@ describe('OpenAPI document (item 10)', () => {
         assert.equal((res.json as Json).servers[0].variables.domain.default, 'localhost');
         assert.equal(serverUrl((res.json as Json).servers[0]), 'http://api.localhost', 'a local server speaks http');
       }
+    });
+
+    it('GET /openapi.json asked on a port names that port in its servers, so a generated client calls where the document came from', async () => {
+      const res = await server.get('/openapi.json', { host: 'api.localhost:3000' });
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.json, buildOpenApiDocument({ apiDomain: 'localhost:3000', countries: server.config.countries }));
+      assert.equal(serverUrl((res.json as Json).servers[0]), 'http://api.localhost:3000');
+    });
+
+    it('the change feed\'s answer links its next_cursor to the next call; the cursor example does not look like a working cursor', () => {
+      const ok = deref(doc.paths[CHANGES].get.responses['200']);
+      assert.deepEqual(ok.links.next.parameters, { cursor: '$response.body#/next_cursor' });
+      assert.equal(ok.links.next.operationId, doc.paths[CHANGES].get.operationId);
+      assert.doesNotMatch(String(doc.components.parameters.cursor.example), /^[A-Za-z0-9_-]{20,}(\.[A-Za-z0-9_-]+)?$/);
+      for (const name of ['featured', 'takeover']) assert.deepEqual(doc.components.parameters[name].schema, { type: 'boolean' }, name);
     });
   });
 });

@@ -13,7 +13,7 @@ for (const keyword of ['openapi', 'info', 'servers', 'paths', 'components', 'sec
 ajv.addSchema({ ...doc, $id: DOC_ID });
 
 /** Asserts that a value the SDK returned is valid against a schema of openapi.json. */
-export function assertSchema(schema: 'Listing' | 'ListingPage' | 'ChangePage' | 'Error', value: unknown): void {
+export function assertSchema(schema: 'Listing' | 'ListingPage' | 'ChangePage' | 'ErrorBody', value: unknown): void {
   const validate = ajv.getSchema(`${DOC_ID}#/components/schemas/${schema}`)!;
   assert.ok(validate(value), `${schema}: ${ajv.errorsText(validate.errors)}`);
 }
