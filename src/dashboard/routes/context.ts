@@ -1,0 +1,131 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { keyDisplay } from '../../auth/key-format.js';
+import type { Config } from '../../config/index.js';
+import type { Clock } from '../../core/clock.js';
+import type { Country } from '../../core/countries.js';
+import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../../storage/index.js';
+import { sessionToken } from '../csrf.js';
+import type { SignInResult } from '../metrics.js';
+import type { Sessions } from '../sessions.js';
+import type { SignInThrottle } from '../throttle.js';
+import * as views from '../views.js';
+
+export interface RouteDeps {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  sessions: Sessions;
+  throttle: SignInThrottle;
+  /** Each sign-in attempt's result, for the metrics (src/dashboard/metrics.ts). */
+  onSignIn?: (result: SignInResult) => void;
+  /** The API's base URL for a country, for the curl line shown with a new key. */
+  apiBaseUrl(country: Country): string;
+}
+
+/** A signed-in member on a request of their own account's pages. */
+export interface Member {
+  user: DashboardUser;
+  sessionId: string;
+  ctx: views.PageContext;
+}
+
+export const HTML = 'text/html; charset=utf-8';
+const LABEL_MAX = 200;
+
+/**
+ * Cookies: HttpOnly, SameSite=Strict, path /; behind https (directly or, with TRUST_PROXY, per
+ * X-Forwarded-Proto) also Secure and `__Host-` prefixed, so no other host can set or read them.
+ * The session cookie holds the only copy of the session id; the database keeps its hash.
+ */
+export function cookies(request: FastifyRequest) {
+  const secure = request.protocol === 'https';
+  const prefix = secure ? '__Host-' : '';
+  return {
+    session: `${prefix}dashboard_session`,
+    signIn: `${prefix}dashboard_signin`,
+    options: { path: '/', httpOnly: true, sameSite: 'strict' as const, secure },
+  };
+}
+
+/** A form field as a string; absent, repeated or non-text fields read as ''. */
+export function field(body: unknown, name: string): string {
+  if (typeof body !== 'object' || body === null) return '';
+  const value = (body as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : '';
+}
+
+export function labelProblem(label: string): string | undefined {
+  if (label === '') return 'enter a label, for example "Website (production)".';
+  if (label.length > LABEL_MAX) return `keep the label to ${LABEL_MAX} characters or fewer.`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(label)) return 'the label cannot contain control characters such as line breaks.';
+  return undefined;
+}
+
+/** What every page of the dashboard shares: the stores, the session of a request, error pages, the audit log. */
+export type DashboardContext = ReturnType<typeof dashboardContext>;
+
+export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
+  const { store, sessions, clock } = deps;
+  const nowIso = () => new Date(clock()).toISOString();
+  const send = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(HTML).send(body);
+
+  /** The member behind the request's session cookie, with their account, or undefined. */
+  async function resume(request: FastifyRequest): Promise<Member | undefined> {
+    const signedIn = await sessions.resume(request.cookies[cookies(request).session]);
+    if (signedIn === undefined) return undefined;
+    const account = await store.accounts.get(signedIn.user.account_id);
+    if (account === undefined) return undefined;
+    return {
+      ...signedIn,
+      ctx: { accountId: account.id, accountName: account.name, email: signedIn.user.email, csrf: sessionToken(signedIn.sessionId) },
+    };
+  }
+
+  const forbidden = (reply: FastifyReply, ctx?: views.PageContext) =>
+    send(reply, 403, views.errorPage(403, 'This form has expired',
+      'The form was not sent from a page of this dashboard, or it is from an earlier session. Nothing was changed. Go back, reload the page and try again.', ctx));
+
+  const notFound = (reply: FastifyReply, ctx?: views.PageContext) =>
+    send(reply, 404, views.errorPage(404, 'Not found', 'There is nothing here, or it belongs to another account. Nothing was changed.', ctx));
+
+  async function audit(member: Member, entry: Partial<AuditEntry> & Pick<AuditEntry, 'action'>, key?: ApiKeyRecord): Promise<void> {
+    await store.audit.record({
+      account_id: member.user.account_id,
+      at: nowIso(),
+      actor_user_id: member.user.id,
+      actor_email: member.user.email,
+      key_id: key?.id ?? null,
+      key_display: key === undefined ? null : keyDisplay(key),
+      key_label: key?.label ?? null,
+      previous_label: null,
+      country: key?.country ?? null,
+      origin: null,
+      ...entry,
+    });
+  }
+
+  /**
+   * After a key or origin change: on PostgreSQL, returns once every API instance has been told
+   * (LISTEN/NOTIFY), so the change holds on the very next request anywhere (D4). Immediate on SQLite.
+   */
+  const settled = async () => {
+    const { settled, unconfirmed } = await store.broadcastSettled();
+    if (!settled) app.log.warn({ unconfirmed }, 'a change was not confirmed by every instance in time; those instances apply it when they read their notifications');
+  };
+
+  return {
+    ...deps,
+    nowIso,
+    /** The countries this deployment serves. */
+    served: new Set<string>(deps.config.countries),
+    send,
+    resume,
+    forbidden,
+    notFound,
+    audit,
+    settled,
+    /** The member the scope's guard found for this request (routes/index.ts). */
+    memberOf: (request: FastifyRequest) => (request as FastifyRequest & { member: Member }).member,
+  };
+}

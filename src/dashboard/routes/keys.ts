@@ -1,0 +1,135 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { issueKey } from '../../auth/keys.js';
+import { keyDisplay } from '../../auth/key-format.js';
+import { canonicalUuid } from '../../core/formats.js';
+import { isCountry, type Country } from '../../core/countries.js';
+import type { ApiKeyRecord } from '../../storage/index.js';
+import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from '../forms.js';
+import * as views from '../views.js';
+import { field, labelProblem, type DashboardContext, type Member } from './context.js';
+
+type KeyParams = { Params: { keyId: string } };
+
+/** Settings > Developer > API keys: list, create (a single-use form), rename, revoke. */
+export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
+  const { store, config, clock, nowIso, served, send, forbidden, notFound, audit, settled, memberOf } = ctx;
+
+  /** One of the member's account's keys, by the id in the URL; undefined for anything else. */
+  async function ownKey(request: FastifyRequest): Promise<ApiKeyRecord | undefined> {
+    const keyId = canonicalUuid((request.params as KeyParams['Params']).keyId);
+    if (keyId === undefined) return undefined;
+    const key = await store.keys.get(keyId);
+    return key !== undefined && key.account_id === memberOf(request).user.account_id ? key : undefined;
+  }
+
+  async function keysPage(member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
+    const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
+    // Every rendering of the create form is a new single-use form (forms.ts).
+    const formToken = newFormToken(member.sessionId, clock());
+    return views.keysPage(member.ctx, { keys, recent, countries: config.countries, formToken, ...extra });
+  }
+
+  /**
+   * The answer to a create form sent again (a reload of the new key's page, a second click): names
+   * the key the form made, which cannot be shown again (D20), and mints nothing.
+   */
+  async function formUsed(reply: FastifyReply, member: Member, nonce: string) {
+    const use = await store.forms.get(nonce);
+    const key = use?.key_id == null ? undefined : await store.keys.get(use.key_id);
+    return send(reply, 409, views.formUsedPage(member.ctx, key?.account_id === member.ctx.accountId ? key : undefined));
+  }
+
+  scope.get<{ Querystring: Record<string, unknown> }>('/keys', async (request, reply) => {
+    const member = memberOf(request);
+    const query = request.query;
+    let notice: string | undefined;
+    for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
+      const id = canonicalUuid(query[name]);
+      if (id === undefined) continue;
+      const key = await store.keys.get(id);
+      if (key?.account_id === member.ctx.accountId) {
+        notice = name === 'revoked'
+          ? `${verb} key "${key.label}" (${keyDisplay(key)}). Requests with it now get 401 unauthorized.`
+          : `${verb} key ${keyDisplay(key)} to "${key.label}".`;
+      }
+    }
+    return send(reply, 200, await keysPage(member, { notice }));
+  });
+
+  scope.post('/keys', async (request, reply) => {
+    const member = memberOf(request);
+    // A page from before single-use forms, an edited token or an expired one: like an expired CSRF token.
+    const form = readFormToken(member.sessionId, field(request.body, FORM_FIELD), clock());
+    if (form === undefined) return forbidden(reply, member.ctx);
+    const label = field(request.body, 'label').trim();
+    const country = field(request.body, 'country').trim().toLowerCase();
+    const errors: views.CreateKeyForm['errors'] = {};
+    const labelError = labelProblem(label);
+    if (labelError !== undefined) errors.label = labelError;
+    if (!isCountry(country) || !served.has(country)) errors.country = 'choose one of the countries in the list.';
+    if (errors.label !== undefined || errors.country !== undefined) {
+      return send(reply, 400, await keysPage(member, { create: { label, country, errors } }));
+    }
+    // One key per form, on every instance: the first submission claims the form in the database.
+    await store.forms.deleteUsedBefore(new Date(clock() - FORM_CLAIM_RETAIN_MS).toISOString());
+    if (!(await store.forms.claim({ nonce: form.nonce, account_id: member.ctx.accountId, user_id: member.user.id, used_at: nowIso() }))) {
+      return formUsed(reply, member, form.nonce);
+    }
+    let created: Awaited<ReturnType<typeof issueKey>>;
+    try {
+      created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+    } catch (error) {
+      // Nothing was created: the member may send the same form again.
+      await store.forms.release(form.nonce).catch(() => undefined);
+      throw error;
+    }
+    await store.forms.recordKey(form.nonce, created.id);
+    const key = (await store.keys.get(created.id))!;
+    await audit(member, { action: 'key.created' }, key);
+    await settled();
+    // The full key is in this one response and nowhere else: not in a redirect, the session, or a log (D20).
+    return send(reply, 201, views.keyCreatedPage(member.ctx, {
+      key,
+      fullKey: created.key,
+      curl: `curl -H "Authorization: Bearer ${created.key}" ${ctx.apiBaseUrl(key.country as Country)}/v1/listings`,
+    }));
+  });
+
+  scope.post('/keys/:keyId/label', async (request, reply) => {
+    const member = memberOf(request);
+    const key = await ownKey(request);
+    if (key === undefined) return notFound(reply, member.ctx);
+    if (key.revoked_at !== null) {
+      return send(reply, 409, views.errorPage(409, 'This key is revoked', 'A revoked key keeps its label. Nothing was changed.', member.ctx));
+    }
+    const label = field(request.body, 'label').trim();
+    const problem = labelProblem(label);
+    if (problem !== undefined) return send(reply, 400, await keysPage(member, { relabel: { keyId: key.id, label, error: problem } }));
+    if (label !== key.label) {
+      if (!(await store.keys.relabel(key.id, member.ctx.accountId, label))) return notFound(reply, member.ctx);
+      await audit(member, { action: 'key.relabelled', key_label: label, previous_label: key.label }, key);
+      await settled();
+    }
+    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`, 303);
+  });
+
+  scope.get('/keys/:keyId/revoke', async (request, reply) => {
+    const member = memberOf(request);
+    const key = await ownKey(request);
+    if (key === undefined) return notFound(reply, member.ctx);
+    return send(reply, 200, views.revokePage(member.ctx, key));
+  });
+
+  scope.post('/keys/:keyId/revoke', async (request, reply) => {
+    const member = memberOf(request);
+    const key = await ownKey(request);
+    if (key === undefined) return notFound(reply, member.ctx);
+    if (key.revoked_at === null) {
+      await store.keys.revoke(key.id, nowIso());
+      await audit(member, { action: 'key.revoked' }, key);
+      // D4: once this response is sent, every API instance refuses the key.
+      await settled();
+    }
+    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?revoked=${key.id}`, 303);
+  });
+}

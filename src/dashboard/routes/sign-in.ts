@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CSRF_FIELD, fromThisSite, newSignInSecret, signInToken, tokenMatches } from '../csrf.js';
+import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from '../passwords.js';
+import * as views from '../views.js';
+import { cookies, field, type DashboardContext } from './context.js';
+
+/** Signing in and out: the pages before a session, and the redirect of the dashboard's root. */
+export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext): Promise<void> {
+  const { store, sessions, throttle, nowIso, send, resume, forbidden } = ctx;
+
+  app.get('/', async (request, reply) => {
+    const member = await resume(request);
+    return reply.redirect(member === undefined ? '/sign-in' : views.developerPath(member.ctx.accountId, 'keys'), 303);
+  });
+
+  /** The sign-in form, with a pre-session cookie its CSRF token is derived from. */
+  function signInForm(request: FastifyRequest, reply: FastifyReply, status: number, opts: { email?: string; error?: string; notice?: string } = {}) {
+    const names = cookies(request);
+    let secret = request.cookies[names.signIn];
+    if (secret === undefined || !/^[A-Za-z0-9_-]{43}$/.test(secret)) {
+      secret = newSignInSecret();
+      reply.setCookie(names.signIn, secret, names.options);
+    }
+    return send(reply, status, views.signInPage({ csrf: signInToken(secret), ...opts }));
+  }
+
+  app.get<{ Querystring: { signed_out?: string } }>('/sign-in', async (request, reply) => {
+    const member = await resume(request);
+    if (member !== undefined) return reply.redirect(views.developerPath(member.ctx.accountId, 'keys'), 303);
+    return signInForm(request, reply, 200, { notice: request.query.signed_out === '1' ? 'You are signed out.' : undefined });
+  });
+
+  app.post('/sign-in', async (request, reply) => {
+    const names = cookies(request);
+    const secret = request.cookies[names.signIn];
+    if (!fromThisSite(request) || secret === undefined || !tokenMatches(signInToken(secret), field(request.body, CSRF_FIELD))) {
+      return forbidden(reply);
+    }
+    const email = normalizeEmail(field(request.body, 'email')).slice(0, 254);
+    const password = field(request.body, 'password');
+    const attempt = await throttle.reserve(email, request.ip);
+    if ('retryAfterMs' in attempt) {
+      ctx.onSignIn?.('throttled');
+      const minutes = Math.ceil(attempt.retryAfterMs / 60_000);
+      reply.header('retry-after', String(Math.ceil(attempt.retryAfterMs / 1000)));
+      return signInForm(request, reply, 429, {
+        email,
+        error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      });
+    }
+    const user = email === '' ? undefined : await store.users.findByEmail(email);
+    const ok = password.length > 0 && password.length <= MAX_PASSWORD_LENGTH
+      && (user === undefined ? await verifyAgainstNothing(password) : await verifyPassword(password, user.password_hash));
+    if (!ok || user === undefined) {
+      ctx.onSignIn?.('failed');
+      await throttle.failed();
+      return signInForm(request, reply, 401, { email, error: 'That email and password do not match a member. Check them and try again.' });
+    }
+    ctx.onSignIn?.('succeeded');
+    await throttle.succeeded(email, attempt.attemptId);
+    // A new session id at every sign-in (no fixation); any earlier session of this browser ends.
+    const previous = request.cookies[names.session];
+    if (previous !== undefined) await sessions.end(previous).catch(() => undefined);
+    const sessionId = await sessions.start(user.id);
+    await store.users.recordSignIn(user.id, nowIso());
+    reply.setCookie(names.session, sessionId, names.options);
+    reply.clearCookie(names.signIn, names.options);
+    return reply.redirect(views.developerPath(user.account_id, 'keys'), 303);
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    const names = cookies(request);
+    const member = await resume(request);
+    if (member !== undefined) {
+      if (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, field(request.body, CSRF_FIELD))) return forbidden(reply, member.ctx);
+      await sessions.end(member.sessionId);
+    }
+    reply.clearCookie(names.session, names.options);
+    return reply.redirect('/sign-in?signed_out=1', 303);
+  });
+}
