@@ -203,6 +203,16 @@ export class SqliteChangeWatcher implements ChangeWatcher {
  * from the database before each read (exact, slower); the auth version then moves on every call,
  * which turns the key and origin caches off.
  */
+/**
+ * Observation points of a PostgreSQL watcher, for tests that must order events the way a busy
+ * instance would (instead of sleeping): `versionsRead` is awaited between reading the tenants'
+ * versions and applying them; `notified` is called once a notification has been handled.
+ */
+export interface WatcherHooks {
+  versionsRead?(): Promise<void>;
+  notified?(payload: string): void;
+}
+
 export class PgChangeWatcher implements ChangeWatcher {
   private readonly notifications: PgNotifications;
   private authEpoch = 0;
@@ -221,9 +231,13 @@ export class PgChangeWatcher implements ChangeWatcher {
     private readonly onProblem: (error: unknown) => void,
     instanceId?: string,
     health: ListenerHealth = { failed: onProblem, succeeded: () => {} },
+    private readonly hooks: WatcherHooks = {},
   ) {
     this.notifications = new PgNotifications(url, {
-      onNotification: (payload) => this.onNotification(payload),
+      onNotification: (payload) => {
+        this.onNotification(payload);
+        this.hooks.notified?.(payload);
+      },
       onState: (listening) => {
         // Anything may have changed while the listener was away.
         this.authEpoch++;
@@ -322,6 +336,7 @@ export class PgChangeWatcher implements ChangeWatcher {
       let failure: unknown;
       try {
         const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).execute();
+        await this.hooks.versionsRead?.();
         for (const row of rows) {
           const key = tenantKey(row.owner_account_id, row.country);
           this.versions.set(key, Math.max(Number(row.version), this.versions.get(key) ?? 0));

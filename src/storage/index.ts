@@ -1,6 +1,6 @@
 import { createAccountsRepository } from './accounts.js';
 import { createAuditRepository } from './audit.js';
-import { PgChangeWatcher, SqliteChangeWatcher, type BroadcastResult, type ChangeWatcher } from './changes.js';
+import { PgChangeWatcher, SqliteChangeWatcher, type BroadcastResult, type ChangeWatcher, type WatcherHooks } from './changes.js';
 import { checkReads, openDatabase, type DatabaseOptions, type Dialect } from './database.js';
 import { createFeedRepository } from './feed.js';
 import { createFormsRepository } from './forms.js';
@@ -56,6 +56,8 @@ export interface StoreOptions extends DatabaseOptions {
    * time it listens), e.g. an OutageLog. Without it, its failures go to onProblem.
    */
   listenerHealth?: ListenerHealth;
+  /** Tests: observe and pace the PostgreSQL watcher (storage/changes.ts WatcherHooks). */
+  watcherHooks?: WatcherHooks;
   /** How long a write waits for another writer before failing (DATABASE_BUSY_TIMEOUT_MS). */
   busyTimeoutMs?: number;
 }
@@ -63,7 +65,7 @@ export interface StoreOptions extends DatabaseOptions {
 export function openStore(url: string, options: StoreOptions = {}) {
   const { db, dialect, sqlite, sqliteFile } = openDatabase(url, options);
   const onProblem = options.onProblem ?? (() => {});
-  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem, options.instanceId, options.listenerHealth) : undefined;
+  const pgWatcher = dialect === 'postgres' && options.listenForChanges ? new PgChangeWatcher(db, url, onProblem, options.instanceId, options.listenerHealth, options.watcherHooks) : undefined;
   const watcher: ChangeWatcher | undefined = sqlite !== undefined ? new SqliteChangeWatcher(sqlite) : pgWatcher;
   const write = createWriter(db, {
     dialect,

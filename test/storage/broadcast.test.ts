@@ -82,43 +82,48 @@ describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
   });
 
   it("a '*' notification (too many tenants to name) that arrives while the versions are being read again is followed by another read: once settled, no version is stale", async () => {
-    const instance = instances[0]!;
     const owner = randomUUID();
-    // The instance's answers to its reads of the versions are handled 300 ms late, as on a busy
-    // instance: the database answers at once, from the moment the query ran.
-    type Query = { select(...columns: unknown[]): { execute(): Promise<unknown[]> } };
-    const watcher = instance.changes as unknown as { db: object };
-    const realDb = watcher.db;
-    watcher.db = new Proxy(realDb, {
-      get(target, property) {
-        if (property !== 'selectFrom') return Reflect.get(target, property);
-        return (table: string): Query => {
-          const query = (target as { selectFrom(table: string): Query }).selectFrom(table);
-          return {
-            select: (...columns) => ({
-              execute: async () => {
-                const rows = await query.select(...columns).execute();
-                await new Promise((resolve) => setTimeout(resolve, 300));
-                return rows;
-              },
-            }),
-          };
-        };
+    // An instance whose answer to its read of the versions is held until the test says, as on a busy
+    // instance: the database answered from the moment the query ran. Paced by its hooks, never by time.
+    let hold = false;
+    let readHeld!: () => void;
+    const versionsReadHeld = new Promise<void>((resolve) => (readHeld = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const notified: Array<(payload: string) => void> = [];
+    const instance = openStore(database.url, {
+      listenForChanges: true,
+      instanceId: randomUUID(),
+      watcherHooks: {
+        versionsRead: async () => {
+          if (!hold) return;
+          hold = false;
+          readHeld();
+          await released;
+        },
+        notified: (payload) => notified.shift()?.(payload),
       },
     });
+    await instance.start();
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
+      const nextStar = () => new Promise<void>((resolve) => notified.push((payload) => (payload.includes('"*"') ? resolve() : undefined)));
       const commitWithStar = (statement: string) => client.query(`begin; ${statement}; select pg_notify('listings_api_changes', '{"tenants":"*"}'); commit`);
+      hold = true;
       await commitWithStar(`insert into tenant_versions (owner_account_id, country, version, pruned_seq) values ('${owner}', 'sg', 10, 0)`);
-      await new Promise((resolve) => setTimeout(resolve, 100)); // its read of the versions has run, its answer not yet handled
+      await versionsReadHeld; // its read of the versions has run (it saw 10), its answer not yet handled
+      const secondHeard = nextStar();
       await commitWithStar(`update tenant_versions set version = 20 where owner_account_id = '${owner}'`);
+      await secondHeard; // the second '*' has been handled while the first read's answer is held
+      release();
       assert.ok((await command.broadcastSettled()).settled);
       await instance.changes.pending();
       assert.equal(instance.changes.tenantVersion(tenantKey(owner, 'sg')), 20);
     } finally {
-      watcher.db = realDb;
+      release();
       await client.end();
+      await instance.close();
     }
   });
 
