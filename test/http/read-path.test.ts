@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import { startTestServer } from '../support/server.js';
 import { readAll } from './helpers.js';
 import { tenantOf } from '../../src/core/tenant.js';
 
@@ -9,27 +9,38 @@ import { tenantOf } from '../../src/core/tenant.js';
  * one tenant leaves every other tenant's caches and index alone, while the written tenant's next
  * read is exact. A read of a warm tenant costs its page.
  */
+/** Each test's own server with two tenants, A and B, of 12 listings each, and a key for each. */
+async function twoTenants(t: TestContext) {
+  const server = await startTestServer();
+  t.after(() => server.close());
+  const a = await server.createAccount();
+  const b = await server.createAccount();
+  await server.addListings(a, Array.from({ length: 12 }, (_, i) => ({ title: `A${i}` })));
+  await server.addListings(b, Array.from({ length: 12 }, (_, i) => ({ title: `B${i}` })));
+  const keyA = (await server.createKey(a)).key;
+  const keyB = (await server.createKey(b)).key;
+  return { server, a, b, keyA, keyB, stats: () => server.service.reads.stats() };
+}
+
+/** Each test's own server with one tenant of 3 listings, its key, and the read caches' TTL. */
+async function oneTenant(t: TestContext) {
+  const server = await startTestServer();
+  t.after(() => server.close());
+  const account = await server.createAccount();
+  await server.addListings(account, Array.from({ length: 3 }, (_, i) => ({ title: `L${i}` })));
+  const key = (await server.createKey(account)).key;
+  const page = () => server.get('/v1/listings?per_page=3', { key });
+  /** Changes a listing's stored JSON directly, as someone editing the database by hand would. */
+  const editByHand = async (id: string, title: string) => {
+    const row = await server.service.store.db.selectFrom('listings').select('body').where('id', '=', id).executeTakeFirstOrThrow();
+    await server.service.store.db.updateTable('listings').set({ body: JSON.stringify({ ...JSON.parse(row.body), title }) }).where('id', '=', id).execute();
+  };
+  return { server, account, key, ttl: server.config.readCacheTtlMs, page, editByHand };
+}
+
 describe('read path: per-tenant versions', () => {
-  let server: TestServer;
-  let a: string;
-  let b: string;
-  let keyA: string;
-  let keyB: string;
-
-  before(async () => {
-    server = await startTestServer();
-    a = await server.createAccount();
-    b = await server.createAccount();
-    await server.addListings(a, Array.from({ length: 12 }, (_, i) => ({ title: `A${i}` })));
-    await server.addListings(b, Array.from({ length: 12 }, (_, i) => ({ title: `B${i}` })));
-    keyA = (await server.createKey(a)).key;
-    keyB = (await server.createKey(b)).key;
-  });
-  after(() => server.close());
-
-  const stats = () => server.service.reads.stats();
-
-  it("a write to tenant A leaves tenant B's cached pages, details and index alone (a global version would not)", async () => {
+  it("a write to tenant A leaves tenant B's cached pages, details and index alone (a global version would not)", async (t) => {
+    const { server, a, keyB, stats } = await twoTenants(t);
     const page = await server.get('/v1/listings?per_page=5', { key: keyB });
     const detail = await server.get(`/v1/listings/${page.json.items[0].id}`, { key: keyB });
     assert.equal((await server.get('/v1/listings?per_page=5', { key: keyB })).status, 200); // cached now
@@ -49,7 +60,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal(after.indexReplays + after.indexBuilds, before.indexReplays + before.indexBuilds, "B's index was not touched");
   });
 
-  it("the written tenant's next read is exact, and its index catches up by replaying only the change", async () => {
+  it("the written tenant's next read is exact, and its index catches up by replaying only the change", async (t) => {
+    const { server, a, keyA, stats } = await twoTenants(t);
     const before = await readAll(server, keyA, 5);
     const counts = stats();
     await server.addListings(a, [{ title: 'Latest', created_at: '2026-11-01T00:00:00.000Z' }]);
@@ -61,7 +73,8 @@ describe('read path: per-tenant versions', () => {
     assert.ok(stats().indexReplays > counts.indexReplays, 'a replay of the change');
   });
 
-  it('a listing that moves from A to B leaves A and joins B on the next reads', async () => {
+  it('a listing that moves from A to B leaves A and joins B on the next reads', async (t) => {
+    const { server, b, keyA, keyB } = await twoTenants(t);
     const moving = (await server.get('/v1/listings?per_page=1', { key: keyA })).json.items[0];
     const totalA = (await server.get('/v1/listings', { key: keyA })).json.total;
     const totalB = (await server.get('/v1/listings', { key: keyB })).json.total;
@@ -72,7 +85,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal((await server.get(`/v1/listings/${moving.id}`, { key: keyB })).json.org_id, b);
   });
 
-  it('a cached listing is answered only at the change its index shows: an edit of a cached detail is served at once, in its pages too', async () => {
+  it('a cached listing is answered only at the change its index shows: an edit of a cached detail is served at once, in its pages too', async (t) => {
+    const { server, a, keyA, stats } = await twoTenants(t);
     const listing = (await server.get('/v1/listings?per_page=3', { key: keyA })).json.items[2];
     const detail = () => server.get(`/v1/listings/${listing.id}`, { key: keyA });
     const first = await detail();
@@ -91,8 +105,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal(page.json.items[2].title, 'Renamed while cached');
   });
 
-  it('a detail read on across its safety TTL is read again ahead of its expiry, in the background: never a miss, and a body changed by hand is served within the TTL', async () => {
-    // Tenant A's: the body is changed by hand for good, and the next test compares B's pages.
+  it('a detail read on across its safety TTL is read again ahead of its expiry, in the background: never a miss, and a body changed by hand is served within the TTL', async (t) => {
+    const { server, a, keyA, stats } = await twoTenants(t);
     const ttl = server.config.readCacheTtlMs;
     const id: string = (await server.get('/v1/listings?per_page=1', { key: keyA })).json.items[0].id;
     const detail = () => server.get(`/v1/listings/${id}`, { key: keyA });
@@ -124,7 +138,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal(stats().details.misses, before.details.misses, 'never a miss: every answer came from memory');
   });
 
-  it('details that miss the cache in one turn are read in one query, each answered with its own listing', async () => {
+  it('details that miss the cache in one turn are read in one query, each answered with its own listing', async (t) => {
+    const { server, b, keyB, stats } = await twoTenants(t);
     const ids: string[] = (await server.get('/v1/listings?per_page=10', { key: keyB })).json.items.map((item: { id: string }) => item.id);
     const expected = await Promise.all(ids.map(async (id) => (await server.get(`/v1/listings/${id}`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached body has expired
@@ -137,7 +152,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the ten');
   });
 
-  it('pages that miss the cache in one turn read the listings they lack in one query', async () => {
+  it('pages that miss the cache in one turn read the listings they lack in one query', async (t) => {
+    const { server, b, keyB, stats } = await twoTenants(t);
     const expected = await Promise.all([1, 2].map(async (page) => (await server.get(`/v1/listings?page=${page}&per_page=4`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached page and body has expired
     const before = stats();
@@ -147,7 +163,8 @@ describe('read path: per-tenant versions', () => {
     assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the eight listings of two pages');
   });
 
-  it('with READ_CACHE_TTL_MS=0 nothing is reused but the index, and answers are the same', async () => {
+  it('with READ_CACHE_TTL_MS=0 nothing is reused but the index, and answers are the same', async (t) => {
+    const { server, keyB } = await twoTenants(t);
     const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0' }, server.clock);
     try {
       for (const path of ['/v1/listings?per_page=7', '/v1/listings?page=2&per_page=7']) {
@@ -169,28 +186,8 @@ describe('read path: per-tenant versions', () => {
  * database (no change recorded, so no version moves) is shown within that time, everywhere.
  */
 describe('read path: the safety TTL bounds what a cached page shows', () => {
-  let server: TestServer;
-  let account: string;
-  let key: string;
-  let ttl: number;
-
-  before(async () => {
-    server = await startTestServer();
-    account = await server.createAccount();
-    await server.addListings(account, Array.from({ length: 3 }, (_, i) => ({ title: `L${i}` })));
-    key = (await server.createKey(account)).key;
-    ttl = server.config.readCacheTtlMs;
-  });
-  after(() => server.close());
-
-  const page = () => server.get('/v1/listings?per_page=3', { key });
-  /** Changes a listing's stored JSON directly, as someone editing the database by hand would. */
-  const editByHand = async (id: string, title: string) => {
-    const row = await server.service.store.db.selectFrom('listings').select('body').where('id', '=', id).executeTakeFirstOrThrow();
-    await server.service.store.db.updateTable('listings').set({ body: JSON.stringify({ ...JSON.parse(row.body), title }) }).where('id', '=', id).execute();
-  };
-
-  it('a page built from a listing cached earlier expires a TTL after that listing was read, not after the page was built', async () => {
+  it('a page built from a listing cached earlier expires a TTL after that listing was read, not after the page was built', async (t) => {
+    const { server, key, ttl, page, editByHand } = await oneTenant(t);
     server.clock.advance(ttl);
     const id: string = (await page()).json.items[0].id;
     server.clock.advance(ttl); // nothing cached any more
@@ -203,7 +200,8 @@ describe('read path: the safety TTL bounds what a cached page shows', () => {
     assert.equal((await page()).json.items[0].title, 'Edited early');
   });
 
-  it('a page read on across the TTL is refreshed ahead with its listings read again: never a miss, and an edit shows within the TTL', async () => {
+  it('a page read on across the TTL is refreshed ahead with its listings read again: never a miss, and an edit shows within the TTL', async (t) => {
+    const { server, account, ttl, page, editByHand } = await oneTenant(t);
     server.clock.advance(ttl);
     const first = await page(); // the page and its listings, read now
     const id: string = first.json.items[1].id;
