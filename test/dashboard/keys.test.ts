@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.js';
+import { dom, named, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { dev, revealedKey, signedIn, text, type DashboardClient } from './helpers.js';
 
@@ -28,7 +29,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     const words = text(page.body);
     assert.match(words, /No keys yet\./);
     assert.match(words, /Create your first key above/);
-    assert.match(page.body, /<form method="post" action="\/accounts\/[^"]+\/settings\/developer\/keys"/);
+    const createForm = dom(page.body).querySelectorAll('form').find((f) => f.getAttribute('method') === 'post' && /\/settings\/developer\/keys$/.test(f.getAttribute('action') ?? ''));
+    assert.ok(createForm, 'a form that posts to the keys page (create)');
   });
 
   it('creating a key shows the full key once, with a copy button, a plain warning and a working curl line; the API accepts it (200)', async () => {
@@ -40,10 +42,13 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.match(words, /This is the only time the key is shown\./);
     assert.match(words, /cannot be shown again/);
     // The copy button is shown by script, and focused on arrival (autofocus).
-    assert.match(res.body, /<button type="button" class="primary" data-copy="new-key" hidden autofocus>Copy key<\/button>/);
+    const copy = named(dom(res.body), 'button', 'Copy key');
+    assert.equal(copy.getAttribute('type'), 'button');
+    assert.equal(copy.getAttribute('data-copy'), 'new-key');
+    assert.ok(copy.hasAttribute('hidden') && copy.hasAttribute('autofocus'), 'shown by script, focused on arrival');
     // Plain "(sg)": no badge inside the parentheses, whose padding read as "( SG ):".
     assert.match(words, /Key Website \(production\) for Singapore \(sg\):/);
-    const curl = /<code id="curl-line">([^<]+)<\/code>/.exec(res.body)?.[1]?.replace(/&quot;/g, '"');
+    const curl = only(dom(res.body), '#curl-line').text;
     assert.equal(curl, `curl -H "Authorization: Bearer ${key}" http://api.localhost:${server.port}/v1/listings`);
     assert.equal(res.headers['cache-control'], 'no-store');
 
@@ -75,8 +80,10 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.match(words, new RegExp(`${key.slice(0, 12)}…${key.slice(-4)}`));
     assert.match(words, /Active/);
     // Created and last used: both at the test clock's time.
-    assert.equal([...row.matchAll(/<time datetime="2026-11-22T10:00:00.000Z">2026-11-22 10:00 UTC<\/time>/g)].length, 2);
-    assert.match(page.body, /<th scope="col">Label<\/th><th scope="col">Country<\/th><th scope="col">Key<\/th><th scope="col">Created<\/th><th scope="col">Last used<\/th><th scope="col">Status<\/th>/);
+    const times = dom(row).querySelectorAll('time').map((time) => [time.getAttribute('datetime'), time.text]);
+    assert.deepEqual(times, [['2026-11-22T10:00:00.000Z', '2026-11-22 10:00 UTC'], ['2026-11-22T10:00:00.000Z', '2026-11-22 10:00 UTC']]);
+    const headers = dom(page.body).querySelectorAll('th').filter((th) => th.getAttribute('scope') === 'col').map((th) => th.text);
+    assert.deepEqual(headers.slice(0, 6), ['Label', 'Country', 'Key', 'Created', 'Last used', 'Status']);
   });
 
   it('an empty, overlong or multi-line label, or a country this deployment does not serve, is refused next to the field; nothing is created', async () => {
@@ -91,8 +98,11 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     ] as const) {
       const res = await create(label, country);
       assert.equal(res.status, 400, `${label} ${country}`);
-      assert.match(res.body, new RegExp(`<p class="field-error" id="${field}-error">`), 'the error is next to its field');
-      assert.match(res.body, new RegExp(`id="${field}" name="${field}"[^>]*aria-describedby="[^"]*${field}-error"[^>]*aria-invalid="true"`));
+      const page = dom(res.body);
+      assert.match(only(page, `#${field}-error`).text, message, 'the error is next to its field');
+      const input = only(page, `#${field}`);
+      assert.equal(input.getAttribute('aria-invalid'), 'true');
+      assert.ok((input.getAttribute('aria-describedby') ?? '').split(' ').includes(`${field}-error`), 'the field is described by its error');
       assert.match(text(res.body), message);
       assert.doesNotMatch(res.body, /id="new-key"/);
     }
@@ -119,8 +129,10 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
 
     const bad = await client.post(`${dev(accountId, 'keys')}/${key.id}/label`, { label: '' });
     assert.equal(bad.status, 400);
-    assert.match(bad.body, new RegExp(`<details class="rename" open>`), 'the rename form is open, with its error');
-    assert.match(bad.body, new RegExp(`<p class="field-error" id="label-${key.id}-error">`));
+    const rename = only(dom(bad.body), `#label-${key.id}-error`);
+    let details = rename.parentNode;
+    while (details !== null && details.tagName !== 'DETAILS') details = details.parentNode;
+    assert.ok(details?.hasAttribute('open'), 'the rename form is open, with its error');
     assert.equal((await server.service.store.keys.get(key.id))!.label, 'Staging (EU)');
   });
 
@@ -135,7 +147,7 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.equal(confirm.status, 200);
     assert.match(text(confirm.body), /Revoke key "To revoke"\?/);
     assert.match(text(confirm.body), /every request with this key is refused with 401 unauthorized/);
-    assert.match(confirm.body, /<button type="submit" class="danger">Revoke key<\/button>/);
+    assert.equal(named(dom(confirm.body), 'button', 'Revoke key').getAttribute('type'), 'submit');
     assert.equal((await server.get('/v1/listings', { key })).status, 200, 'showing the confirmation revokes nothing');
 
     const res = await client.post(`${dev(accountId, 'keys')}/${record.id}/revoke`, {});
