@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { callCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
 import { counterDrops, increase, parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall } from '../support/server.js';
-import { deleteKeys, sleep, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { cleanUpServerOnRedis, sleep, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 
 /**
  * METRICS_PORT with `serve --workers 2` (issues 12 and 30): the primary listens for scrapes and one
@@ -24,6 +23,14 @@ function servingPids(output: string): Set<number> {
   return pids;
 }
 
+/** An organisation's sg key whose limit the tests never reach, made through the CLI. */
+async function keyThatIsNeverLimited(env: Record<string, string>): Promise<string> {
+  const accountId = (await callCli(['account', 'create', '--name', 'Org', '--json'], env)).json.id;
+  const created = (await callCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'metrics', '--json'], env)).json;
+  assert.equal((await callCli(['key', 'set-limit', created.id, '100000'], env)).status, 0);
+  return created.key;
+}
+
 describe('serve --workers 2 with METRICS_PORT: one scrape shows every worker\'s counts', { skip: SKIP_NO_REDIS }, () => {
   const prefix = uniquePrefix('workers-metrics');
   let database: TestDatabase;
@@ -34,20 +41,11 @@ describe('serve --workers 2 with METRICS_PORT: one scrape shows every worker\'s 
   before(async () => {
     database = await createTestDatabase('sqlite');
     const env = { DATABASE_URL: database.url };
-    const accountId = (await callCli(['account', 'create', '--name', 'Org', '--json'], env)).json.id;
-    const created = (await callCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'metrics', '--json'], env)).json;
-    key = created.key;
-    assert.equal((await callCli(['key', 'set-limit', created.id, '100000'], env)).status, 0);
+    key = await keyThatIsNeverLimited(env);
     metricsPort = await freePort();
     server = await startServerProcess({ ...env, REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info', METRICS_PORT: String(metricsPort) }, ['--workers', '2']);
   });
-  after(async () => {
-    if (server?.child.exitCode === null) await server.stop();
-    const redis = new Redis(TEST_REDIS_URL!);
-    await deleteKeys(redis, prefix);
-    await redis.quit();
-    await database?.drop();
-  });
+  after(() => cleanUpServerOnRedis(server, prefix, database));
 
   it('the request counts of both workers add up to every request made', async () => {
     let made = 0;
@@ -145,10 +143,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
     before(async () => {
       database = await createTestDatabase(store);
       const env = { DATABASE_URL: database.url };
-      const accountId = (await callCli(['account', 'create', '--name', 'Org', '--json'], env)).json.id;
-      const created = (await callCli(['key', 'create', '--account', accountId, '--country', 'sg', '--label', 'metrics', '--json'], env)).json;
-      key = created.key;
-      assert.equal((await callCli(['key', 'set-limit', created.id, '100000'], env)).status, 0);
+      key = await keyThatIsNeverLimited(env);
       metricsPort = await freePort();
       // Scraped from the moment the primary listens until both workers serve.
       const watching = watchScrapes(metricsPort);
@@ -161,13 +156,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
         startup = await watching.stop();
       }
     });
-    after(async () => {
-      if (server?.child.exitCode === null) await server.stop();
-      const redis = new Redis(TEST_REDIS_URL!);
-      await deleteKeys(redis, prefix);
-      await redis.quit();
-      await database?.drop();
-    });
+    after(() => cleanUpServerOnRedis(server, prefix, database));
 
     it('scrapes while the workers start answer within 2 s: 503 until a worker serves, never a hang', () => {
       for (const answer of startup) {

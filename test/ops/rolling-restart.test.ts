@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { isRunning, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
 import { httpCall, startTestServer, TestClock } from '../support/server.js';
-import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { cleanUpServerOnRedis, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 
 /**
  * The rolling-restart story with `serve --workers` (issue 30 item 4): every worker warms the
@@ -61,13 +60,7 @@ describe('serve --workers 2: each worker warms before it listens (issue 30 item 
     await first.close();
     server = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, ['--workers', '2']);
   });
-  after(async () => {
-    if (server?.child.exitCode === null) await server.stop();
-    const redis = new Redis(TEST_REDIS_URL!);
-    await deleteKeys(redis, prefix);
-    await redis.quit();
-    await database?.drop();
-  });
+  after(() => cleanUpServerOnRedis(server, prefix, database));
 
   it('both workers report serving only after their warm-up built the tenant read recently', async () => {
     await waitFor(() => /listening on 127\.0\.0\.1:\d+ with 2 worker processes/.test(server.output()), 'the listening line');

@@ -1,6 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { TestDatabase } from '../support/database.js';
+import type { ServerProcess } from '../support/process.js';
 export { prng } from '../support/random.js';
 
 /** The shared Redis of the Redis suites; they skip, saying so, when it is not given. */
@@ -23,6 +25,15 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
 }
 
 /** Sum of the per-second counters in a key's hash: what Redis has counted for it. */
+/** After a server process on Redis: stop it if it still runs, delete its Redis keys, drop its database. */
+export async function cleanUpServerOnRedis(server: ServerProcess | undefined, prefix: string, database: TestDatabase | undefined): Promise<void> {
+  if (server?.child.exitCode === null) await server.stop();
+  const redis = new Redis(TEST_REDIS_URL!);
+  await deleteKeys(redis, prefix);
+  await redis.quit();
+  await database?.drop();
+}
+
 export async function countedInRedis(redis: Redis, key: string): Promise<number> {
   const hash = await redis.hgetall(key);
   return Object.values(hash).reduce((sum, v) => sum + Number(v), 0);
