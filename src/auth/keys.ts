@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Country } from '../core/countries.js';
-import type { Store } from '../storage/index.js';
-import { displayPrefix, generateKey, hashKey, lastFour } from './key-format.js';
+import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
+import { displayPrefix, generateKey, hashKey, keyDisplay, lastFour } from './key-format.js';
 
 /**
  * Issues a key for an account and country. Returns the full key: the caller shows it once (spec 5
@@ -27,4 +27,19 @@ export async function issueKey(
     revoked_at: null,
   });
   return { id, key };
+}
+
+/**
+ * How an audit entry names the key a change was about (D20: its display prefix and last four,
+ * never the key), and the other optional fields' defaults; the caller's entry overrides them.
+ */
+export function auditedKey(key: ApiKeyRecord | undefined): Pick<AuditEntry, 'key_id' | 'key_display' | 'key_label' | 'previous_label' | 'country' | 'origin'> {
+  return {
+    key_id: key?.id ?? null,
+    key_display: key === undefined ? null : keyDisplay(key),
+    key_label: key?.label ?? null,
+    previous_label: null,
+    country: key?.country ?? null,
+    origin: null,
+  };
 }

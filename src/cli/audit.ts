@@ -1,4 +1,4 @@
-import { keyDisplay } from '../auth/key-format.js';
+import { auditedKey } from '../auth/keys.js';
 import { CLI_ACTOR } from '../storage/audit.js';
 import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 
@@ -15,12 +15,7 @@ export async function recordCliChange(
   await store.audit.record({
     actor_user_id: null,
     actor_email: CLI_ACTOR,
-    key_id: key?.id ?? null,
-    key_display: key === undefined ? null : keyDisplay(key),
-    key_label: key?.label ?? null,
-    previous_label: null,
-    country: key?.country ?? null,
-    origin: null,
+    ...auditedKey(key),
     ...change,
   });
 }

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { issueKey } from '../auth/keys.js';
+import { auditedKey, issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword } from '../dashboard/passwords.js';
-import { keyDisplay } from '../auth/key-format.js';
 import { importListings } from '../import/import.js';
 import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
 
@@ -181,12 +180,7 @@ async function recordDemoChange(
     at: now.toISOString(),
     actor_user_id: null,
     actor_email: DEMO_ACTOR,
-    key_id: key?.id ?? null,
-    key_display: key === undefined ? null : keyDisplay(key),
-    key_label: key?.label ?? null,
-    previous_label: null,
-    country: key?.country ?? null,
-    origin: null,
+    ...auditedKey(key),
     ...entry,
   });
 }

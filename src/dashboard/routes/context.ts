@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { keyDisplay } from '../../auth/key-format.js';
+import { auditedKey } from '../../auth/keys.js';
 import type { Config } from '../../config/index.js';
 import type { Clock } from '../../core/clock.js';
 import type { Country } from '../../core/countries.js';
@@ -95,12 +95,7 @@ export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
       at: nowIso(),
       actor_user_id: member.user.id,
       actor_email: member.user.email,
-      key_id: key?.id ?? null,
-      key_display: key === undefined ? null : keyDisplay(key),
-      key_label: key?.label ?? null,
-      previous_label: null,
-      country: key?.country ?? null,
-      origin: null,
+      ...auditedKey(key),
       ...entry,
     });
   }
