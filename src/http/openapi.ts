@@ -619,7 +619,8 @@ function servers(domain: string, countries: readonly Country[]): Json[] {
 export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocument {
   const domain = options.apiDomain ?? 'example.com';
   const countries = options.countries ?? COUNTRY_CODES;
-  const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...errorCodeSchemas() };
+  const codeSchemas = errorCodeSchemas();
+  const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...codeSchemas };
   const all = endpoints();
 
   const document: OpenApiDocument = {
@@ -753,7 +754,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
   };
   // Only the codes some answer names get a schema of their own.
   const used = JSON.stringify([document.paths, document.components.responses]);
-  for (const name of Object.keys(errorCodeSchemas())) {
+  for (const name of Object.keys(codeSchemas)) {
     if (!used.includes(`"#/components/schemas/${name}"`)) delete (document.components.schemas as Record<string, unknown>)[name];
   }
   return document;

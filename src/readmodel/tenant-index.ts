@@ -46,9 +46,6 @@ export const REPLAY_READ_CHUNK = 100;
 /** Entries a merge passes over per turn of the event loop (about 2 ms). */
 export const MERGE_SLICE = 10_000;
 
-/** D9 order as a comparison (storage/visibility.ts declares it with its SQL form). */
-export { compareD9 };
-
 export function toEntry(row: IndexRow): IndexEntry {
   return {
     id: row.id,

@@ -9,7 +9,7 @@ import type { Database } from './schema.js';
  * and that has not expired (no expiry date, or one after now; it drops out at that instant).
  * Dates are stored in one ISO form (`Date#toISOString`), so comparing them as text compares times.
  */
-export const VISIBLE_STATUS = 'active';
+const VISIBLE_STATUS = 'active';
 
 interface TenantPlace {
   readonly ownerAccountId: string;

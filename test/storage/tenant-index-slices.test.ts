@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compareD9, MERGE_SLICE, merged, type IndexEntry } from '../../src/readmodel/tenant-index.js';
+import { MERGE_SLICE, merged, type IndexEntry } from '../../src/readmodel/tenant-index.js';
+import { compareD9 } from '../../src/storage/visibility.js';
 import { turnsDuring } from '../support/event-loop.js';
 import { prng } from '../support/random.js';
 
