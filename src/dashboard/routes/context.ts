@@ -112,6 +112,10 @@ export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
   return {
     ...deps,
     nowIso,
+    /** How often usage is written (the usage and failures pages say how fresh they are), in whole seconds. */
+    flushSeconds: Math.max(1, Math.round(deps.config.usageFlushIntervalMs / 1000)),
+    /** A key's requests per minute: its own limit, else the deployment's default. */
+    limitOf: (key: ApiKeyRecord) => key.rate_limit_per_minute ?? deps.config.rateLimitPerMinute,
     /** The countries this deployment serves. */
     served: new Set<string>(deps.config.countries),
     send,

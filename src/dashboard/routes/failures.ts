@@ -10,9 +10,7 @@ import { keyFromQuery } from './key-query.js';
 
 /** Settings > Developer > Failed requests: the list, "allow this origin", and a look-up by request id. */
 export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, config, nowIso, served, send, notFound, audit, settled, memberOf } = ctx;
-  const flushSeconds = Math.max(1, Math.round(config.usageFlushIntervalMs / 1000));
-  const limitOf = (key: ApiKeyRecord) => key.rate_limit_per_minute ?? config.rateLimitPerMinute;
+  const { store, config, nowIso, served, send, notFound, audit, settled, memberOf, flushSeconds, limitOf } = ctx;
 
   /** The rows of failed requests, with their keys, limits and (for a 403) whether the origin is allowed now. */
   async function failureRows(

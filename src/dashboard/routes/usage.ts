@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiKeyRecord } from '../../storage/index.js';
 import { isOutcome, type Outcome } from '../../usage/outcomes.js';
 import * as usageViews from '../usage-views.js';
 import type { DashboardContext } from './context.js';
@@ -11,9 +10,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Settings > Developer > Usage: requests per key and outcome, the last 24 hours and 30 days. */
 export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, config, clock, send, notFound, memberOf } = ctx;
-  const flushSeconds = Math.max(1, Math.round(config.usageFlushIntervalMs / 1000));
-  const limitOf = (key: ApiKeyRecord) => key.rate_limit_per_minute ?? config.rateLimitPerMinute;
+  const { store, clock, send, notFound, memberOf, flushSeconds, limitOf } = ctx;
 
   scope.get('/usage', async (request, reply) => {
     const member = memberOf(request);
