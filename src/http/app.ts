@@ -9,11 +9,12 @@ import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import type { Readiness } from './readiness.js';
 import { messageOf } from '../core/outage-log.js';
-import { buildOpenApiDocument } from './openapi.js';
+import { buildOpenApiDocument, openApiPath } from './openapi.js';
 import { redactKeys } from '../auth/key-format.js';
 import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
-import { knownPath, methodNotAllowed, routeTable, v1Routes, type V1Options } from './v1/routes.js';
-import { parseQueryString } from './v1/params.js';
+import { knownPath, methodNotAllowed, v1Routes, type V1Options } from './v1/routes.js';
+import { ENDPOINTS } from './v1/endpoints/index.js';
+import { parseQueryString } from './v1/query.js';
 
 export interface AppOptions extends V1Options {
   logger: FastifyBaseLogger;
@@ -65,9 +66,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
-  const table = routeTable(opts.reads);
-  const isKnownPath = knownPath(table.map((route) => route.url));
-  const served = table.map((route) => `GET ${route.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+  const isKnownPath = knownPath(ENDPOINTS.map((endpoint) => endpoint.url));
+  const served = ENDPOINTS.map((endpoint) => `GET ${openApiPath(endpoint.url)}`);
   const routeMiss = (request: FastifyRequest, reply: FastifyReply): ApiError =>
     isKnownPath(request.url)
       ? methodNotAllowed(request, reply)

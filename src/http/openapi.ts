@@ -1,27 +1,26 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import type { ErrorCode } from '../core/api-error.js';
-import { MAX_INT32, UUID_PATTERN } from '../core/formats.js';
-import { CURSOR_REFUSED } from '../readmodel/feed.js';
-import { SORT_KEYS } from '../readmodel/views.js';
-import { USAGE_NAMES } from '../listings/taxonomy.js';
+import type { TObject } from 'typebox';
+import { UUID_PATTERN } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
-import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema, type Listing } from '../listings/listing.js';
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from './v1/params.js';
+import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema } from '../listings/listing.js';
+import type { Endpoint, Examples } from './v1/endpoint.js';
+import { ENDPOINTS } from './v1/endpoints/index.js';
+import { ERROR_EXAMPLES, ETAG, REQUEST_ID, RESET } from './v1/examples.js';
 
 /**
- * The OpenAPI 3.1 document of /v1, built from the very JSON schemas the answers are checked against
- * (listing.ts), so that the document cannot drift from the responses. `npm run openapi` writes it
+ * The OpenAPI 3.1 document of /v1, generated from the endpoints' declarations (v1/endpoints/: each
+ * one's parameters, answers and examples) and the very JSON schemas the answers are checked against
+ * (listing.ts), so that the document cannot drift from the routes or the responses. `npm run openapi` writes it
  * to openapi.json; GET /openapi.json serves it with the deployment's domain and countries.
- * test/http/openapi.test.ts checks that the committed file is current, that it describes exactly
- * the routes of the /v1 route table, that Redocly CLI finds no problem in it, and that real
+ * test/http/openapi.test.ts checks that the committed file is current, that Redocly CLI finds no problem in it, and that real
  * responses of a listening server validate against it. docs/api.md is the prose reference.
  *
  * The document is written for the tools consumers feed it to (validators, SDK generators, docs
  * renderers), so its text states each rule itself: it never cites D-numbers or the specification.
  *
- * Adding an endpoint (the change feed, D22) is one more entry in `endpoints()` plus its schemas in
- * `SERVER_SCHEMAS`; adding query parameters (the filters and sort of D23) is more entries in
- * `components.parameters` and in the list endpoint's `parameters`, and a sentence in its 400.
+ * Adding an endpoint is one more declaration in v1/endpoints/ (plus its answer's schema in
+ * `SERVER_SCHEMAS`); adding a query parameter is one more property of its querystring schema.
  * Everything every /v1 endpoint shares (the key, rate limit, CORS, conditional requests, errors)
  * is built once below and attached to every endpoint.
  */
@@ -55,9 +54,6 @@ export const CACHE_CONTROL = 'private, no-cache';
  * would refuse ids the service legitimately sends. See docs/api.md, "Ids".
  */
 export const ID_PATTERN = UUID_PATTERN;
-/** The path parameter: the service accepts either case (and answers 404 for anything else, D11). */
-export const ID_PARAMETER_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
-const ID_TEXT = 'A UUID in its 8-4-4-4-12 hexadecimal text form, lowercase. The version and variant digits are not checked: do not validate ids as strict RFC 9562 UUIDs.';
 
 /**
  * An answer's schema (listing.ts) as the published component:
@@ -94,114 +90,6 @@ function toComponent(value: unknown): unknown {
 }
 
 const ref = (kind: 'schemas' | 'parameters' | 'responses' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
-
-// ---- Examples ----------------------------------------------------------------------------------
-
-const ORG_ID = 'c2e4a6b8-1d3f-4a5c-8e7b-9f0a1b2c3d4e';
-const FEATURED_ID = '3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71';
-const SPARSE_ID = '7d2b9e40-1c6a-4f38-a5d7-3e9b0c8f2a16';
-const REQUEST_ID = 'req_9f1c2e7a4b3d5c6000012k';
-const ETAG = '"FSvtPvGtRkwJiYRuFxQlrirDCtZ"';
-const RESET = 1795341660;
-
-/** A featured listing with every field set. */
-const featuredListing: Listing = {
-  id: FEATURED_ID,
-  building_id: '9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35',
-  org_id: ORG_ID,
-  title: 'Ground-floor cafe with outdoor seating',
-  size_sqft: 1250,
-  usage_types: ['F&B', 'Cafe'],
-  price: 9.5,
-  currency: 'SGD',
-  is_takeover: true,
-  is_featured: true,
-  status: 'active',
-  expiry_date: '2027-03-31T15:59:59.000Z',
-  available_from: '2026-12-01T00:00:00.000Z',
-  min_lease_tenure: '24 months',
-  view_count: 1874,
-  inquiry_count: 23,
-  building_name: 'Telok Ayer Point',
-  street_address: '18 Telok Ayer Street',
-  images: [
-    `https://cdn.example.com/listings/${FEATURED_ID}/1.jpg`,
-    `https://cdn.example.com/listings/${FEATURED_ID}/2.jpg`,
-    `https://cdn.example.com/listings/${FEATURED_ID}/3.jpg`,
-  ],
-  cover_image_index: 1,
-  url: `https://www.example.com/listings/${FEATURED_ID}`,
-  created_at: '2026-10-14T02:45:11.382Z',
-};
-
-/** A listing with nothing optional set: nulls and no photos. */
-const sparseListing: Listing = {
-  id: SPARSE_ID,
-  building_id: '5b8e2f14-9c3a-4d71-8e62-0f4a7b1c9d23',
-  org_id: ORG_ID,
-  title: null,
-  size_sqft: null,
-  usage_types: ['Office'],
-  price: null,
-  currency: 'SGD',
-  is_takeover: false,
-  is_featured: false,
-  status: 'active',
-  expiry_date: null,
-  available_from: null,
-  min_lease_tenure: null,
-  view_count: 0,
-  inquiry_count: 0,
-  building_name: null,
-  street_address: null,
-  images: [],
-  cover_image_index: 0,
-  url: `https://www.example.com/listings/${SPARSE_ID}`,
-  created_at: '2026-11-02T09:12:40.051Z',
-};
-
-type Examples = Record<string, { summary: string; value: unknown }>;
-
-const errorExample = (summary: string, error: ErrorCode, message: string) => ({ summary, value: { error, message } });
-
-/**
- * Error examples whose messages are the server's own, word for word: the live tests compare them
- * with what a listening server says in the same situation.
- */
-export const ERROR_EXAMPLES = {
-  pageNotANumber: errorExample('A parameter that is not a whole number', 'bad_request', 'Query parameter "page" must be a whole number written in digits, got "abc".'),
-  perPageTwice: errorExample('A parameter given twice', 'bad_request', 'Query parameter "per_page" was given 2 times; give it once.'),
-  perPageZero: errorExample('A page size below 1', 'bad_request', 'Query parameter "per_page" must be 1 or more.'),
-  hostTwice: errorExample('The Host header sent twice', 'bad_request', 'The Host header was sent more than once; send it once.'),
-  usageTypeUnknown: errorExample(
-    'A usage type that is not in the taxonomy',
-    'bad_request',
-    'Query parameter "usage_type" holds "Offices", which is not a usage type; use names of the taxonomy, exactly spelt and comma-separated: Office, Shared Office, F&B, Pub, Cafe, Restaurant, Cloud Kitchen, Industrial, Food Factory, Warehouse, Retail, Kiosk, Shop, Anchor, Clinic.',
-  ),
-  minAboveMax: errorExample('A lower bound above the upper one', 'bad_request', 'Query parameter "min_price" (9) is above "max_price" (8.5).'),
-  sortUnknown: errorExample('A sort that is not offered', 'bad_request', 'Query parameter "sort" must be one of price, -price, size_sqft, -size_sqft, created_at, -created_at, got "rank".'),
-  limitZero: errorExample('A limit below 1', 'bad_request', 'Query parameter "limit" must be 1 or more.'),
-  cursorRefused: errorExample('A cursor that cannot be used (edited, another key\'s, or older than the history kept)', 'bad_request', CURSOR_REFUSED),
-  missingKey: errorExample('No Authorization header', 'unauthorized', 'Missing API key: send the header "Authorization: Bearer <API_KEY>".'),
-  malformedKey: errorExample('A key that is not one the service issued (e.g. truncated)', 'unauthorized', 'Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.'),
-  unknownKey: errorExample('A revoked or unknown key', 'unauthorized', 'Unknown or revoked API key. Compare it with your keys in the dashboard (Settings > Developer); requests made with a revoked key are listed there under Failed requests.'),
-  otherCountry: errorExample('A key sent to another country\'s host', 'unauthorized', 'This API key is for country "sg" and cannot be used on the "my" host. Call the "sg" host with it, or create a key for "my" in the dashboard (Settings > Developer).'),
-  originNotAllowed: errorExample(
-    'A browser page on an origin that is not registered',
-    'origin_not_allowed',
-    'The origin "https://www.elsewhere.example" is not registered for this key\'s account in country "sg". Register it in the dashboard (Settings > Developer > Failed requests lists this request with a button to allow the origin), or call the API from your server.',
-  ),
-  noListing: errorExample('No active listing with this id for this key', 'not_found', 'No active listing with this id is visible to this key.'),
-  unknownHost: errorExample('A host that serves no country', 'not_found', 'No API is served at host "api.xx.example.com"; use the API host of your key\'s country.'),
-  rateLimited: errorExample('The key\'s limit is used up', 'rate_limited', 'Rate limit of 60 requests per minute exceeded; retry after 12 s.'),
-  internalError: errorExample(
-    'A failure on the service\'s side',
-    'internal_error',
-    `Something went wrong on our side; retry with exponential backoff. Request id: ${REQUEST_ID}.`,
-  ),
-  methodNotAllowed: errorExample('POST on /v1/listings', 'method_not_allowed', 'Method POST is not allowed here; use GET, HEAD or OPTIONS.'),
-  headersTooLarge: errorExample('Request headers over the size limit (status 431)', 'bad_request', 'Request headers are too large.'),
-} as const;
 
 // ---- Headers -----------------------------------------------------------------------------------
 
@@ -366,152 +254,57 @@ function sharedResponses(): Record<string, Json> {
 
 // ---- Endpoints ---------------------------------------------------------------------------------
 
-interface Endpoint {
-  /** The URL of the /v1 route table (routes.ts), Fastify style (`:id`). */
-  route: string;
-  operationId: string;
-  summary: string;
-  description: string;
-  /** Its own parameters; `If-None-Match` is added to every endpoint. */
-  parameters: Json[];
-  /** `links`: how an answer's values feed the next call (OpenAPI link objects). */
-  ok: { description: string; schema: Json; examples: Examples; links?: Record<string, Json> };
-  /** What makes a request to this endpoint malformed, besides a bad Host header. */
-  badRequest: { description: string; examples: Examples };
-  /** When this endpoint answers 404, besides a host that serves no country. */
-  notFound?: { description: string; examples: Examples };
-}
-
 /** The route table's `:name` as OpenAPI's `{name}`. */
 export const openApiPath = (route: string): string => route.replace(/:([A-Za-z]+)/g, '{$1}');
 
-const CHECKS =
-  'Checks, in this order, the first failure answering: the host (404), the key (401), the rate limit (429), the browser origin (403)';
-
-/** Every /v1 endpoint. test/http/openapi.test.ts checks that these are exactly the route table's. */
-function endpoints(): Endpoint[] {
-  const x = ERROR_EXAMPLES;
-  return [
-    {
-      route: '/v1/listings',
-      operationId: 'listListings',
-      summary: 'List active listings',
-      description: [
-        `The active listings of the key's account in the key's country, a page at a time: featured listings first, then newest first (by \`created_at\`), then by \`id\`, so that paging is stable and no listing appears on two pages or on none. A listing is active when its status is active and its expiry date, if any, has not passed; one that expires drops out at once.`,
-        '',
-        'To read everything, request `page=1, 2, ...` until `page` equals `pages` (`pages` is at least 1, even when there are no listings). A page beyond the last is not an error: it has `items: []` and the true `total` and `pages`.',
-        '',
-        'Filters (all optional, each given at most once) narrow the list to what a page of your site shows, e.g. `usage_type=Office&min_size_sqft=1000`; `sort` orders it by price, size or creation time instead. `total` and `pages` then count the filtered set.',
-        '',
-        `${CHECKS}, the query parameters (400).`,
-      ].join('\n'),
-      parameters: [
-        ref('parameters', 'page'), ref('parameters', 'per_page'), ref('parameters', 'usage_type'), ref('parameters', 'min_size_sqft'),
-        ref('parameters', 'max_size_sqft'), ref('parameters', 'min_price'), ref('parameters', 'max_price'), ref('parameters', 'featured'),
-        ref('parameters', 'takeover'), ref('parameters', 'sort'),
-      ],
-      ok: {
-        description: 'A page of listings in the page envelope. With filters, `total` and `pages` count the filtered listings.',
-        schema: ref('schemas', 'ListingPage'),
-        examples: {
-          page: { summary: 'The first page of two listings', value: { items: [featuredListing, sparseListing], page: 1, per_page: 20, total: 2, pages: 1 } },
-          clamped: { summary: 'per_page=500, clamped to 100, on the second page', value: { items: [], page: 2, per_page: 100, total: 2, pages: 1 } },
-          empty: { summary: 'No active listings', value: { items: [], page: 1, per_page: 20, total: 0, pages: 1 } },
-        },
-      },
-      badRequest: {
-        description:
-          '`page` or `per_page` is not a base-10 whole number (an optional leading `+`; no other sign, decimals, exponent or surrounding spaces), is below 1 or above 2147483647, or is given more than once; or a filter or `sort` is malformed, given more than once, names a usage type outside the taxonomy, or has a lower bound above its upper bound. The message names the parameter.',
-        examples: {
-          pageNotANumber: x.pageNotANumber,
-          perPageTwice: x.perPageTwice,
-          perPageZero: x.perPageZero,
-          usageTypeUnknown: x.usageTypeUnknown,
-          minAboveMax: x.minAboveMax,
-          sortUnknown: x.sortUnknown,
-        },
-      },
-    },
-    {
-      route: '/v1/listings/changes',
-      operationId: 'listChanges',
-      summary: 'Changes since a cursor (keep a copy in sync)',
-      description: [
-        'What changed in the key\'s listings since a cursor, as events, so that a copy of them can be kept up to date without reading every page again.',
-        '',
-        '**Replay.** Start without a cursor: the first answers give every visible listing as `listing.upserted`. Apply each event in order: `listing.upserted` is put (store the listing, replacing any copy), `listing.removed` is delete (a removal of an id you do not hold is nothing to do). While `has_more` is true, ask again at once with `next_cursor`; when it is false you are caught up: keep `next_cursor` and poll with it later. Replaying from any cursor brings a copy that was exact then up to date again, and a caught-up copy holds exactly the listings (and objects) that reading every page of the list would give.',
-        '',
-        '**Events.** A listing that becomes visible, or changes while visible, gives `listing.upserted` with the whole listing object, exactly as in the list. One that stops being visible (another status, another owner or country) gives `listing.removed`. An expiry passing is a removal at the expiry instant, with no write needed. Events come in the order they took effect (`at`); a listing may appear in several answers, and its last event is its current state.',
-        '',
-        '**Polling.** An answer with no new events is byte for byte the previous answer with the same cursor (its `next_cursor` is that cursor): send its `ETag` in `If-None-Match` and such polls are free 304s.',
-        '',
-        '**Cursors** are opaque and tamper-evident: only the cursors this API issued for this key\'s account and country are accepted, on any instance, for as long as the change history after them is kept (at least 30 days); anything else is 400, and you start again without a cursor.',
-        '',
-        `${CHECKS}, the query parameters and the cursor (400). The list's filters do not apply here.`,
-      ].join('\n'),
-      parameters: [ref('parameters', 'cursor'), ref('parameters', 'limit')],
-      ok: {
-        description: 'Events since the cursor.',
-        schema: ref('schemas', 'ChangePage'),
-        links: {
-          next: {
-            operationId: 'listChanges',
-            parameters: { cursor: '$response.body#/next_cursor' },
-            description: 'The next call: at once while `has_more` is true, else the next poll.',
-          },
-        },
-        examples: {
-          first: {
-            summary: 'The first answer, without a cursor: every visible listing',
-            value: { items: [{ type: 'listing.upserted', id: FEATURED_ID, at: '2026-11-20T03:14:07.512Z', listing: featuredListing }], next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za', has_more: false },
-          },
-          changes: {
-            summary: 'A later poll: a listing changed, another was leased, a third expired',
-            value: {
-              items: [
-                { type: 'listing.upserted', id: FEATURED_ID, at: '2026-11-21T08:00:00.000Z', listing: { ...featuredListing, price: 9.25 } },
-                { type: 'listing.removed', id: SPARSE_ID, at: '2026-11-21T09:30:00.000Z' },
-                { type: 'listing.removed', id: '5b8e2c1d-7a4f-4e3b-9d6c-0f1a2b3c4d5e', at: '2026-11-21T15:59:59.000Z' },
-              ],
-              next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQ1LCIyMDI2LTExLTIxVDE1OjU5OjU5LjAwMFoiLCI1YjhlIiwiIiwiIl0.q7Rm2Xc9Lk3Vb1Nz5Pd8Ws',
-              has_more: false,
-            },
-          },
-          caughtUp: { summary: 'Nothing new: the same cursor back', value: { items: [], next_cursor: 'WzEsImMyZTQiLCJzZyIsImwiLDQyLCIiLCIiLCIiLCIiXQ.9dY3xN0pQm2Lr7Vs8Kc1Za', has_more: false } },
-        },
-      },
-      badRequest: {
-        description:
-          '`limit` is not a base-10 whole number (as `page`), is below 1 or above 2147483647, or is given more than once; or `cursor` is given more than once or cannot be used: it was edited or forged, was issued for another account or country, or is older than the change history kept (at least 30 days). Start again without a cursor.',
-        examples: { limitZero: x.limitZero, cursorRefused: x.cursorRefused },
-      },
-    },
-    {
-      route: '/v1/listings/:id',
-      operationId: 'getListing',
-      summary: 'Get one active listing',
-      description: [
-        'One active listing of the key\'s account in the key\'s country, by id: the bare listing object (no envelope), with every field present, exactly as in the list\'s `items`.',
-        '',
-        `${CHECKS}, the look-up (404).`,
-      ].join('\n'),
-      parameters: [ref('parameters', 'listingId')],
-      ok: { description: 'The listing.', schema: ref('schemas', 'Listing'), examples: { featured: { summary: 'A featured listing', value: featuredListing }, sparse: { summary: 'A listing with nothing optional set', value: sparseListing } } },
-      badRequest: { description: '', examples: {} },
-      notFound: {
-        description:
-          'no active listing with this id is visible to this key: it does not exist, is not active or has expired, belongs to another account or another country, or the id is not a UUID. The cases are deliberately not told apart.',
-        examples: { noListing: x.noListing },
-      },
-    },
-  ];
+/**
+ * The parameters of an endpoint's schemas (endpoint.ts, query.ts), as OpenAPI parameter objects:
+ * the property's description and first example move to the parameter; a query parameter is
+ * required only when the client must send it (one with a default never is); an array is one
+ * parameter of comma-separated values (`style: form, explode: false`), the only way the API reads
+ * one. Keywords the validator reads but JSON Schema does not know (`x-clamp`) stay out.
+ */
+function parametersOf(schema: TObject | undefined, where: 'query' | 'path'): Record<string, Json> {
+  const parameters: Record<string, Json> = {};
+  if (schema === undefined) return parameters;
+  const required = new Set(schema.required ?? []);
+  for (const [name, property] of Object.entries(schema.properties)) {
+    const { description, examples, ...rest } = JSON.parse(JSON.stringify(property)) as Json & { description: string; examples: unknown[] };
+    const published = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith('x-')));
+    parameters[name] = {
+      name,
+      in: where,
+      required: where === 'path' || (required.has(name) && rest.default === undefined),
+      description,
+      ...(rest.type === 'array' ? { style: 'form', explode: false } : {}),
+      schema: published,
+      example: examples[0],
+    };
+  }
+  return parameters;
 }
+
+/** Every endpoint's parameters, by name; a name two endpoints share must mean the same in both. */
+function parameterComponents(): Record<string, Json> {
+  const components: Record<string, Json> = {};
+  for (const endpoint of ENDPOINTS) {
+    for (const [name, parameter] of Object.entries({ ...parametersOf(endpoint.querystring, 'query'), ...parametersOf(endpoint.params, 'path') })) {
+      const known = components[name];
+      if (known !== undefined && JSON.stringify(known) !== JSON.stringify(parameter)) throw new Error(`openapi: parameter ${name} differs between endpoints`);
+      components[name] = parameter;
+    }
+  }
+  return components;
+}
+
+const parameterNames = (endpoint: Endpoint): string[] =>
+  [endpoint.querystring, endpoint.params].flatMap((schema) => Object.keys(schema?.properties ?? {}));
 
 function operation(endpoint: Endpoint): Json {
   const x = ERROR_EXAMPLES;
   const badRequest = [
     '`bad_request`: a malformed request.',
-    endpoint.badRequest.description,
+    endpoint.badRequest?.description ?? '',
     'Also a `Host` header that is missing or sent twice, or a request target naming another host: refused before the key check, so without rate-limit headers. Not retryable until the request is fixed.',
   ].filter((s) => s !== '');
   const notFound = endpoint.notFound === undefined
@@ -521,20 +314,20 @@ function operation(endpoint: Endpoint): Json {
     operationId: endpoint.operationId,
     tags: ['Listings'],
     summary: endpoint.summary,
-    description: endpoint.description,
-    parameters: [...endpoint.parameters, ref('parameters', 'ifNoneMatch')],
+    description: endpoint.description.join('\n'),
+    parameters: [...parameterNames(endpoint).map((name) => ref('parameters', name)), ref('parameters', 'ifNoneMatch')],
     responses: {
       200: {
         ...jsonResponse(
           endpoint.ok.description,
           { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
-          endpoint.ok.schema,
+          ref('schemas', endpoint.ok.schema),
           endpoint.ok.examples,
         ),
         ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
       },
       304: ref('responses', 'NotModified'),
-      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest.examples, hostTwice: x.hostTwice }),
+      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest?.examples, hostTwice: x.hostTwice }),
       401: ref('responses', 'Unauthorized'),
       403: ref('responses', 'OriginNotAllowed'),
       404: errorResponse(
@@ -621,7 +414,6 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
   const countries = options.countries ?? COUNTRY_CODES;
   const codeSchemas = errorCodeSchemas();
   const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...codeSchemas };
-  const all = endpoints();
 
   const document: OpenApiDocument = {
     openapi: '3.1.0',
@@ -656,79 +448,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     servers: servers(domain, countries),
     security: [{ bearerAuth: [] }],
     tags: [{ name: 'Listings', description: 'The active listings of the key\'s account in the key\'s country.' }],
-    paths: Object.fromEntries(all.map((endpoint) => [openApiPath(endpoint.route), pathItem(endpoint)])),
+    paths: Object.fromEntries(ENDPOINTS.map((endpoint) => [openApiPath(endpoint.url), pathItem(endpoint)])),
     components: {
       schemas,
       parameters: {
-        page: {
-          name: 'page',
-          in: 'query',
-          required: false,
-          description:
-            'The page number, from 1. A base-10 whole number: an optional leading `+`, no other sign, no decimals, exponent or surrounding spaces; at least 1 and at most 2147483647; given at most once. Anything else is 400 `bad_request`. A page beyond the last gives 200 with `items: []`.',
-          schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: 1 },
-          example: 2,
-        },
-        per_page: {
-          name: 'per_page',
-          in: 'query',
-          required: false,
-          description: `The page size, written like \`page\`, at least 1, else 400 \`bad_request\`. A value above ${MAX_PER_PAGE} is not an error: it is clamped to ${MAX_PER_PAGE}, and the envelope's \`per_page\` reports the size applied. Above 2147483647, or given twice, is 400.`,
-          schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: DEFAULT_PER_PAGE },
-          example: 50,
-        },
-        usage_type: {
-          name: 'usage_type',
-          in: 'query',
-          required: false,
-          description: `Only listings of these usage types: one or more names of the taxonomy, comma-separated, exactly spelt (case-sensitive, no spaces around names; \`F&B\` is sent as \`F%26B\`, \`Shared Office\` as \`Shared%20Office\`: a \`+\` is a plus sign, not a space). A main type matches every listing of that type; a sub-type matches listings with that sub-type; several names match any of them. Names: ${USAGE_NAMES.join(', ')}. Any other name is 400.`,
-          style: 'form',
-          explode: false,
-          schema: { type: 'array', minItems: 1, items: { type: 'string', enum: [...USAGE_NAMES] } },
-          example: ['Office', 'Retail'],
-        },
-        ...Object.fromEntries(([['min_size_sqft', 'at least', 'size_sqft', 800], ['max_size_sqft', 'at most', 'size_sqft', 2500], ['min_price', 'at least', 'price', 4.5], ['max_price', 'at most', 'price', 12]] as const).map(([name, bound, field, example]) => [name, {
-          name,
-          in: 'query',
-          required: false,
-          description: `Only listings whose \`${field}\` is ${bound} this (inclusive); a listing whose \`${field}\` is null does not match. A non-negative decimal number: digits, optionally a dot and more digits (\`.5\` and \`5.\` are refused), an optional leading \`+\`, no other sign, spaces or exponent, no upper cap. A lower bound above its upper bound is 400.`,
-          schema: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$' },
-          example: String(example),
-        }])),
-        featured: { name: 'featured', in: 'query', required: false, description: 'Only featured (`true`) or only not featured (`false`) listings.', schema: { type: 'boolean' }, example: true },
-        takeover: { name: 'takeover', in: 'query', required: false, description: 'Only lease takeovers (`true`) or only other listings (`false`).', schema: { type: 'boolean' }, example: false },
-        sort: {
-          name: 'sort',
-          in: 'query',
-          required: false,
-          description: 'Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first.',
-          schema: { type: 'string', enum: [...SORT_KEYS] },
-          example: '-price',
-        },
-        cursor: {
-          name: 'cursor',
-          in: 'query',
-          required: false,
-          description: 'The `next_cursor` of an earlier answer, as it was (opaque). Without it, the feed starts from the beginning: every visible listing. A cursor that cannot be used is 400: start again without one.',
-          schema: { type: 'string' },
-          example: '<next_cursor of the previous answer>',
-        },
-        limit: {
-          name: 'limit',
-          in: 'query',
-          required: false,
-          description: 'Events per answer, written like `page`: from 1 to 1000, default 100. A value above 1000 (up to 2147483647) is clamped to 1000; below 1, above 2147483647, or given twice is 400.',
-          schema: { type: 'integer', minimum: 1, maximum: MAX_INT32, default: 100 },
-          example: 500,
-        },
-        listingId: {
-          name: 'id',
-          in: 'path',
-          required: true,
-          description: `The \`id\` of a listing from the list endpoint. ${ID_TEXT.replace('lowercase', 'in either case')} Any other id gets 404, like an id the key cannot see.`,
-          schema: { type: 'string', pattern: ID_PARAMETER_PATTERN },
-          example: FEATURED_ID,
-        },
+        ...parameterComponents(),
         ifNoneMatch: {
           name: 'If-None-Match',
           in: 'header',

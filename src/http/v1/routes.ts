@@ -1,22 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { TObject } from 'typebox';
 import type { AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
 import { ApiError, ERROR_STATUS, notFound } from '../../core/api-error.js';
 import type { Country } from '../../core/countries.js';
-import { canonicalUuid } from '../../core/formats.js';
 import { ALLOWED_METHODS, answerPreflight } from '../../cors/cors.js';
 import type { RateLimiter } from '../../ratelimit/limiter.js';
-import type { Body, ListingReads, Tenant } from '../../readmodel/index.js';
+import type { Body, ListingReads } from '../../readmodel/index.js';
 import { answer } from './answer.js';
+import { ENDPOINTS } from './endpoints/index.js';
 import { countryOnly, createGuard, settleRateLimit } from './guard.js';
-import { parseFeedParams, parseListParams, type QueryValue } from './params.js';
+import { compileQueryValidator } from './query.js';
 
 /**
- * /v1 (spec 4, D22, D23): the route table, the one guard every route passes (guard.ts), and the answer
- * (answer.ts). Read top to bottom, a request goes: route (404 unknown path, 405 other method,
- * decided by the router from this table) -> guard: country (D3, 404), key (401), limit (429),
- * origin (403) -> the route's parameters (400) -> its look-up (404) -> 200 with an ETag, or a free
- * 304 (D21). Preflights answer with the country step only (D16).
+ * /v1 (spec 4, D22, D23): the endpoints (endpoints/, one declaration each), the one guard every
+ * route passes (guard.ts), and the answer (answer.ts). Read top to bottom, a request goes: route
+ * (404 unknown path, 405 other method, decided from the endpoints' URLs) -> guard: country (D3,
+ * 404), key (401), limit (429), origin (403) -> the endpoint's query parameters (400, its schema's
+ * validator) -> its read (404) -> 200 with an ETag, or a free 304 (D21). Preflights answer with the
+ * country step only (D16).
  */
 export interface V1Options {
   reads: ListingReads;
@@ -26,44 +28,6 @@ export interface V1Options {
   defaultRateLimit: number;
   onKeyUsed(key: AuthenticatedKey): void;
   connectionKeys: ConnectionKeys;
-}
-
-interface Route {
-  url: string;
-  /** The answer of a request that passed the guard: a body, or an ApiError thrown. */
-  read(request: FastifyRequest, tenant: Tenant): Body | undefined | Promise<Body | undefined>;
-  /** Said when `read` has nothing (a 404). */
-  notFound?: string;
-}
-
-export function routeTable(reads: ListingReads): Route[] {
-  return [
-    {
-      url: '/v1/listings',
-      read: (request, tenant) => {
-        // D7, D23 -> 400
-        const { page, perPage, filter, sort, view } = parseListParams(request.query as Record<string, QueryValue>);
-        return reads.listPage(tenant, page, perPage, view === '' ? undefined : { filter, sort, key: view });
-      },
-    },
-    {
-      // D22. A static segment: the router prefers it to `/v1/listings/:id` below.
-      url: '/v1/listings/changes',
-      read: (request, tenant) => {
-        const { cursor, limit } = parseFeedParams(request.query as Record<string, QueryValue>); // 400
-        return reads.changes(tenant, cursor, limit);
-      },
-    },
-    {
-      url: '/v1/listings/:id',
-      read: (request, tenant) => {
-        // D11: an id that is not a UUID is just another id the key cannot see.
-        const id = canonicalUuid((request.params as { id: string }).id);
-        return id === undefined ? undefined : reads.detail(tenant, id);
-      },
-      notFound: 'No active listing with this id is visible to this key.',
-    },
-  ];
 }
 
 /**
@@ -89,18 +53,24 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
   const guard = createGuard(opts);
   const preflightGuard = countryOnly(opts);
 
-  for (const route of routeTable(opts.reads)) {
+  // The querystring schema of an endpoint is its validator (D7's rules, query.ts): Fastify runs it
+  // after the guard's onRequest step, so a malformed parameter is a 400 only for a request that
+  // passed the country, key, limit and origin checks (D5). Path parameters are not validated: an id
+  // that matches nothing is the read's 404 (D11).
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'querystring' ? compileQueryValidator(schema as TObject) : () => true));
+  for (const endpoint of ENDPOINTS) {
     const handler: RouteHandlerMethod = (request, reply) => {
-      const read = route.read(request, request.apiKey!.tenant);
+      const read = endpoint.read(opts.reads, request.apiKey!.tenant, request.query as never, request.params as never);
       const respond = (body: Body | undefined): FastifyReply | Promise<FastifyReply> => {
-        if (body === undefined) throw notFound(route.notFound ?? 'Not found.', 'listing_not_found');
+        if (body === undefined) throw notFound(endpoint.notFound?.message ?? 'Not found.', 'listing_not_found');
         return answer(request, reply, body, opts.limiter);
       };
       return read instanceof Promise ? read.then(respond) : respond(read);
     };
+    const schema = { ...(endpoint.querystring && { querystring: endpoint.querystring }), ...(endpoint.params && { params: endpoint.params }) };
     // HEAD is the same with no body (Fastify derives it from GET).
-    app.get(route.url, { onRequest: guard }, handler);
-    app.options(route.url, { onRequest: preflightGuard }, answerPreflight);
+    app.get(endpoint.url, { onRequest: guard, schema }, handler);
+    app.options(endpoint.url, { onRequest: preflightGuard }, answerPreflight);
   }
 
   // An error after the limit step of a conditional request is counted now, and becomes a 429 if

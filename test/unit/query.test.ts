@@ -1,17 +1,38 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/core/api-error.js';
-import {
-  DEFAULT_PER_PAGE,
-  MAX_PER_PAGE,
-  parseIntegerParam,
-  parsePageParams,
-  parseQueryString,
-  type QueryValue,
-} from '../../src/http/v1/params.js';
+import { Type } from 'typebox';
+import { DEFAULT_PER_PAGE, MAX_PER_PAGE, listListings } from '../../src/http/v1/endpoints/list-listings.js';
+import { listChanges } from '../../src/http/v1/endpoints/list-changes.js';
+import { compileQueryValidator, parseQueryString, Query, type QueryValue } from '../../src/http/v1/query.js';
 import { pageCount } from '../../src/readmodel/index.js';
 
 const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * The validator of a schema as a function that throws its 400 (as Fastify would answer it) or
+ * returns the validated values.
+ */
+function validator(schema: Parameters<typeof compileQueryValidator>[0]): (query: Record<string, QueryValue>) => Record<string, unknown> {
+  const validate = compileQueryValidator(schema);
+  return (query) => {
+    const result = validate(query);
+    if ('error' in result) throw result.error;
+    return result.value;
+  };
+}
+
+/** One D7 whole number, as `per_page` is declared but without a default or clamp. */
+const oneNumber = validator(Type.Object({ n: Type.Optional(Query.wholeNumber({ minimum: 0, description: '', example: 1 })) }));
+const parseIntegerParam = (name: string, value: QueryValue): unknown => {
+  try {
+    return oneNumber({ n: value }).n;
+  } catch (error) {
+    // The same rule under the parameter's own name, as the endpoints declare it.
+    if (error instanceof ApiError) throw new ApiError(error.statusCode, error.code, error.message.replace('"n"', `"${name}"`));
+    throw error;
+  }
+};
 
 /** Asserts a 400 bad_request whose message names the parameter. */
 function assertBadRequest(fn: () => unknown, name: string, label: string): void {
@@ -72,7 +93,7 @@ describe('parseQueryString (D7)', () => {
   });
 });
 
-describe('parseIntegerParam (D7)', () => {
+describe('a whole-number parameter (D7)', () => {
   it('is undefined when the parameter is absent', () => {
     assert.equal(parseIntegerParam('page', undefined), undefined);
   });
@@ -111,8 +132,12 @@ describe('parseIntegerParam (D7)', () => {
   });
 });
 
-describe('parsePageParams (D7, spec 4.2)', () => {
-  const parse = (query: Record<string, QueryValue>) => parsePageParams(query);
+describe('the list endpoint\'s paging parameters (D7, spec 4.2)', () => {
+  const list = validator(listListings.querystring!);
+  const parse = (query: Record<string, QueryValue>) => {
+    const { page, per_page: perPage } = list(query);
+    return { page, perPage };
+  };
 
   it('defaults to page 1 and per_page 20', () => {
     assert.equal(DEFAULT_PER_PAGE, 20);
@@ -149,7 +174,7 @@ describe('parsePageParams (D7, spec 4.2)', () => {
   });
 
   it('ignores unknown parameters, including malformed or repeated ones', () => {
-    assert.deepEqual(parse({ page: '2', sort: 'x', foo: ['1', '2'], limit: '-5' }), { page: 2, perPage: 20 });
+    assert.deepEqual(parse({ page: '2', order: 'x', foo: ['1', '2'], limit: '-5' }), { page: 2, perPage: 20 });
   });
 
   it('works on what parseQueryString returns', () => {
@@ -187,5 +212,62 @@ describe('pageCount (D8)', () => {
         if (total > 0) assert.ok((pages - 1) * perPage < total);
       }
     }
+  });
+});
+
+describe('the other parameter shapes (D7, D22, D23)', () => {
+  const list = validator(listListings.querystring!);
+  const feed = validator(listChanges.querystring!);
+
+  it('decimals: digits with an optional dot and digits and a leading +, kept as sent', () => {
+    for (const text of ['0', '12', '+4.5', '0.25', '0012.50']) assert.equal(list({ min_price: text }).min_price, text, text);
+    for (const text of ['', '.5', '5.', '-1', '1e3', ' 1', '1,5', 'NaN', '+', '1.2.3']) assertBadRequest(() => list({ max_size_sqft: text }), 'max_size_sqft', JSON.stringify(text));
+  });
+
+  it('booleans: exactly true or false', () => {
+    assert.equal(list({ featured: 'true' }).featured, true);
+    assert.equal(list({ takeover: 'false' }).takeover, false);
+    for (const text of ['', 'TRUE', '1', 'yes', 'true ']) assertBadRequest(() => list({ featured: text }), 'featured', JSON.stringify(text));
+  });
+
+  it('one of a list: sort', () => {
+    assert.equal(list({ sort: '-price' }).sort, '-price');
+    assertBadRequest(() => list({ sort: 'rank' }), 'sort', 'rank');
+    assertBadRequest(() => list({ sort: 'Price' }), 'sort', 'Price');
+  });
+
+  it('comma-separated names: usage_type, each name of the taxonomy, exactly spelt', () => {
+    assert.deepEqual(list({ usage_type: 'Office,F&B' }).usage_type, ['Office', 'F&B']);
+    assert.deepEqual(list({ usage_type: 'Shared Office' }).usage_type, ['Shared Office']);
+    for (const text of ['', 'office', 'Office,', ',Office', 'Office, Retail', 'Offices']) assertBadRequest(() => list({ usage_type: text }), 'usage_type', JSON.stringify(text));
+    assert.throws(() => list({ usage_type: 'Offices' }), { message: /holds "Offices", which is not a usage type; use these names/ });
+  });
+
+  it('text: the cursor as sent (the feed decides what an unusable one is), once', () => {
+    assert.equal(feed({ cursor: 'abc' }).cursor, 'abc');
+    assertBadRequest(() => feed({ cursor: ['a', 'b'] }), 'cursor', 'twice');
+  });
+
+  it('the feed limit: 1 to 1000 (default 100), clamped above, 400 below 1 or above 2^31-1', () => {
+    assert.equal(feed({}).limit, 100);
+    assert.equal(feed({ limit: '1' }).limit, 1);
+    assert.equal(feed({ limit: '1001' }).limit, 1000);
+    assert.equal(feed({ limit: String(MAX_INT32) }).limit, 1000);
+    assertBadRequest(() => feed({ limit: '0' }), 'limit', '0');
+    assertBadRequest(() => feed({ limit: String(MAX_INT32 + 1) }), 'limit', '2^31');
+  });
+
+  it('the first malformed parameter in the declared order is the one named', () => {
+    assert.throws(() => list({ sort: 'x', page: '0' }), { message: /"page"/ });
+    assert.throws(() => list({ featured: 'x', min_price: 'y' }), { message: /"min_price"/ });
+  });
+
+  it('gives only declared parameters, nothing inherited', () => {
+    const value = list(parseQueryString('__proto__=1&page=2&x=3'));
+    assert.deepEqual(Object.keys(value), ['page', 'per_page']);
+  });
+
+  it('refuses a schema shape it does not know, at compile time', () => {
+    assert.throws(() => compileQueryValidator(Type.Object({ when: Type.Number() })), /does not know/);
   });
 });

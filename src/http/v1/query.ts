@@ -1,0 +1,200 @@
+import { Type, type TObject, type TSchema } from 'typebox';
+import { redactedExcerpt } from '../../auth/key-format.js';
+import { badRequest, type ApiError } from '../../core/api-error.js';
+import { MAX_INT32 } from '../../core/formats.js';
+
+/**
+ * The query string of a /v1 request: how it is parsed (`parseQueryString`, the router's parser),
+ * the schema builders an endpoint declares its parameters with (`Query`), and the validator
+ * compiled from such a schema (`compileQueryValidator`), which Fastify runs after the guard (D5)
+ * and which gives the handler its typed, defaulted values. The schema is the one source: the same
+ * object is the route's `schema.querystring` and the OpenAPI document's parameters (openapi.ts).
+ *
+ * D7's rules are stricter than JSON Schema's type coercion (`1e3`, ` 5` and `5.0` are not whole
+ * numbers here, and every message names its parameter), so the validator is written for the
+ * handful of shapes the API uses, each with one rule:
+ *
+ * - `integer` (`Query.wholeNumber`): base-10 digits with an optional leading `+`, at most 2^31-1,
+ *   at least `minimum`; above `x-clamp` it is clamped, not refused (`per_page`, `limit`);
+ * - `string` with `format: decimal` (`Query.decimal`): digits, optionally a dot and digits, an
+ *   optional leading `+`; kept as text (its exact value), for the handler to read;
+ * - `boolean`: `true` or `false`;
+ * - `string` with `enum`: one of the names;
+ * - `array` of an `enum` (`Query.names`): comma-separated names (`style: form, explode: false`);
+ * - any other `string`: as sent.
+ *
+ * Every parameter may be given at most once; unknown parameters are ignored; the first malformed
+ * parameter, in the declared order, is the 400.
+ */
+
+export type QueryValue = string | string[] | undefined;
+
+/** D7: base-10 digits with an optional leading `+`; no other sign, no decimals, exponent or whitespace. */
+const INTEGER = /^\+?[0-9]+$/;
+/** D23: one or more digits, optionally a dot and one or more digits, an optional leading `+`. */
+const DECIMAL_PATTERN = '^\\+?[0-9]+(\\.[0-9]+)?$';
+
+interface Described {
+  description: string;
+  /** The example of the published parameter. */
+  example: unknown;
+}
+
+/** The parameter shapes the validator knows; each is a plain JSON schema. */
+export const Query = {
+  /** D7: a whole number from `minimum`; `clampTo` makes larger values (up to 2^31-1) that value instead of a 400. */
+  wholeNumber: (opts: Described & { minimum: number; default?: number; clampTo?: number }) =>
+    Type.Integer({
+      minimum: opts.minimum,
+      maximum: MAX_INT32,
+      ...(opts.default === undefined ? {} : { default: opts.default }),
+      description: opts.description,
+      examples: [opts.example],
+      ...(opts.clampTo === undefined ? {} : { 'x-clamp': opts.clampTo }),
+    }),
+  /** D23: a non-negative decimal number, kept as the text sent. */
+  decimal: (opts: Described) => Type.String({ format: 'decimal', pattern: DECIMAL_PATTERN, description: opts.description, examples: [opts.example] }),
+  boolean: (opts: Described) => Type.Boolean({ description: opts.description, examples: [opts.example] }),
+  /** One of `values`. */
+  oneOf: <const T extends readonly string[]>(values: T, opts: Described) =>
+    Type.Unsafe<T[number]>({ type: 'string', enum: [...values], description: opts.description, examples: [opts.example] }),
+  /** One or more of `values`, comma-separated; `noun` names one value in messages ("a usage type"). */
+  names: <const T extends readonly string[]>(values: T, opts: Described & { noun: string }) =>
+    Type.Unsafe<T[number][]>({
+      type: 'array',
+      minItems: 1,
+      items: { type: 'string', enum: [...values], title: opts.noun },
+      description: opts.description,
+      examples: [opts.example],
+    }),
+  text: (opts: Described) => Type.String({ description: opts.description, examples: [opts.example] }),
+};
+
+type Parse = (text: string) => unknown;
+
+/** The value of one parameter from its text: the rule of its schema's shape (see above). */
+function parserFor(name: string, schema: Record<string, unknown>): Parse {
+  const excerpt = (text: string) => JSON.stringify(redactedExcerpt(text, 40));
+  switch (schema.type) {
+    case 'integer': {
+      const minimum = schema.minimum as number;
+      const clamp = schema['x-clamp'] as number | undefined;
+      return (text) => {
+        if (!INTEGER.test(text)) throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${excerpt(text)}.`);
+        const n = Number(text);
+        if (n > MAX_INT32) throw badRequest(`Query parameter "${name}" is too large (at most ${MAX_INT32}).`);
+        if (n < minimum) throw badRequest(`Query parameter "${name}" must be ${minimum} or more.`);
+        return clamp !== undefined && n > clamp ? clamp : n;
+      };
+    }
+    case 'boolean':
+      return (text) => {
+        if (text !== 'true' && text !== 'false') throw badRequest(`Query parameter "${name}" must be true or false, got ${excerpt(text)}.`);
+        return text === 'true';
+      };
+    case 'array': {
+      const items = schema.items as { enum: readonly string[]; title: string };
+      const allowed = new Set(items.enum);
+      return (text) => {
+        const names = text.split(',');
+        for (const item of names) {
+          if (!allowed.has(item)) {
+            throw badRequest(`Query parameter "${name}" holds ${excerpt(item)}, which is not ${items.title}; use these names, exactly spelt and comma-separated: ${items.enum.join(', ')}.`);
+          }
+        }
+        return names;
+      };
+    }
+    case 'string': {
+      if (Array.isArray(schema.enum)) {
+        const values = schema.enum as readonly string[];
+        return (text) => {
+          if (!values.includes(text)) throw badRequest(`Query parameter "${name}" must be one of ${values.join(', ')}, got ${excerpt(text)}.`);
+          return text;
+        };
+      }
+      if (schema.format === 'decimal') {
+        const decimal = new RegExp(schema.pattern as string);
+        return (text) => {
+          if (!decimal.test(text)) throw badRequest(`Query parameter "${name}" must be a non-negative decimal number such as 1200 or 4.5, got ${excerpt(text)}.`);
+          return text;
+        };
+      }
+      return (text) => text;
+    }
+    default:
+      throw new Error(`query: parameter ${name} has a shape the validator does not know (${JSON.stringify(schema.type)})`);
+  }
+}
+
+export type QueryValidation = { value: Record<string, unknown> } | { error: ApiError };
+
+/**
+ * The validator of a querystring schema: the parsed query (`parseQueryString`) in, the typed values
+ * out (defaults applied, unknown names dropped), or the 400 of the first malformed parameter.
+ */
+export function compileQueryValidator(schema: TObject | TSchema): (query: Readonly<Record<string, QueryValue>> | null) => QueryValidation {
+  const properties = Object.entries((schema as TObject).properties ?? {}).map(([name, property]) => ({
+    name,
+    parse: parserFor(name, property as unknown as Record<string, unknown>),
+    fallback: (property as { default?: unknown }).default,
+  }));
+  return (query) => {
+    const value: Record<string, unknown> = {};
+    try {
+      for (const { name, parse, fallback } of properties) {
+        const raw = query?.[name];
+        if (raw === undefined) {
+          if (fallback !== undefined) value[name] = fallback;
+        } else if (Array.isArray(raw)) {
+          throw badRequest(`Query parameter "${name}" was given ${raw.length} times; give it once.`);
+        } else {
+          value[name] = parse(raw);
+        }
+      }
+    } catch (error) {
+      return { error: error as ApiError };
+    }
+    return { value };
+  };
+}
+
+/**
+ * Parses a query string as RFC 3986 percent-encoding, without turning `+` into a space: D7 allows
+ * a leading `+`, which clients send both raw and as `%2B`. A repeated name becomes an array (D7
+ * rejects it); an undecodable value is kept raw so that it fails validation with a 400 in its turn
+ * (D5) instead of failing the request before authentication.
+ */
+export function parseQueryString(query: string): Record<string, string | string[]> {
+  const result = new (QueryObject as unknown as new () => Record<string, string | string[]>)();
+  // Without a `%` nothing needs decoding (the common case): skip the decoder for every part.
+  const encoded = query.includes('%');
+  for (const pair of query.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const rawValue = eq === -1 ? '' : pair.slice(eq + 1);
+    const name = encoded ? decode(rawName) : rawName;
+    const value = encoded ? decode(rawValue) : rawValue;
+    const previous = result[name];
+    result[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
+  }
+  return result;
+}
+
+/**
+ * The parsed query's object: nothing inherited (its prototype is an empty object without a
+ * prototype), so `__proto__` or `constructor` are plain names. `Object.create(null)` gives the same
+ * safety, but V8 makes such objects dictionaries, several times slower to fill and read (the way
+ * fast-querystring does it).
+ */
+function QueryObject(): void {}
+QueryObject.prototype = Object.create(null);
+
+function decode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
