@@ -1,5 +1,6 @@
 import { yieldToEventLoop } from '../core/event-loop.js';
-import type { IndexEntry } from './tenant-index.js';
+import { LRUCache } from 'lru-cache';
+import type { IndexEntry, TenantIndex } from './tenant-index.js';
 
 /**
  * Filtered and sorted views of a tenant's index (D23). A view is computed once per version of the
@@ -117,4 +118,40 @@ async function merge<T>(a: T[], b: T[], compare: (x: T, y: T) => number): Promis
   while (i < a.length) out[k++] = a[i++]!;
   while (j < b.length) out[k++] = b[j++]!;
   return out;
+}
+
+/**
+ * The views of every tenant's indexes, computed once per view and index generation (exact for
+ * it: not a TTL cache) and bounded by the entries they hold; a view asked while it is computed
+ * waits for that computation.
+ */
+export function createViewCache(maxEntries: number) {
+  const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: maxEntries, sizeCalculation: (v) => Math.max(1, v.length) });
+  const computing = new Map<string, Promise<readonly IndexEntry[]>>();
+  let computed = 0;
+  return {
+    get computed() {
+      return computed;
+    },
+    /** The entries of a view of the index (its own entries without a view). */
+    of(index: TenantIndex, view: View | undefined): readonly IndexEntry[] | Promise<readonly IndexEntry[]> {
+      if (view === undefined || view.key === '') return index.entries;
+      const key = `${index.ownerAccountId}\n${index.country}\n${index.generation}\n${view.key}`;
+      const ready = views.get(key);
+      if (ready !== undefined) return ready;
+      let pending = computing.get(key);
+      if (pending === undefined) {
+        pending = (async () => {
+          computed++;
+          let entries = index.entries;
+          if (view.filter !== undefined) entries = await filterInSlices(entries, matches(view.filter));
+          if (view.sort !== undefined) entries = await sortInSlices(entries, SORTS[view.sort]);
+          views.set(key, entries);
+          return entries;
+        })().finally(() => computing.delete(key));
+        computing.set(key, pending);
+      }
+      return pending;
+    },
+  };
 }

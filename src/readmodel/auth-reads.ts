@@ -1,0 +1,50 @@
+import { ReadCache, refreshAheadAt } from '../cache/read-cache.js';
+import type { KeyLookup } from '../auth/authenticate.js';
+import type { Clock } from '../core/clock.js';
+import type { Country } from '../core/countries.js';
+import type { ApiKeyRecord, Store } from '../storage/index.js';
+
+/** The cache of keys and of origin checks: entries, each small; an unknown key is cached too. */
+const MAX_AUTH_ENTRIES = 50_000;
+
+export interface AuthReads extends KeyLookup {
+  /** D17; synchronous when cached. */
+  isOriginAllowed(accountId: string, country: Country, origin: string): boolean | Promise<boolean>;
+}
+
+/**
+ * Keys and origin checks, cached under the auth version: a revocation or an origin removal moves
+ * it, so the next request anywhere reads again and is refused (D4).
+ */
+export function createAuthReads(store: Store, clock: Clock, ttlMs: number) {
+  const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+  /** When each key record the cache holds was read from the database (taken before the read). */
+  const keyReadAt = new WeakMap<ApiKeyRecord, number>();
+  const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+
+  const reads: AuthReads = {
+    findKeyByHash(keyHash) {
+      const found = keys.getOrLoad(`${store.changes.authVersion()}\n${keyHash}`, async () => {
+        const readAt = clock();
+        const record = await store.keys.findByHash(keyHash);
+        if (record !== undefined) keyReadAt.set(record, readAt);
+        return { value: record ?? null, readAt };
+      });
+      return found instanceof Promise ? found.then((r) => r ?? undefined) : (found ?? undefined);
+    },
+
+    keyValidUntil(record) {
+      // Up to the start of its refresh-ahead window, not its expiry: a key recalled by its
+      // connection is not looked up, so this lets a look-up in that window read it again in the
+      // background, and the connections using it never wait for the database when it expires.
+      return refreshAheadAt((keyReadAt.get(record) ?? -Infinity) + ttlMs, ttlMs);
+    },
+
+    isOriginAllowed(accountId, country, origin) {
+      return origins.getOrLoad(`${store.changes.authVersion()}\n${accountId}\n${country}\n${origin}`, async () => ({
+        value: await store.origins.isAllowed(accountId, country, origin),
+      }));
+    },
+  };
+  return { reads, caches: { keys, origins } };
+}
