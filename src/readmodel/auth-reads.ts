@@ -1,11 +1,9 @@
-import { ReadCache, refreshAheadAt } from '../cache/read-cache.js';
+import { refreshAheadAt } from '../cache/read-cache.js';
 import type { KeyLookup } from '../auth/authenticate.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import type { ApiKeyRecord, Store } from '../storage/index.js';
-
-/** The cache of keys and of origin checks: entries, each small; an unknown key is cached too. */
-const MAX_AUTH_ENTRIES = 50_000;
+import type { ReadCaches } from './caches.js';
 
 export interface AuthReads extends KeyLookup {
   /** D17; synchronous when cached. */
@@ -16,13 +14,11 @@ export interface AuthReads extends KeyLookup {
  * Keys and origin checks, cached under the auth version: a revocation or an origin removal moves
  * it, so the next request anywhere reads again and is refused (D4).
  */
-export function createAuthReads(store: Store, clock: Clock, ttlMs: number) {
-  const keys = new ReadCache<ApiKeyRecord | null>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
+export function createAuthReads(store: Store, clock: Clock, ttlMs: number, { keys, origins }: Pick<ReadCaches, 'keys' | 'origins'>): AuthReads {
   /** When each key record the cache holds was read from the database (taken before the read). */
   const keyReadAt = new WeakMap<ApiKeyRecord, number>();
-  const origins = new ReadCache<boolean>({ clock, ttlMs, maxEntries: MAX_AUTH_ENTRIES });
 
-  const reads: AuthReads = {
+  return {
     findKeyByHash(keyHash) {
       const found = keys.getOrLoad(`${store.changes.authVersion()}\n${keyHash}`, async () => {
         const readAt = clock();
@@ -46,5 +42,4 @@ export function createAuthReads(store: Store, clock: Clock, ttlMs: number) {
       }));
     },
   };
-  return { reads, caches: { keys, origins } };
 }

@@ -1,10 +1,10 @@
 import { LRUCache } from 'lru-cache';
-import { ReadCache } from '../cache/read-cache.js';
 import type { Clock } from '../core/clock.js';
 import type { Tenant } from '../core/tenant.js';
 import type { Store } from '../storage/index.js';
 import { createAuthReads, type AuthReads } from './auth-reads.js';
 import { pageBody, toBody, type Body } from './bodies.js';
+import { createReadCaches, refreshedAhead } from './caches.js';
 import { createFeed } from './feed.js';
 import { createListingBodies } from './listing-bodies.js';
 import { TenantIndex } from './tenant-index.js';
@@ -61,6 +61,8 @@ export interface ListingReads extends AuthReads {
    * with any read of it meanwhile; resolves with its visible listings (the warm-up, warm-up.ts).
    */
   warm(tenant: Tenant): Promise<number>;
+  /** The soonest moment the tenant's listings change by time alone (an expiry passing, D10); Infinity when none will. */
+  soonestExpiry(tenant: Tenant): Promise<number>;
   stats(): ReadStats;
 }
 
@@ -83,12 +85,10 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const ttlMs = options.cacheTtlMs;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxIndexedListings = options.maxIndexedListings ?? 2_000_000;
-  const auth = createAuthReads(store, clock, ttlMs);
-  // Bodies are bounded by their bytes only (each entry costs what it holds, nothing set aside).
-  const bodySize = (b: Body) => b.bytes.length;
-  const listingBodies = createListingBodies(store, clock, ttlMs, Math.floor(maxBodyBytes / 2));
-  const pages = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodySize });
-  const feedAnswers = new ReadCache<Body>({ clock, ttlMs, maxSize: Math.max(1, Math.floor(maxBodyBytes / 4)), sizeOf: bodySize });
+  const caches = createReadCaches({ clock, ttlMs, maxBodyBytes });
+  const { pages, feed: feedAnswers } = caches;
+  const auth = createAuthReads(store, clock, ttlMs, caches);
+  const listingBodies = createListingBodies(store, clock, caches.listings);
   const views = createViewCache(maxIndexedListings);
   const indexes = new LRUCache<string, TenantIndex>({ maxSize: maxIndexedListings, sizeCalculation: (index) => Math.max(1, index.size) });
   const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0 };
@@ -152,7 +152,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   }
 
   return {
-    ...auth.reads,
+    ...auth,
 
     listPage(tenant, page, perPage, view) {
       const version = settledVersion(tenant);
@@ -192,11 +192,15 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       return (await currentIndex(tenant)).size;
     },
 
+    async soonestExpiry(tenant) {
+      return (await currentIndex(tenant)).validUntil;
+    },
+
     stats() {
       let listings = 0;
       for (const index of indexes.values()) listings += index.size;
       const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
-      const { keys, origins } = auth.caches;
+      const { keys, origins } = caches;
       return {
         pages: count(pages),
         details: { hits: counters.detailHits, misses: counters.detailMisses },
@@ -206,7 +210,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         indexBuilds: counters.indexBuilds,
         indexReplays: counters.indexReplays,
         viewsComputed: views.computed,
-        refreshedAhead: keys.refreshes + origins.refreshes + listingBodies.cache.refreshes + pages.refreshes + feedAnswers.refreshes,
+        refreshedAhead: refreshedAhead(caches),
         tenants: indexes.size,
         listings,
       };

@@ -1,8 +1,8 @@
-import { ReadCache } from '../cache/read-cache.js';
 import type { Clock } from '../core/clock.js';
 import { batchPerTurn } from '../core/turn-batch.js';
 import type { ServedListingRow, Store } from '../storage/index.js';
 import { bodyAt, ListingBody, ownBuffer } from './bodies.js';
+import type { ReadCaches } from './caches.js';
 import type { IndexEntry } from './tenant-index.js';
 
 /**
@@ -10,8 +10,7 @@ import type { IndexEntry } from './tenant-index.js';
  * joined from these, and a detail answers with one. Rows the cache misses are read with those every
  * other request of the same turn misses, in one query.
  */
-export function createListingBodies(store: Store, clock: Clock, ttlMs: number, maxBytes: number) {
-  const cache = new ReadCache<ListingBody>({ clock, ttlMs, maxSize: Math.max(1, maxBytes), sizeOf: (b) => b.bytes.length });
+export function createListingBodies(store: Store, clock: Clock, cache: ReadCaches['listings']) {
   let rowReads = 0;
 
   /**
@@ -55,7 +54,6 @@ export function createListingBodies(store: Store, clock: Clock, ttlMs: number, m
   };
 
   return {
-    cache,
     get rowReads() {
       return rowReads;
     },

@@ -122,36 +122,37 @@ async function merge<T>(a: T[], b: T[], compare: (x: T, y: T) => number): Promis
 
 /**
  * The views of every tenant's indexes, computed once per view and index generation (exact for
- * it: not a TTL cache) and bounded by the entries they hold; a view asked while it is computed
- * waits for that computation.
+ * it: not a TTL cache) and bounded by the entries they hold. lru-cache's `fetch` computes each
+ * once however many requests ask for it meanwhile.
  */
 export function createViewCache(maxEntries: number) {
-  const views = new LRUCache<string, readonly IndexEntry[]>({ maxSize: maxEntries, sizeCalculation: (v) => Math.max(1, v.length) });
-  const computing = new Map<string, Promise<readonly IndexEntry[]>>();
   let computed = 0;
+  const views = new LRUCache<string, readonly IndexEntry[], { index: TenantIndex; view: View }>({
+    maxSize: maxEntries,
+    sizeCalculation: (entries) => Math.max(1, entries.length),
+    // A view pushed out while it is computed is still given to the requests waiting for it.
+    ignoreFetchAbort: true,
+    fetchMethod: async (_key, _stale, { context: { index, view } }) => {
+      computed++;
+      let entries = index.entries;
+      if (view.filter !== undefined) entries = await filterInSlices(entries, matches(view.filter));
+      if (view.sort !== undefined) entries = await sortInSlices(entries, SORTS[view.sort]);
+      return entries;
+    },
+  });
   return {
     get computed() {
       return computed;
     },
-    /** The entries of a view of the index (its own entries without a view). */
+    /** The entries of a view of the index (its own entries without a view): synchronous once computed. */
     of(index: TenantIndex, view: View | undefined): readonly IndexEntry[] | Promise<readonly IndexEntry[]> {
       if (view === undefined || view.key === '') return index.entries;
       const key = `${index.ownerAccountId}\n${index.country}\n${index.generation}\n${view.key}`;
-      const ready = views.get(key);
-      if (ready !== undefined) return ready;
-      let pending = computing.get(key);
-      if (pending === undefined) {
-        pending = (async () => {
-          computed++;
-          let entries = index.entries;
-          if (view.filter !== undefined) entries = await filterInSlices(entries, matches(view.filter));
-          if (view.sort !== undefined) entries = await sortInSlices(entries, SORTS[view.sort]);
-          views.set(key, entries);
-          return entries;
-        })().finally(() => computing.delete(key));
-        computing.set(key, pending);
-      }
-      return pending;
+      return views.get(key) ?? views.fetch(key, { context: { index, view } }).then((entries) => {
+        // Only an aborted fetch gives nothing, and ignoreFetchAbort means none is.
+        if (entries === undefined) throw new Error(`the view ${view.key} was not computed`);
+        return entries;
+      });
     },
   };
 }
