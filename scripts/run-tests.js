@@ -28,7 +28,7 @@ function testFiles(dir, sourceDir) {
 }
 
 /** Folders whose suites depend on the store and so run on both SQLite and PostgreSQL. */
-const STORE_SUITES = ['dist/test/http', 'dist/test/storage', 'dist/test/dashboard'];
+const STORE_SUITES = ['dist/test/http', 'dist/test/storage', 'dist/test/dashboard', 'dist/test/webhooks'];
 
 function run(label, files, env) {
   console.log(`\n=== ${label}: ${files.length} test files`);

@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
+import { createWebhookDeliverer } from './webhooks/deliverer.js';
 import { drainServer } from './http/drain.js';
 import { Readiness, type ReadinessOptions } from './http/readiness.js';
 import { messageOf, OutageLog } from './core/outage-log.js';
@@ -32,6 +33,10 @@ export interface ServiceOptions {
   clusterWorker?: boolean;
   /** Tests: the readiness check's monotonic clock and time limit (http/readiness.ts). */
   readiness?: Pick<ReadinessOptions, 'now' | 'timeoutMs'>;
+  /** Tests: webhook deliveries happen only when the test calls `webhooks.tick()`, not on a timer. */
+  manualWebhooks?: boolean;
+  /** Names this instance in webhook leases (tests run two in one process). */
+  instanceId?: string;
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}) {
@@ -112,6 +117,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     try {
       const before = new Date(clock() - config.changeHistoryDays * 86_400_000).toISOString();
       const pruned = await store.feed.prune(before);
+      // D24: webhook attempts are kept 7 days.
+      await store.webhooks.pruneAttempts(new Date(clock() - 7 * 86_400_000).toISOString());
       pruneLog.succeeded();
       if (pruned > 0) logger.info({ pruned, before }, 'pruned the change history');
     } catch (error) {
@@ -182,6 +189,16 @@ export async function createService(config: Config, options: ServiceOptions = {}
   });
   apiServer = app.server;
 
+  // Webhook delivery (D24): every instance looks at the endpoints; one sends to each at a time.
+  const webhooks = createWebhookDeliverer({
+    store,
+    reads,
+    clock,
+    logger,
+    send: { allowPrivate: config.webhookAllowPrivate },
+    instanceId: options.instanceId,
+  });
+
   // The warm-up (readmodel/warm-up.ts): the indexes of the tenants read in the last hour, built
   // before the process reports ready, within WARMUP_TIMEOUT_MS and WARMUP_MAX_LISTINGS.
   const stopWarmUp = new AbortController();
@@ -224,6 +241,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     metrics,
     /** What GET /readyz answers, and why (http/readiness.ts). */
     readiness,
+    /** Webhook delivery (D24): started by `listen()`; tests drive it with `tick()`. */
+    webhooks,
     /** The warm-up started by `listen()`: resolves when it has ended (undefined when WARMUP_TIMEOUT_MS=0). */
     warmedUp: (): Promise<WarmUpResult | undefined> => warming,
     /** The port GET /metrics listens on (METRICS_PORT=0 picks one), once listening; undefined in a worker. */
@@ -243,6 +262,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       warming = warm();
       if (options.clusterWorker) await warming;
       const address = await app.listen({ port: config.port, host: config.host });
+      if (!options.manualWebhooks) webhooks.start();
       if (typeof config.dashboardPort === 'number') await dashboard?.listen();
       if (metricsModule !== undefined && metrics !== undefined && typeof config.metricsPort === 'number' && !options.clusterWorker) {
         metricsServer = await metricsModule.listenForScrapes(() => metrics.scrape(), config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
@@ -269,6 +289,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       // Metrics last, so that the drain can be watched; within what is left of the same limit.
       if (metricsServer !== undefined) await drainServer(metricsServer, Math.max(0, deadline - Date.now()));
       clearInterval(pruneTimer);
+      await webhooks.stop();
       await lastUsed.stop();
       await usage?.stop();
       await limiter.close?.();

@@ -9,7 +9,7 @@ import type { ApiKeyRecord, AuditEntry, Store } from '../storage/index.js';
  */
 export async function recordCliChange(
   store: Store,
-  change: Pick<AuditEntry, 'account_id' | 'at' | 'action'> & Partial<Pick<AuditEntry, 'country' | 'origin' | 'rate_limit_per_minute'>>,
+  change: Pick<AuditEntry, 'account_id' | 'at' | 'action'> & Partial<Pick<AuditEntry, 'country' | 'origin' | 'rate_limit_per_minute' | 'webhook_url'>>,
   key?: ApiKeyRecord,
 ): Promise<void> {
   await store.audit.record({

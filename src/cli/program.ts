@@ -110,6 +110,27 @@ function createProgram(context: CliContext): Command {
     .addHelpText('after', examples(`listings-api origin list --account ${EXAMPLE_ACCOUNT}`))
     .action(async (opts) => (await origins()).originList(opts));
 
+  const webhooks = () => import('./webhook-commands.js');
+  const webhook = program.command('webhook').description('manage webhook endpoints (signed messages when listings change, D24)');
+  webhook.command('add').description("register an endpoint; prints its id and signing secret")
+    .argument('<URL>', 'an https URL (http only for localhost)')
+    .requiredOption('--account <id>', 'account id').requiredOption('--country <cc>', 'country code').addOption(json())
+    .addHelpText('after', examples(`listings-api webhook add --account ${EXAMPLE_ACCOUNT} --country sg https://www.example.com/webhooks/listings`))
+    .action(async (url, opts) => (await webhooks()).webhookAdd(url, opts));
+  webhook.command('list').description("list an account's endpoints with their status").requiredOption('--account <id>', 'account id').addOption(json())
+    .addHelpText('after', examples(`listings-api webhook list --account ${EXAMPLE_ACCOUNT}`))
+    .action(async (opts) => (await webhooks()).webhookList(opts));
+  for (const [name, description, action] of [
+    ['remove', 'remove an endpoint and its delivery log', 'webhookRemove'],
+    ['test', 'send a webhook.test event now; prints the answer', 'webhookTest'],
+    ['enable', 'enable a disabled endpoint: delivery resumes from where it stopped', 'webhookEnable'],
+    ['rotate-secret', 'give an endpoint a new secret (the old one signs too for 24 hours); prints it', 'webhookRotateSecret'],
+  ] as const) {
+    webhook.command(name).description(description).argument('<ID>', "the endpoint's id (see webhook list)").addOption(json())
+      .addHelpText('after', examples(`listings-api webhook ${name} ${EXAMPLE_KEY_ID}`))
+      .action(async (id, opts) => (await webhooks())[action](id, opts));
+  }
+
   // Dashboard members: a password comes from stdin (its first line) when stdin is not a terminal
   // and not empty; otherwise, or with --generate-password, one is generated and printed once.
   const users = () => import('./user-commands.js');

@@ -47,6 +47,8 @@ export interface Config {
   changeHistoryDays: number;
   /** USAGE_COUNTING: count requests per key and keep failed requests for the dashboard (src/usage). */
   usageCounting: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may go to loopback and private addresses (local development and tests; D24). */
+  webhookAllowPrivate: boolean;
   /** How often the usage counts of this process are written, in one batch (USAGE_FLUSH_INTERVAL_MS). */
   usageFlushIntervalMs: number;
   /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST:METRICS_PORT (0: any free port), or `off`. */
@@ -95,6 +97,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     changeHistoryDays: integer(env, 'CHANGE_HISTORY_DAYS', 35, 30, 3650),
     usageCounting: boolean(env, 'USAGE_COUNTING', true),
+    webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     usageFlushIntervalMs: integer(env, 'USAGE_FLUSH_INTERVAL_MS', 5000, 100, 60_000),
     metricsPort: metricsPort(env),
     warmupTimeoutMs: integer(env, 'WARMUP_TIMEOUT_MS', 30_000, 0, 600_000),

@@ -434,6 +434,14 @@ function describe(entry: AuditEntry): SafeHtml {
       return html`allowed origin <code>${entry.origin}</code> for ${countryName(entry.country ?? '')}`;
     case 'origin.removed':
       return html`removed origin <code>${entry.origin}</code> for ${countryName(entry.country ?? '')}`;
+    case 'webhook.added':
+      return html`added webhook <code>${entry.webhook_url}</code> for ${countryName(entry.country ?? '')}`;
+    case 'webhook.removed':
+      return html`removed webhook <code>${entry.webhook_url}</code> for ${countryName(entry.country ?? '')}`;
+    case 'webhook.enabled':
+      return html`enabled webhook <code>${entry.webhook_url}</code>`;
+    case 'webhook.secret_rotated':
+      return html`rotated the secret of webhook <code>${entry.webhook_url}</code>`;
     default:
       return html`${entry.action}`;
   }

@@ -67,6 +67,16 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
   const removed = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
 
   return {
+    /**
+     * The cursor of a reader caught up now, at the tenant's `version`: where a new webhook endpoint
+     * starts (D24: it is told of changes committed after it was added), and where one resumes after
+     * the history it needed was pruned.
+     */
+    async endCursor(tenant: Tenant, version: number): Promise<string> {
+      const position: FeedPosition = { phase: 'log', seq: version, expiry: new Date(clock()).toISOString(), expiryId: '', updatedAt: '', afterId: '' };
+      return encodeCursor(await cursorSecret(), tenant, position);
+    },
+
     /** The JSON of one answer; `version` is the tenant's current version (where a snapshot hands over to the log). */
     async answer(tenant: Tenant, cursor: string | undefined, limit: number, version: number): Promise<string> {
       const key = await cursorSecret();

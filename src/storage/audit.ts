@@ -15,8 +15,8 @@ export function createAuditRepository(db: Kysely<Database>, write: Write) {
      * Records an entry under a time-ordered id, so that entries of the same millisecond keep their
      * order. `rate_limit_per_minute` only concerns `key.limit_changed` and may be left out.
      */
-    async record(entry: Omit<AuditEntry, 'id' | 'rate_limit_per_minute'> & { rate_limit_per_minute?: number | null }): Promise<void> {
-      await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), rate_limit_per_minute: null, ...entry }).execute());
+    async record(entry: Omit<AuditEntry, 'id' | 'rate_limit_per_minute' | 'webhook_url'> & { rate_limit_per_minute?: number | null; webhook_url?: string | null }): Promise<void> {
+      await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), rate_limit_per_minute: null, webhook_url: null, ...entry }).execute());
     },
     /** Newest first. */
     async listForAccount(accountId: string, limit: number): Promise<AuditEntry[]> {

@@ -9,6 +9,7 @@ import { createListingsRepository } from './listings.js';
 import { migrateToLatest } from './migrate.js';
 import type { ListenerHealth } from './pg-notifications.js';
 import { createOriginsRepository } from './origins.js';
+import { createWebhooksRepository } from './webhooks.js';
 import { createSessionsRepository, createSignInFailuresRepository } from './sessions.js';
 import { createUsageRepository } from './usage.js';
 import { createUsersRepository } from './users.js';
@@ -20,6 +21,7 @@ export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, OrderPos
 export { LISTING_DATA_COLUMNS } from './listings.js';
 export { compareD9, expiredAt, isActiveInTenant, isVisibleRow } from './visibility.js';
 export type { AllowedOrigin } from './origins.js';
+export type { PendingMessage, WebhookAttempt, WebhookEndpoint } from './webhooks.js';
 export type { AuditEntry } from './audit.js';
 export type { FormUse } from './forms.js';
 export type { DashboardSession, SignInFailure } from './sessions.js';
@@ -89,6 +91,8 @@ export function openStore(url: string, options: StoreOptions = {}) {
     forms: createFormsRepository(db, write),
     /** Usage per key and the failed-request ring (src/usage): written in batches, read by the dashboard; no change recorded. */
     usage: createUsageRepository(db, write),
+    /** Webhook endpoints, their delivery state and attempts (D24): no change recorded either. */
+    webhooks: createWebhooksRepository(db, write),
     /** The versions of keys and origins (D4) and of each tenant's listings, kept current (changes.ts). */
     changes: watcher ?? inert,
     /** One write transaction with its changes recorded, waiting its turn without blocking (write.ts). */

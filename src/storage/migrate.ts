@@ -9,6 +9,7 @@ import * as usage from './migrations/007_usage.js';
 import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
 import * as listingBody from './migrations/009_listing_body.js';
 import * as failedRequestReason from './migrations/010_failed_request_reason.js';
+import * as webhooks from './migrations/011_webhooks.js';
 import type { Database } from './schema.js';
 
 /**
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008_covering_order_index': coveringOrderIndex,
   '009_listing_body': listingBody,
   '010_failed_request_reason': failedRequestReason,
+  '011_webhooks': webhooks,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -22,6 +22,8 @@ export interface Database {
   store_secrets: StoreSecretsTable;
   api_usage: ApiUsageTable;
   api_failed_requests: ApiFailedRequestsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_attempts: WebhookAttemptsTable;
   /** A temporary table of the connection that runs an import (see import/import.ts). */
   import_staging: ImportStagingTable;
 }
@@ -137,7 +139,17 @@ export interface DashboardSessionsTable {
   expires_at: string;
 }
 
-export type AuditAction = 'key.created' | 'key.relabelled' | 'key.revoked' | 'key.limit_changed' | 'origin.added' | 'origin.removed';
+export type AuditAction =
+  | 'key.created'
+  | 'key.relabelled'
+  | 'key.revoked'
+  | 'key.limit_changed'
+  | 'origin.added'
+  | 'origin.removed'
+  | 'webhook.added'
+  | 'webhook.removed'
+  | 'webhook.enabled'
+  | 'webhook.secret_rotated';
 
 /** Who did what to which key or origin, and when. Never a full key (D20). */
 export interface DashboardAuditTable {
@@ -157,6 +169,8 @@ export interface DashboardAuditTable {
   origin: string | null;
   /** `key.limit_changed`: the new per-minute limit (migration 003); null for other actions. */
   rate_limit_per_minute: number | null;
+  /** `webhook.*`: the endpoint's URL (migration 011); null for other actions. */
+  webhook_url: string | null;
 }
 
 /** Failed sign-ins, for throttling across instances. */
@@ -223,4 +237,46 @@ export interface ApiFailedRequestsTable {
   reason: string | null;
   /** The client's address (Fastify's `request.ip`, redacted like the path); null before migration 010. */
   client_ip: string | null;
+}
+
+/** A webhook endpoint (D24, migration 011). Times are ISO text; `enabled` is 0 or 1. */
+export interface WebhookEndpointsTable {
+  id: string;
+  account_id: string;
+  country: string;
+  url: string;
+  /** `whsec_...`: stored so that it can sign; never logged or sent anywhere but to its owner. */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  enabled: number;
+  created_at: string;
+  /** Where delivery has got to in the change history: a change-feed cursor (D22). */
+  position: string;
+  failing_since: string | null;
+  next_attempt_at: string | null;
+  message_id: string | null;
+  message_type: string | null;
+  message_body: string | null;
+  message_ids: number | null;
+  /** The position once the message is delivered. */
+  message_end: string | null;
+  /** Attempts made of the current message. */
+  attempt: number;
+  lease_owner: string | null;
+  lease_until: string | null;
+}
+
+/** One delivery attempt (D24), kept 7 days. */
+export interface WebhookAttemptsTable {
+  id: string;
+  endpoint_id: string;
+  at: string;
+  message_id: string;
+  message_type: string;
+  ids: number;
+  attempt: number;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
 }

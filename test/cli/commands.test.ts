@@ -518,6 +518,8 @@ describe('help: required options marked, an example for every command; usage err
     ['key create', ['--account', '--country', '--label']], ['key list', ['--account']], ['key revoke', []], ['key set-limit', []],
     ['origin add', ['--account', '--country']], ['origin remove', ['--account', '--country']], ['origin list', ['--account']],
     ['user create', ['--account', '--email']], ['user list', ['--account']], ['user set-password', ['--email']],
+    ['webhook add', ['--account', '--country']], ['webhook list', ['--account']], ['webhook remove', []], ['webhook test', []],
+    ['webhook enable', []], ['webhook rotate-secret', []],
     ['import', []],
   ];
 

@@ -1,0 +1,135 @@
+import type { Kysely } from '#kysely';
+import { timeOrderedId } from './audit.js';
+import type { Database, WebhookAttemptsTable, WebhookEndpointsTable } from './schema.js';
+import type { Write } from './write.js';
+
+export type WebhookEndpoint = WebhookEndpointsTable;
+export type WebhookAttempt = WebhookAttemptsTable;
+
+/** D24: at most this many endpoints per account and country. */
+export const MAX_WEBHOOKS_PER_TENANT = 10;
+
+/** A message kept whole before its first attempt, so that every retry sends the same id and body. */
+export interface PendingMessage {
+  id: string;
+  type: string;
+  body: string;
+  ids: number;
+  /** The endpoint's position once it is delivered. */
+  end: string;
+}
+
+export const pendingMessageOf = (e: WebhookEndpoint): PendingMessage | undefined =>
+  e.message_id === null ? undefined : { id: e.message_id, type: e.message_type!, body: e.message_body!, ids: e.message_ids ?? 0, end: e.message_end! };
+
+/**
+ * Webhook endpoints and their attempts (D24). An instance sends to an endpoint only while it holds
+ * its lease: a conditional UPDATE that succeeds for one instance at a time, on SQLite and
+ * PostgreSQL alike (the same effect as `FOR UPDATE SKIP LOCKED`, without holding a transaction open
+ * across the HTTP attempt). Every step of a delivery is written under the lease, so an instance
+ * whose lease ran out (it stalled, or died) changes nothing after another one took over.
+ */
+export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
+  const leased = (id: string, owner: string) => (tx: Kysely<Database>) => tx.updateTable('webhook_endpoints').where('id', '=', id).where('lease_owner', '=', owner);
+  return {
+    /** Adds an endpoint; false when the account has MAX_WEBHOOKS_PER_TENANT in that country already. */
+    async add(endpoint: WebhookEndpoint): Promise<boolean> {
+      return write(async (tx) => {
+        const { n } = await tx
+          .selectFrom('webhook_endpoints')
+          .select((eb) => eb.fn.countAll<number | string>().as('n'))
+          .where('account_id', '=', endpoint.account_id)
+          .where('country', '=', endpoint.country)
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= MAX_WEBHOOKS_PER_TENANT) return false;
+        await tx.insertInto('webhook_endpoints').values(endpoint).execute();
+        return true;
+      });
+    },
+    async get(id: string): Promise<WebhookEndpoint | undefined> {
+      return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+    async listForAccount(accountId: string): Promise<WebhookEndpoint[]> {
+      return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('country').orderBy('created_at').orderBy('id').execute();
+    },
+    /** Enabled endpoints (what the deliverer looks at): a handful of columns, never the secrets. */
+    async enabled(): Promise<Array<Pick<WebhookEndpoint, 'id' | 'account_id' | 'country' | 'next_attempt_at' | 'message_id' | 'lease_until'>>> {
+      return db.selectFrom('webhook_endpoints').select(['id', 'account_id', 'country', 'next_attempt_at', 'message_id', 'lease_until']).where('enabled', '=', 1).execute();
+    },
+    /** Removes an endpoint and its attempts; false when there was none. */
+    async remove(id: string): Promise<boolean> {
+      return write(async (tx) => {
+        const result = await tx.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst();
+        await tx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
+        return result.numDeletedRows > 0n;
+      });
+    },
+    /** Enabled again: delivery resumes from its position, the message it was sending first, at once. */
+    async enable(id: string): Promise<boolean> {
+      const result = await write((tx) =>
+        tx.updateTable('webhook_endpoints').set({ enabled: 1, failing_since: null, next_attempt_at: null, attempt: 0 }).where('id', '=', id).executeTakeFirst());
+      return result.numUpdatedRows > 0n;
+    },
+    /** The new secret signs from now on; the old one too, until `previousUntil`. */
+    async rotateSecret(id: string, secret: string, previousUntil: string): Promise<boolean> {
+      return write(async (tx) => {
+        const row = await tx.selectFrom('webhook_endpoints').select('secret').where('id', '=', id).executeTakeFirst();
+        if (row === undefined) return false;
+        await tx.updateTable('webhook_endpoints').set({ secret, previous_secret: row.secret, previous_secret_until: previousUntil }).where('id', '=', id).execute();
+        return true;
+      });
+    },
+
+    /** Takes the endpoint's lease until `until` if nobody holds it (or it ran out at `now`); the endpoint, or undefined. */
+    async takeLease(id: string, owner: string, now: string, until: string): Promise<WebhookEndpoint | undefined> {
+      return write(async (tx) => {
+        const result = await tx
+          .updateTable('webhook_endpoints')
+          .set({ lease_owner: owner, lease_until: until })
+          .where('id', '=', id)
+          .where('enabled', '=', 1)
+          .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return undefined;
+        return tx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+      });
+    },
+    async releaseLease(id: string, owner: string): Promise<void> {
+      await write((tx) => leased(id, owner)(tx).set({ lease_owner: null, lease_until: null }).execute());
+    },
+    /** Keeps the message about to be sent (before its first attempt); false when the lease was lost. */
+    async keepMessage(id: string, owner: string, message: PendingMessage): Promise<boolean> {
+      const result = await write((tx) =>
+        leased(id, owner)(tx)
+          .set({ message_id: message.id, message_type: message.type, message_body: message.body, message_ids: message.ids, message_end: message.end })
+          .executeTakeFirst());
+      return result.numUpdatedRows > 0n;
+    },
+    /** The message was delivered: the position moves past it, and the endpoint is healthy. */
+    async delivered(id: string, owner: string, end: string): Promise<void> {
+      const noMessage = { message_id: null, message_type: null, message_body: null, message_ids: null, message_end: null };
+      await write((tx) => leased(id, owner)(tx).set({ position: end, ...noMessage, attempt: 0, failing_since: null, next_attempt_at: null }).execute());
+    },
+    /** An attempt failed: the next one at `nextAt`, or none (`disable`) after a day of failures. */
+    async failed(id: string, owner: string, change: { attempt: number; nextAt: string; failingSince: string; disable: boolean }): Promise<void> {
+      await write((tx) =>
+        leased(id, owner)(tx)
+          .set({ attempt: change.attempt, next_attempt_at: change.nextAt, failing_since: change.failingSince, enabled: change.disable ? 0 : 1 })
+          .execute());
+    },
+    async recordAttempt(attempt: Omit<WebhookAttempt, 'id'>): Promise<void> {
+      await write((tx) => tx.insertInto('webhook_attempts').values({ id: timeOrderedId(Date.parse(attempt.at)), ...attempt }).execute());
+    },
+    /** Newest first. */
+    async attempts(endpointId: string, limit: number): Promise<WebhookAttempt[]> {
+      return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId).orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    },
+    /** Forgets attempts made before `before` (D24 keeps them 7 days). */
+    async pruneAttempts(before: string): Promise<number> {
+      const result = await write((tx) => tx.deleteFrom('webhook_attempts').where('at', '<', before).executeTakeFirst());
+      return Number(result.numDeletedRows);
+    },
+  };
+}
+
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { ApiError } from '../core/api-error.js';
+import type { Clock } from '../core/clock.js';
+import type { Country } from '../core/countries.js';
+import { tenantOf, type Tenant } from '../core/tenant.js';
+import { createFeed } from '../readmodel/feed.js';
+import type { ListingReads } from '../readmodel/index.js';
+import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
+import { pendingMessageOf } from '../storage/webhooks.js';
+import { sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { signatureHeaders } from './signature.js';
+
+/** D24: ids per message at most. */
+export const MAX_IDS_PER_MESSAGE = 1000;
+/** D24: the waits before each retry of a message; the last repeats. */
+export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000] as const;
+/** D24: an endpoint failing this long is disabled. */
+export const DISABLE_AFTER_MS = 24 * 3600_000;
+/** D24: after a rotation, the previous secret signs this long too. */
+export const PREVIOUS_SECRET_MS = 24 * 3600_000;
+/** How often enabled endpoints are looked at: changes of about this long are gathered into one message. */
+export const TICK_MS = 1000;
+/** An instance sends to an endpoint for at most this long before another may take over (longer than an attempt's 10 s). */
+const LEASE_MS = 30_000;
+/** Endpoints delivered to at once by one instance: a slow endpoint holds one of these, never the others. */
+const CONCURRENCY = 8;
+
+export type DeliveryOutcome = 'delivered' | 'failed' | 'disabled';
+
+export interface DelivererOptions {
+  store: Store;
+  reads: ListingReads;
+  clock: Clock;
+  logger: FastifyBaseLogger;
+  send: Pick<SendOptions, 'allowPrivate' | 'resolve' | 'timeoutMs'>;
+  /** Names this instance in leases. */
+  instanceId?: string;
+  onAttempt?: (outcome: DeliveryOutcome) => void;
+}
+
+/** What this instance last found for an endpoint: nothing new at that version until that time. */
+interface Checked {
+  version: number;
+  until: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const ok = (outcome: Outcome) => outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+
+/** The secrets that sign at `now`: the endpoint's, and the previous one for a day after a rotation (D24). */
+function signingSecrets(endpoint: WebhookEndpoint, now: number): string[] {
+  const previous = endpoint.previous_secret !== null && endpoint.previous_secret_until !== null && endpoint.previous_secret_until > iso(now);
+  return previous ? [endpoint.secret, endpoint.previous_secret!] : [endpoint.secret];
+}
+
+/** One attempt of a message to an endpoint, recorded in its delivery log. */
+async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message: Pick<PendingMessage, 'id' | 'type' | 'body' | 'ids'>, number: number, now: number, send: SendOptions): Promise<Outcome> {
+  const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
+  const outcome = await sendAttempt(endpoint.url, headers, message.body, send);
+  await store.webhooks.recordAttempt({
+    endpoint_id: endpoint.id,
+    at: iso(now),
+    message_id: message.id,
+    message_type: message.type,
+    ids: message.ids,
+    attempt: number,
+    status: outcome.status ?? null,
+    error: ok(outcome) ? null : (outcome.error ?? `HTTP ${outcome.status}`).slice(0, 300),
+    duration_ms: outcome.durationMs,
+  });
+  return outcome;
+}
+
+/** The message body of a test event (D24). */
+export const testEventBody = (country: string, at: number) => JSON.stringify({ type: 'webhook.test', timestamp: iso(at), data: { country } });
+
+/**
+ * Webhook delivery (D24). Each endpoint's position in the change history is the only state: a
+ * message covers the change-feed events after it (D22's, an expiry passing included), is kept whole
+ * before its first attempt, and the position moves past it only on a 2xx. Every TICK_MS the
+ * enabled endpoints are looked at; one is read from the history only when its tenant's version
+ * moved or an expiry it shows has come (the read model knows both), so idle endpoints cost no
+ * query. Sends go out under the endpoint's lease (storage/webhooks.ts), at most CONCURRENCY at once.
+ */
+export function createWebhookDeliverer(options: DelivererOptions) {
+  const { store, reads, clock, logger } = options;
+  const owner = options.instanceId ?? randomUUID();
+  // The feed's events without their listings: a message names ids only.
+  const feed = createFeed(store, clock, () => 'null');
+  const checked = new Map<string, Checked>();
+  const inFlight = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let ticking: Promise<void> | undefined;
+
+  /** The next message from the endpoint's position, or undefined when nothing changed since. */
+  async function nextMessage(endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<(PendingMessage & { more: boolean }) | undefined> {
+    const now = clock();
+    let text: string;
+    try {
+      text = await feed.answer(tenant, endpoint.position, MAX_IDS_PER_MESSAGE, version);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.reason === 'bad_cursor')) throw error;
+      // The history after its position was pruned (it was disabled a long time): re-read everything.
+      const body = JSON.stringify({ type: 'listings.resync', timestamp: iso(now), data: { country: endpoint.country } });
+      return { id: `msg_${randomUUID()}`, type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
+    }
+    const answer = JSON.parse(text) as { items: Array<{ type: string; id: string }>; next_cursor: string; has_more: boolean };
+    if (answer.items.length === 0) return undefined;
+    // Each id once, by its latest event in the message.
+    const latest = new Map<string, string>();
+    for (const item of answer.items) {
+      latest.delete(item.id);
+      latest.set(item.id, item.type);
+    }
+    const upserted = [...latest].filter(([, type]) => type === 'listing.upserted').map(([id]) => id);
+    const removed = [...latest].filter(([, type]) => type !== 'listing.upserted').map(([id]) => id);
+    const body = JSON.stringify({ type: 'listings.changed', timestamp: iso(now), data: { country: endpoint.country, upserted, removed } });
+    return { id: `msg_${randomUUID()}`, type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
+  }
+
+  /** One attempt of the endpoint's message; records it and moves the endpoint on. */
+  async function attempt(endpoint: WebhookEndpoint, message: PendingMessage): Promise<void> {
+    const started = clock();
+    const number = endpoint.attempt + 1;
+    const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
+    if (ok(outcome)) {
+      await store.webhooks.delivered(endpoint.id, owner, message.end);
+      options.onAttempt?.('delivered');
+      return;
+    }
+    const failingSince = endpoint.failing_since ?? iso(started);
+    const disable = started - Date.parse(failingSince) >= DISABLE_AFTER_MS;
+    const delay = RETRY_DELAYS_MS[Math.min(number - 1, RETRY_DELAYS_MS.length - 1)]!;
+    await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(started + delay), failingSince, disable });
+    options.onAttempt?.(disable ? 'disabled' : 'failed');
+    // The URL is the endpoint owner's; the secret and the body never go to the log.
+    logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, disabled: disable }, 'webhook attempt failed');
+  }
+
+  /** Delivers to one endpoint if it is due and nobody else is sending to it. */
+  async function deliver(id: string): Promise<void> {
+    const now = clock();
+    const endpoint = await store.webhooks.takeLease(id, owner, iso(now), iso(now + LEASE_MS));
+    if (endpoint === undefined) return;
+    try {
+      let message = pendingMessageOf(endpoint);
+      if (message === undefined) {
+        const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
+        const version = store.changes.tenantVersion(tenant.key);
+        const until = await reads.soonestExpiry(tenant);
+        const next = await nextMessage(endpoint, tenant, version);
+        // Nothing new until the version moves or the next expiry comes (more pending: look again next tick).
+        if (next?.more !== true) checked.set(id, { version, until });
+        if (next === undefined) return;
+        if (!(await store.webhooks.keepMessage(id, owner, next))) return;
+        message = next;
+      } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
+        return;
+      }
+      await attempt(endpoint, message);
+    } finally {
+      await store.webhooks.releaseLease(id, owner);
+    }
+  }
+
+  /** Looks at every enabled endpoint once, and starts the deliveries that are due. */
+  async function tick(): Promise<void> {
+    const now = clock();
+    const nowIso = iso(now);
+    const started: Array<Promise<void>> = [];
+    for (const e of await store.webhooks.enabled()) {
+      if (inFlight.size >= CONCURRENCY) break;
+      if (inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
+      const due = e.message_id !== null
+        ? e.next_attempt_at === null || e.next_attempt_at <= nowIso
+        : isNew(e.id, e.account_id, e.country, now);
+      if (!due) continue;
+      inFlight.add(e.id);
+      started.push(
+        deliver(e.id)
+          .catch((error: unknown) => logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed'))
+          .finally(() => inFlight.delete(e.id)),
+      );
+    }
+    await Promise.all(started);
+  }
+
+  function isNew(id: string, accountId: string, country: string, now: number): boolean {
+    const last = checked.get(id);
+    return last === undefined || last.version !== store.changes.tenantVersion(tenantOf(accountId, country as Country).key) || now >= last.until;
+  }
+
+  return {
+    /** One look at every endpoint, awaiting the deliveries it starts (tests drive delivery with it). */
+    tick: (): Promise<void> => (ticking ??= tick().finally(() => (ticking = undefined))),
+    start(): void {
+      timer ??= setInterval(() => {
+        // A tick still running (a slow endpoint) is not started twice.
+        if (ticking === undefined) void this.tick().catch((error: unknown) => logger.warn({ err: error }, 'webhook tick failed'));
+      }, TICK_MS);
+      timer.unref();
+    },
+    async stop(): Promise<void> {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      await ticking;
+    },
+  };
+}
+
+export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
+
+/** A test event (D24): sent once, now, to the endpoint, and recorded like any attempt. */
+export async function sendTestEvent(store: Store, endpoint: WebhookEndpoint, now: number, send: SendOptions): Promise<Outcome & { messageId: string }> {
+  const message = { id: `msg_${randomUUID()}`, type: 'webhook.test', body: testEventBody(endpoint.country, now), ids: 0 };
+  return { ...(await attemptAndRecord(store, endpoint, message, 1, now, send)), messageId: message.id };
+}

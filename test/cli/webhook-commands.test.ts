@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
+
+/** `webhook add | list | remove | test | enable | rotate-secret` (D24): --json, exit codes, one-line errors, audit. */
+describe('webhook commands (D24)', () => {
+  let db: CliDatabase;
+  let account: string;
+  const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+  let status = 204;
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => void (body += c.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(status).end();
+    });
+  });
+  let url = '';
+
+  before(async () => {
+    db = tempDatabase();
+    account = okJson(await db.call(['account', 'create', '--name', 'Hooks Ltd', '--json'])).id;
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  });
+  after(async () => {
+    db.remove();
+    await new Promise((resolve) => receiver.close(resolve));
+  });
+
+  it('add prints the id and the signing secret; list shows it enabled; both audited', async () => {
+    const added = okJson(db.run(['webhook', 'add', '--account', account, '--country', 'sg', url, '--json']));
+    assert.deepEqual(Object.keys(added).sort(), ['country', 'id', 'secret', 'url']);
+    assert.match(added.id, UUID);
+    assert.match(added.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal(added.url, url);
+    const listed = okJson(await db.call(['webhook', 'list', '--account', account, '--json']));
+    assert.equal(listed.webhooks.length, 1);
+    assert.deepEqual({ id: listed.webhooks[0].id, url: listed.webhooks[0].url, country: 'sg', status: listed.webhooks[0].status }, { id: added.id, url, country: 'sg', status: 'enabled' });
+    assert.equal(JSON.stringify(listed).includes(added.secret), false, 'list never shows the secret');
+    const audit = rows<{ action: string; webhook_url: string }>(db.file, "SELECT action, webhook_url FROM dashboard_audit WHERE action LIKE 'webhook.%'");
+    assert.deepEqual(audit, [{ action: 'webhook.added', webhook_url: url }]);
+  });
+
+  it('refuses each URL rule with one line naming the problem, writing nothing', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['http://example.com/hook', /use https/],
+      ['https://user:pw@example.com/hook', /user name or password/],
+      ['https://example.com/hook#x', /fragment/],
+      ['example.com/hook', /not an absolute URL/],
+    ];
+    for (const [bad, pattern] of cases) fails(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', bad]), 1, [pattern], bad);
+    fails(await db.call(['webhook', 'add', '--account', account, '--country', 'xx', url]), 1, [/unknown country "xx"/]);
+    assert.equal(rows(db.file, 'SELECT id FROM webhook_endpoints').length, 1);
+  });
+
+  it('at most 10 endpoints per account and country', async () => {
+    for (let i = 1; i < 10; i++) okJson(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', `${url}/${i}`, '--json']));
+    fails(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', `${url}/11`]), 1, [/10 webhook endpoints in sg already/]);
+    okJson(await db.call(['webhook', 'add', '--account', account, '--country', 'my', `${url}/my`, '--json']));
+  });
+
+  it('test sends a signed webhook.test event and prints the answer; a failed one exits 1 with the reason', async () => {
+    const [first] = okJson(await db.call(['webhook', 'list', '--account', account, '--json'])).webhooks;
+    const secret = rows<{ secret: string }>(db.file, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
+    const sent = okJson(await db.call(['webhook', 'test', first.id, '--json'], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }));
+    assert.equal(sent.delivered, true);
+    assert.equal(sent.status, 204);
+    const message = received.at(-1)!;
+    const verified = new Webhook(secret).verify(message.body, message.headers as Record<string, string>) as { type: string; data: unknown };
+    assert.equal(verified.type, 'webhook.test');
+    assert.deepEqual(verified.data, { country: first.country });
+    fails(await db.call(['webhook', 'test', first.id]), 1, [/not delivered/, /refused: 127\.0\.0\.1/], 'without WEBHOOK_ALLOW_PRIVATE');
+    status = 500;
+    fails(await db.call(['webhook', 'test', first.id], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }), 1, [/not delivered/, /HTTP 500/]);
+    status = 204;
+    const attempts = rows<{ message_type: string; status: number | null }>(db.file, 'SELECT message_type, status FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
+    assert.deepEqual(attempts.map((a) => a.status), [204, null, 500]);
+  });
+
+  it('rotate-secret prints a new secret; both sign for a day', async () => {
+    const [first] = okJson(await db.call(['webhook', 'list', '--account', account, '--json'])).webhooks;
+    const before = rows<{ secret: string }>(db.file, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
+    const rotated = okJson(await db.call(['webhook', 'rotate-secret', first.id, '--json']));
+    assert.notEqual(rotated.secret, before);
+    okJson(await db.call(['webhook', 'test', first.id, '--json'], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }));
+    const message = received.at(-1)!;
+    assert.ok(new Webhook(rotated.secret).verify(message.body, message.headers as Record<string, string>));
+    assert.ok(new Webhook(before).verify(message.body, message.headers as Record<string, string>));
+  });
+
+  it('enable, remove; unknown or malformed ids are one-line errors', async () => {
+    const [first] = okJson(await db.call(['webhook', 'list', '--account', account, '--json'])).webhooks;
+    assert.deepEqual(okJson(await db.call(['webhook', 'enable', first.id, '--json'])), { id: first.id, status: 'enabled' });
+    assert.deepEqual(okJson(await db.call(['webhook', 'remove', first.id, '--json'])), { id: first.id, removed: true });
+    fails(await db.call(['webhook', 'remove', first.id]), 1, [/no webhook endpoint with id/]);
+    fails(await db.call(['webhook', 'enable', 'nope']), 1, [/webhook id "nope" is not a UUID/]);
+    assert.match(okText(await db.call(['webhook', 'list', '--account', account])), /ID\s+COUNTRY\s+STATUS\s+URL/);
+    const actions = rows<{ action: string }>(db.file, "SELECT action FROM dashboard_audit WHERE action LIKE 'webhook.%' ORDER BY id").map((r) => r.action);
+    assert.deepEqual([...new Set(actions)].sort(), ['webhook.added', 'webhook.enabled', 'webhook.removed', 'webhook.secret_rotated']);
+  });
+});

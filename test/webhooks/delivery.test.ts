@@ -1,0 +1,300 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { sendAttempt } from '../../src/webhooks/send.js';
+import { addWebhook } from '../../src/webhooks/endpoints.js';
+import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
+import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+
+/**
+ * Webhook delivery (D24) through the real service on the suite's store, to a real HTTP receiver
+ * on loopback (WEBHOOK_ALLOW_PRIVATE=1). The deliverer is driven by `tick()` and the injected
+ * clock: no sleeps.
+ */
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A receiver that records every message and answers with `answer()` (a status, or 'hang'). */
+async function startReceiver() {
+  const received: Received[] = [];
+  let answer: () => number | 'hang' = () => 204;
+  const hanging: Array<() => void> = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => void (body += c.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      const status = answer();
+      if (status === 'hang') return void hanging.push(() => res.destroy());
+      res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ignored');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    received,
+    url: `http://127.0.0.1:${port}/hooks/listings`,
+    answerWith(next: () => number | 'hang') {
+      answer = next;
+    },
+    async close() {
+      for (const end of hanging) end();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+const payload = (r: Received) => JSON.parse(r.body) as { type: string; timestamp: string; data: { country: string; upserted: string[]; removed: string[] } };
+const id = (n: number) => `d0000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+
+describe('webhook delivery (D24)', () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  let accountId: string;
+
+  before(async () => {
+    // The clock starts at the real time: receivers (standardwebhooks) check the timestamp against theirs.
+    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+  });
+  after(async () => {
+    await server?.close();
+  });
+  beforeEach(async () => {
+    receiver = await startReceiver();
+    accountId = await server.createAccount();
+  });
+  afterEach(async () => {
+    await receiver.close();
+  });
+
+  const add = async (url = receiver.url) => addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url });
+  const tick = () => server.service.webhooks.tick();
+
+  it('a change after the endpoint was added is one signed message; nothing before it, nothing twice', async () => {
+    await server.addListings(accountId, [{ id: id(1) }]);
+    const endpoint = await add();
+    await tick();
+    assert.equal(receiver.received.length, 0, 'a new endpoint starts at the end of the history');
+
+    await server.addListings(accountId, [{ id: id(2) }, { id: id(3) }]);
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    const [message] = receiver.received;
+    assert.deepEqual(new Webhook(endpoint.secret).verify(message!.body, message!.headers as Record<string, string>), payload(message!));
+    assert.match(String(message!.headers['webhook-id']), /^msg_[0-9a-f-]{36}$/);
+    assert.equal(message!.headers['content-type'], 'application/json');
+    const { type, data } = payload(message!);
+    assert.equal(type, 'listings.changed');
+    assert.deepEqual({ ...data, upserted: [...data.upserted].sort() }, { country: 'sg', upserted: [id(2), id(3)], removed: [] });
+
+    await tick();
+    assert.equal(receiver.received.length, 1, 'the position moved past the delivered message');
+    const [attempt] = await server.service.store.webhooks.attempts(endpoint.id, 10);
+    assert.equal(attempt!.status, 204);
+    assert.equal(attempt!.ids, 2);
+  });
+
+  it('a listing that stops being visible is removed; one id in one list, by its latest change', async () => {
+    await add();
+    await server.addListings(accountId, [{ id: id(11) }]);
+    await server.addListings(accountId, [{ id: id(11), status: 'leased' }]);
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    assert.deepEqual(payload(receiver.received[0]!).data, { country: 'sg', upserted: [], removed: [id(11)] });
+  });
+
+  it('an expiry passing is a removal at its instant, with no write', async () => {
+    const expiry = new Date(server.clock.now() + 60_000).toISOString();
+    await server.addListings(accountId, [{ id: id(21), expiry_date: expiry }]);
+    await add();
+    await tick();
+    assert.equal(receiver.received.length, 0);
+    server.clock.advance(61_000);
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    assert.deepEqual(payload(receiver.received[0]!).data.removed, [id(21)]);
+  });
+
+  it('2,500 new listings: messages of at most 1,000 ids, in order, every id once', async () => {
+    await add();
+    const listings = Array.from({ length: 2500 }, (_, i) => ({ id: id(1000 + i) }));
+    await server.addListings(accountId, listings);
+    for (let i = 0; i < 5; i++) await tick();
+    const messages = receiver.received.map(payload);
+    assert.equal(messages.length, 3);
+    assert.deepEqual(messages.map((m) => m.data.upserted.length), [1000, 1000, 500]);
+    assert.deepEqual(new Set(messages.flatMap((m) => m.data.upserted)).size, 2500);
+  });
+
+  it('a failing endpoint gets the same message again on the retry schedule; a 3xx is not followed; then it recovers', async () => {
+    const endpoint = await add();
+    await server.addListings(accountId, [{ id: id(31) }]);
+    receiver.answerWith(() => 500);
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    let row = (await server.service.store.webhooks.get(endpoint.id))!;
+    assert.equal(row.attempt, 1);
+    assert.notEqual(row.failing_since, null);
+    assert.equal(Date.parse(row.next_attempt_at!) - Date.parse(row.failing_since!), RETRY_DELAYS_MS[0]);
+
+    await tick();
+    assert.equal(receiver.received.length, 1, 'not before its time');
+    server.clock.advance(RETRY_DELAYS_MS[0]);
+    receiver.answerWith(() => 302);
+    await server.addListings(accountId, [{ id: id(32) }]);
+    await tick();
+    assert.equal(receiver.received.length, 2, 'the redirect was not followed');
+    assert.equal(receiver.received[1]!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
+    assert.equal(receiver.received[1]!.body, receiver.received[0]!.body, 'the same message, not one with the later change');
+    assert.notEqual(receiver.received[1]!.headers['webhook-timestamp'], undefined);
+
+    server.clock.advance(RETRY_DELAYS_MS[1]);
+    receiver.answerWith(() => 200);
+    await tick();
+    assert.equal(receiver.received.length, 3);
+    row = (await server.service.store.webhooks.get(endpoint.id))!;
+    assert.equal(row.failing_since, null);
+    assert.equal(row.attempt, 0);
+    await tick();
+    assert.equal(receiver.received.length, 4, 'then the next change');
+    assert.deepEqual(payload(receiver.received[3]!).data.upserted, [id(32)]);
+    const attempts = await server.service.store.webhooks.attempts(endpoint.id, 10);
+    assert.deepEqual(attempts.map((a) => a.status).reverse(), [500, 302, 200, 200]);
+  });
+
+  it('after a day of failures the endpoint is disabled; enable resumes from its position with the same message', async () => {
+    const endpoint = await add();
+    await server.addListings(accountId, [{ id: id(41) }]);
+    receiver.answerWith(() => 503);
+    for (let elapsed = 0; elapsed <= DISABLE_AFTER_MS; elapsed += RETRY_DELAYS_MS.at(-1)!) {
+      await tick();
+      server.clock.advance(RETRY_DELAYS_MS.at(-1)!);
+    }
+    await tick();
+    const row = (await server.service.store.webhooks.get(endpoint.id))!;
+    assert.equal(row.enabled, 0, 'disabled');
+    const sent = receiver.received.length;
+    server.clock.advance(RETRY_DELAYS_MS.at(-1)!);
+    await tick();
+    assert.equal(receiver.received.length, sent, 'a disabled endpoint gets nothing');
+
+    receiver.answerWith(() => 200);
+    assert.equal(await server.service.store.webhooks.enable(endpoint.id), true);
+    await tick();
+    assert.equal(receiver.received.length, sent + 1);
+    assert.equal(receiver.received.at(-1)!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
+  });
+
+  it('an instance that dies mid-delivery is taken over after its lease, with the same message', async () => {
+    const endpoint = await add();
+    const { store } = server.service;
+    const now = server.clock.now();
+    // Another instance took the lease and kept its message, then died before sending it.
+    assert.ok(await store.webhooks.takeLease(endpoint.id, 'dead-instance', new Date(now).toISOString(), new Date(now + 30_000).toISOString()));
+    const body = JSON.stringify({ type: 'listings.changed', timestamp: new Date(now).toISOString(), data: { country: 'sg', upserted: [id(51)], removed: [] } });
+    assert.equal(await store.webhooks.keepMessage(endpoint.id, 'dead-instance', { id: 'msg_taken-over', type: 'listings.changed', body, ids: 1, end: endpoint.position }), true);
+    assert.equal(await store.webhooks.takeLease(endpoint.id, 'another', new Date(now).toISOString(), new Date(now + 30_000).toISOString()), undefined, 'one sender at a time');
+    await tick();
+    assert.equal(receiver.received.length, 0, 'not while the lease holds');
+    server.clock.advance(30_000);
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    assert.equal(receiver.received[0]!.headers['webhook-id'], 'msg_taken-over');
+    assert.equal(receiver.received[0]!.body, body);
+  });
+
+  it('two instances on one database: each change in one message, never sent by both at once', async () => {
+    const other = await startTestServer({ DATABASE_URL: server.databaseUrl, WEBHOOK_ALLOW_PRIVATE: '1' }, server.clock, { manualWebhooks: true });
+    try {
+      let open = 0;
+      let most = 0;
+      receiver.answerWith(() => {
+        most = Math.max(most, ++open);
+        setImmediate(() => open--);
+        return 200;
+      });
+      await add();
+      for (let round = 0; round < 4; round++) {
+        await server.addListings(accountId, [{ id: id(70 + round) }]);
+        await Promise.all([tick(), other.service.webhooks.tick(), tick(), other.service.webhooks.tick()]);
+      }
+      for (let i = 0; i < 3; i++) await Promise.all([tick(), other.service.webhooks.tick()]);
+      const ids = receiver.received.flatMap((r) => payload(r).data.upserted);
+      assert.deepEqual([...ids].sort(), [id(70), id(71), id(72), id(73)], 'every change once');
+      assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, receiver.received.length, 'no message twice');
+      assert.equal(most, 1, 'one sender at a time');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a slow endpoint does not hold the API: requests are answered while it hangs', async () => {
+    await add();
+    receiver.answerWith(() => 'hang');
+    await server.addListings(accountId, [{ id: id(61) }]);
+    const delivering = tick();
+    const { key } = await server.createKey(accountId);
+    const started = Date.now();
+    const response = await server.get('/v1/listings', { key });
+    assert.equal(response.status, 200);
+    assert.ok(Date.now() - started < 2000);
+    await receiver.close();
+    await delivering;
+  });
+});
+
+describe('one attempt (D24 safety)', () => {
+  it('an address that is loopback, private or link-local is refused without WEBHOOK_ALLOW_PRIVATE, nothing sent', async () => {
+    const receiver = await startReceiver();
+    try {
+      const literal = await sendAttempt(receiver.url, {}, '{}', { allowPrivate: false });
+      assert.match(literal.error ?? '', /^refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1/);
+      // DNS rebinding: a public-looking name that resolves to the metadata address.
+      const rebinding = await sendAttempt('https://hooks.example.com/x', {}, '{}', { allowPrivate: false, resolve: async () => ['169.254.169.254'] });
+      assert.match(rebinding.error ?? '', /refused: hooks\.example\.com resolves to 169\.254\.169\.254/);
+      const mixed = await sendAttempt('https://hooks.example.com/x', {}, '{}', { allowPrivate: false, resolve: async () => ['93.184.216.34', '10.0.0.1'] });
+      assert.match(mixed.error ?? '', /resolves to 10\.0\.0\.1/);
+      assert.equal(receiver.received.length, 0);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('connects to the address checked: the name is not looked up a second time', async () => {
+    const receiver = await startReceiver();
+    try {
+      let lookups = 0;
+      const port = new URL(receiver.url).port;
+      const outcome = await sendAttempt(`http://hooks.localhost:${port}/x`, {}, '{}', { allowPrivate: true, resolve: async () => (lookups++, ['127.0.0.1']) });
+      assert.equal(outcome.status, 204);
+      assert.equal(lookups, 1);
+      assert.equal(receiver.received[0]!.headers.host, `hooks.localhost:${port}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('no answer within the timeout is a failure; the body of an answer is not needed', async () => {
+    const receiver = await startReceiver();
+    try {
+      receiver.answerWith(() => 'hang');
+      const outcome = await sendAttempt(receiver.url, {}, '{}', { allowPrivate: true, timeoutMs: 200 });
+      assert.equal(outcome.status, undefined);
+      assert.match(outcome.error ?? '', /no answer within 0.2 s/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a connection refused is a failure with its reason', async () => {
+    const outcome = await sendAttempt('http://127.0.0.1:1/x', {}, '{}', { allowPrivate: true });
+    assert.equal(outcome.error, 'ECONNREFUSED');
+  });
+});
