@@ -197,6 +197,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
     logger,
     send: { allowPrivate: config.webhookAllowPrivate },
     instanceId: options.instanceId,
+    onAttempt: (outcome) => metrics?.webhookAttempt(outcome),
+  });
+  metrics?.watchWebhooks(() => {
+    const at = webhooks.oldestUndeliveredAt();
+    return at === undefined ? 0 : Math.max(0, (clock() - at) / 1000);
   });
 
   // The warm-up (readmodel/warm-up.ts): the indexes of the tenants read in the last hour, built

@@ -2,6 +2,17 @@ export { ListingsClient, Listings, type ClientOptions, type CallOptions, type Li
 export { ListingsApiError, type RateLimit, type ClientErrorCode } from './errors.js';
 export { baseUrlFor, countryOfKey, isLocalhostName, COUNTRIES, type Country } from './hosts.js';
 export { fetchWithLocalhost, type FetchLike } from './transport.js';
+export {
+  verifyWebhook,
+  createWebhookHandler,
+  WebhookVerificationError,
+  WEBHOOK_TOLERANCE_SECONDS,
+  type WebhookMessage,
+  type WebhookErrorReason,
+  type WebhookHandler,
+  type WebhookHandlerOptions,
+  type VerifyOptions,
+} from './webhooks.js';
 export { createListingsHandler, type ListingsHandler, type ListingsHandlerOptions, type ServerReadOptions, type NodeRequestLike, type NodeResponseLike, type ProxyStats } from './proxy.js';
 export {
   ERROR_CODES,
@@ -17,4 +28,7 @@ export {
   type ListingRemoved,
   type SortKey,
   type UsageType,
+  type ListingsChangedMessage,
+  type ListingsResyncMessage,
+  type WebhookTestMessage,
 } from './openapi.js';

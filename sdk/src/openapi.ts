@@ -142,6 +142,43 @@ export interface InternalErrorError {
   message: string;
 }
 
+/** Listings of the account changed in this country: rebuild the pages that show these ids, or read the change feed. At most 1,000 ids; each id in one list, by its latest change. */
+export interface ListingsChangedMessage {
+  type: 'listings.changed';
+  /** When the message was made (the same on every retry of it). */
+  timestamp: string;
+  data: {
+    /** The country of the endpoint (and of the listings). */
+    country: string;
+    /** Listings that are visible now, new or changed: read them (the feed, or GET /v1/listings/{id}). */
+    upserted: string[];
+    /** Listings that are no longer visible (another status, expired, removed): drop them. */
+    removed: string[];
+  };
+}
+
+/** The changes since the last delivered message can no longer be told one by one (the endpoint was disabled longer than the history kept): read every listing again. */
+export interface ListingsResyncMessage {
+  type: 'listings.resync';
+  /** When the message was made (the same on every retry of it). */
+  timestamp: string;
+  data: {
+    /** The country of the endpoint (and of the listings). */
+    country: string;
+  };
+}
+
+/** A test event, sent on request from the dashboard or the CLI. */
+export interface WebhookTestMessage {
+  type: 'webhook.test';
+  /** When the message was made (the same on every retry of it). */
+  timestamp: string;
+  data: {
+    /** The country of the endpoint (and of the listings). */
+    country: string;
+  };
+}
+
 /** The query parameters of GET /v1/listings, as the API names them. */
 export const LIST_LISTINGS_PARAMETERS = ['page', 'per_page', 'usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'sort'] as const;
 

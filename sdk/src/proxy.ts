@@ -114,6 +114,12 @@ export interface ListingsHandler {
   };
   /** The budget key of a node:http / Express request: `req.ip`, else the socket's address; an IPv6 address by its /64. */
   visitorOf(req: NodeRequestLike): string;
+  /**
+   * Makes the copies that may show these listings due again (a webhook said they changed): each
+   * one's detail, and every list page and feed answer. The next read asks the API, with the old
+   * copy's ETag (a free 304 when it did not change after all). `'all'`: every copy. Returns how many.
+   */
+  forget(ids: readonly string[] | 'all'): number;
   readonly stats: ProxyStats;
   readonly basePath: string;
 }
@@ -378,6 +384,21 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       },
     },
     visitorOf: { enumerable: true, value: visitorOf },
+    forget: {
+      enumerable: true,
+      value(ids: readonly string[] | 'all'): number {
+        const details = ids === 'all' ? undefined : new Set(ids.map((id) => `/v1/listings/${id.toLowerCase()}?`));
+        let n = 0;
+        for (const [key, entry] of entries) {
+          // A detail is `/v1/listings/<id>?`; list pages and feed answers are everything else.
+          const isDetail = key.startsWith('/v1/listings/') && !key.startsWith('/v1/listings/changes?');
+          if (details !== undefined && isDetail && !details.has(key)) continue;
+          entry.checkedAt = -Infinity;
+          n++;
+        }
+        return n;
+      },
+    },
     node: {
       enumerable: true,
       value(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {

@@ -24,16 +24,16 @@ export interface PageContext {
   csrf: string;
 }
 
-export type Tab = 'keys' | 'origins' | 'usage' | 'failures' | 'activity';
+export type Tab = 'keys' | 'origins' | 'usage' | 'failures' | 'webhooks' | 'activity';
 
 /** The URL of a Settings > Developer page of an account. */
 export function developerPath(accountId: string, page: string = ''): string {
   return `/accounts/${accountId}/settings/developer${page === '' ? '' : `/${page}`}`;
 }
 
-const csrfField = (token: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
+export const csrfField = (token: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
 
-function countryName(country: string): string {
+export function countryName(country: string): string {
   return COUNTRY_NAMES[country as Country] ?? country;
 }
 
@@ -64,7 +64,8 @@ ${body}
 /** A signed-in page: the header, the Settings > Developer tabs, and the content. */
 export function page(ctx: PageContext, tab: Tab | undefined, title: string, content: SafeHtml): string {
   const tabs: Array<[Tab, string, string]> = [
-    ['keys', 'API keys', 'keys'], ['origins', 'Allowed origins', 'origins'], ['usage', 'Usage', 'usage'], ['failures', 'Failed requests', 'failures'], ['activity', 'Activity', 'activity'],
+    ['keys', 'API keys', 'keys'], ['origins', 'Allowed origins', 'origins'], ['usage', 'Usage', 'usage'], ['failures', 'Failed requests', 'failures'],
+    ['webhooks', 'Webhooks', 'webhooks'], ['activity', 'Activity', 'activity'],
   ];
   return document(title, html`
 <header class="top">
@@ -89,21 +90,21 @@ ${content}
 </div>`);
 }
 
-function notice(text: SafeHtml | string | undefined): SafeHtml | string {
+export function notice(text: SafeHtml | string | undefined): SafeHtml | string {
   return text === undefined ? '' : html`<div class="alert success" role="status">${text}</div>`;
 }
 
-function fieldError(id: string, error: string | undefined): SafeHtml | string {
+export function fieldError(id: string, error: string | undefined): SafeHtml | string {
   return error === undefined ? '' : html`<p class="field-error" id="${id}">${error}</p>`;
 }
 
 /** aria-describedby and aria-invalid for a field, given its hint and error ids. */
-function described(hintId: string | undefined, errorId: string, error: string | undefined): SafeHtml {
+export function described(hintId: string | undefined, errorId: string, error: string | undefined): SafeHtml {
   const ids = [hintId, error === undefined ? undefined : errorId].filter((x) => x !== undefined).join(' ');
   return html`${ids === '' ? '' : html` aria-describedby="${ids}"`}${error === undefined ? '' : html` aria-invalid="true"`}`;
 }
 
-function countryOptions(countries: readonly Country[], selected: string): SafeHtml[] {
+export function countryOptions(countries: readonly Country[], selected: string): SafeHtml[] {
   return countries.map((c) => html`<option value="${c}"${c === selected ? html` selected` : ''}>${countryName(c)} (${c})</option>`);
 }
 

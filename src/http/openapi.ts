@@ -6,7 +6,8 @@ import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../
 import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema } from '../listings/listing.js';
 import type { Endpoint, Examples } from './v1/endpoint.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
-import { ERROR_EXAMPLES, ETAG, REQUEST_ID, RESET } from './v1/examples.js';
+import { ERROR_EXAMPLES, ETAG, FEATURED_ID, REQUEST_ID, RESET, SPARSE_ID } from './v1/examples.js';
+import { WEBHOOK_MESSAGE_SCHEMAS } from '../webhooks/messages.js';
 
 /**
  * The OpenAPI 3.1 document of /v1, generated from the endpoints' declarations (v1/endpoints/: each
@@ -358,6 +359,46 @@ function pathItem(endpoint: Endpoint): Json {
   };
 }
 
+// ---- Webhooks ----------------------------------------------------------------------------------
+
+const webhookHeader = (name: string, description: string, example: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' }, example });
+
+/** What an organisation's endpoint receives (OpenAPI 3.1 `webhooks`): one operation per message type. */
+function webhooks(): Json {
+  const headers = [
+    webhookHeader('webhook-id', 'The message id: the same on every retry of the message. Deduplicate on it.', 'msg_4b2f8c1e-7d3a-4e5b-9c6d-0a1b2c3d4e5f'),
+    webhookHeader('webhook-timestamp', 'Unix seconds of this attempt. Refuse a message whose timestamp is more than 5 minutes from your clock.', '1795341600'),
+    webhookHeader(
+      'webhook-signature',
+      '`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint\'s secret (`whsec_...`); for a day after a secret rotation, two such signatures separated by a space. Verify with any Standard Webhooks library.',
+      'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+    ),
+  ];
+  const operation = (name: keyof typeof WEBHOOK_MESSAGE_SCHEMAS, summary: string, example: unknown) => ({
+    post: {
+      operationId: name.replace(/Message$/, '').replace(/^./, (c) => c.toLowerCase()),
+      tags: ['Listings'],
+      summary,
+      description:
+        'Sent to the URL registered for the account and country, with `Content-Type: application/json`. Answer with a 2xx within 10 s (do slow work afterwards); anything else, or no answer, is retried with the same message after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, and the endpoint is disabled after 24 hours of failures. Messages of an endpoint come one at a time, in the order of the changes.',
+      parameters: headers,
+      requestBody: { required: true, content: { [JSON_MEDIA]: { schema: ref('schemas', name), examples: { message: { summary, value: example } } } } },
+      // Any 2xx is a success; 204 is what a receiver usually answers (and what the lint's header rule exempts: the answer is the receiver's, not this API's).
+      responses: { 204: { description: 'Received (any 2xx status counts): the next message may be sent.' } },
+      security: [],
+    },
+  });
+  return {
+    'listings-changed': operation('ListingsChangedMessage', 'Listings changed', {
+      type: 'listings.changed',
+      timestamp: '2026-11-21T09:30:01.204Z',
+      data: { country: 'sg', upserted: [FEATURED_ID], removed: [SPARSE_ID] },
+    }),
+    'listings-resync': operation('ListingsResyncMessage', 'Read every listing again', { type: 'listings.resync', timestamp: '2026-11-21T09:30:01.204Z', data: { country: 'sg' } }),
+    'webhook-test': operation('WebhookTestMessage', 'A test event', { type: 'webhook.test', timestamp: '2026-11-21T09:30:01.204Z', data: { country: 'sg' } }),
+  };
+}
+
 // ---- Servers -----------------------------------------------------------------------------------
 
 /**
@@ -413,7 +454,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
   const domain = options.apiDomain ?? 'example.com';
   const countries = options.countries ?? COUNTRY_CODES;
   const codeSchemas = errorCodeSchemas();
-  const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...codeSchemas };
+  const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...codeSchemas, ...WEBHOOK_MESSAGE_SCHEMAS };
 
   const document: OpenApiDocument = {
     openapi: '3.1.0',
@@ -449,6 +490,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     security: [{ bearerAuth: [] }],
     tags: [{ name: 'Listings', description: 'The active listings of the key\'s account in the key\'s country.' }],
     paths: Object.fromEntries(ENDPOINTS.map((endpoint) => [openApiPath(endpoint.url), pathItem(endpoint)])),
+    webhooks: webhooks(),
     components: {
       schemas,
       parameters: {

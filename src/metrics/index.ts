@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { DashboardMetrics, SignInResult } from '../dashboard/metrics.js';
+import type { DeliveryOutcome } from '../webhooks/deliverer.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
@@ -26,6 +27,10 @@ import { answerPrimary, ScrapeUnavailable } from './cluster.js';
  *   (issue 30): its 5xx, its 503s while the database is busy, its 429s.
  * - `listings_dashboard_sign_ins_total{result}`: sign-in attempts, `succeeded`, `failed` (wrong
  *   email or password) or `throttled` (refused unchecked, src/dashboard/throttle.ts).
+ * - `listings_webhook_deliveries_total{outcome}`: webhook attempts (D24), `delivered` (2xx),
+ *   `failed` (to be retried) or `disabled` (the failure that disabled the endpoint).
+ * - `listings_webhook_oldest_undelivered_seconds`: how long the oldest change not yet delivered to
+ *   an enabled endpoint has waited (0 when all are caught up); the largest over workers.
  * - prom-client's process and Node.js defaults, the event-loop delay among them, sampled every
  *   millisecond (EVENT_LOOP_RESOLUTION_MS).
  *
@@ -86,6 +91,8 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly routes = new Map<string, RouteStats>();
   private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
+  private readonly webhookOutcomes: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, disabled: 0 };
+  private oldestUndeliveredSeconds: () => number = () => 0;
   /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
   readonly dashboard: DashboardMetrics;
 
@@ -142,6 +149,27 @@ export class Metrics {
         },
       }));
     }
+    const webhookOutcomes = this.webhookOutcomes;
+    this.registry.registerMetric(new Counter({
+      name: 'listings_webhook_deliveries_total',
+      help: 'Webhook attempts: delivered (2xx), failed (retried later), disabled (the failure that disabled the endpoint).',
+      labelNames: ['outcome'],
+      registers: [],
+      collect() {
+        this.reset();
+        for (const outcome of ['delivered', 'failed', 'disabled'] as const) this.inc({ outcome }, webhookOutcomes[outcome]);
+      },
+    }));
+    const oldest = () => this.oldestUndeliveredSeconds();
+    this.registry.registerMetric(new Gauge({
+      name: 'listings_webhook_oldest_undelivered_seconds',
+      help: 'Age of the oldest change not yet delivered to an enabled webhook endpoint (0: all caught up).',
+      registers: [],
+      aggregator: 'max',
+      collect() {
+        this.set(oldest());
+      },
+    }));
     const dashboardRequests = new Counter({
       name: 'listings_dashboard_requests_total',
       help: 'Answers of the dashboard, by method, route pattern (or unmatched) and status.',
@@ -185,6 +213,16 @@ export class Metrics {
       else if (status === 429) this.decisions.limited++;
       else if (!limit.deferred) this.decisions.admitted++;
     }
+  }
+
+  /** A webhook attempt's outcome (src/webhooks/deliverer.ts). */
+  webhookAttempt(outcome: DeliveryOutcome): void {
+    this.webhookOutcomes[outcome]++;
+  }
+
+  /** Where the age of the oldest undelivered webhook change is read from (the deliverer, once it exists). */
+  watchWebhooks(oldestUndeliveredSeconds: () => number): void {
+    this.oldestUndeliveredSeconds = oldestUndeliveredSeconds;
   }
 
   /** The text exposition of this process's metrics. */

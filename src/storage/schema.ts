@@ -256,6 +256,8 @@ export interface WebhookEndpointsTable {
   failing_since: string | null;
   next_attempt_at: string | null;
   message_id: string | null;
+  /** When the message was made (its body's timestamp): the age of the oldest undelivered change. */
+  message_at: string | null;
   message_type: string | null;
   message_body: string | null;
   message_ids: number | null;

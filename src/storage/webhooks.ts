@@ -12,6 +12,8 @@ export const MAX_WEBHOOKS_PER_TENANT = 10;
 /** A message kept whole before its first attempt, so that every retry sends the same id and body. */
 export interface PendingMessage {
   id: string;
+  /** When it was made: its body's timestamp. */
+  at: string;
   type: string;
   body: string;
   ids: number;
@@ -20,7 +22,9 @@ export interface PendingMessage {
 }
 
 export const pendingMessageOf = (e: WebhookEndpoint): PendingMessage | undefined =>
-  e.message_id === null ? undefined : { id: e.message_id, type: e.message_type!, body: e.message_body!, ids: e.message_ids ?? 0, end: e.message_end! };
+  e.message_id === null
+    ? undefined
+    : { id: e.message_id, at: e.message_at!, type: e.message_type!, body: e.message_body!, ids: e.message_ids ?? 0, end: e.message_end! };
 
 /**
  * Webhook endpoints and their attempts (D24). An instance sends to an endpoint only while it holds
@@ -53,8 +57,8 @@ export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
       return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('country').orderBy('created_at').orderBy('id').execute();
     },
     /** Enabled endpoints (what the deliverer looks at): a handful of columns, never the secrets. */
-    async enabled(): Promise<Array<Pick<WebhookEndpoint, 'id' | 'account_id' | 'country' | 'next_attempt_at' | 'message_id' | 'lease_until'>>> {
-      return db.selectFrom('webhook_endpoints').select(['id', 'account_id', 'country', 'next_attempt_at', 'message_id', 'lease_until']).where('enabled', '=', 1).execute();
+    async enabled(): Promise<Array<Pick<WebhookEndpoint, 'id' | 'account_id' | 'country' | 'next_attempt_at' | 'message_id' | 'message_at' | 'lease_until'>>> {
+      return db.selectFrom('webhook_endpoints').select(['id', 'account_id', 'country', 'next_attempt_at', 'message_id', 'message_at', 'lease_until']).where('enabled', '=', 1).execute();
     },
     /** Removes an endpoint and its attempts; false when there was none. */
     async remove(id: string): Promise<boolean> {
@@ -101,13 +105,14 @@ export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
     async keepMessage(id: string, owner: string, message: PendingMessage): Promise<boolean> {
       const result = await write((tx) =>
         leased(id, owner)(tx)
-          .set({ message_id: message.id, message_type: message.type, message_body: message.body, message_ids: message.ids, message_end: message.end })
+          .set({ message_id: message.id, message_at: message.at, message_type: message.type, message_body: message.body })
+          .set({ message_ids: message.ids, message_end: message.end })
           .executeTakeFirst());
       return result.numUpdatedRows > 0n;
     },
     /** The message was delivered: the position moves past it, and the endpoint is healthy. */
     async delivered(id: string, owner: string, end: string): Promise<void> {
-      const noMessage = { message_id: null, message_type: null, message_body: null, message_ids: null, message_end: null };
+      const noMessage = { message_id: null, message_at: null, message_type: null, message_body: null, message_ids: null, message_end: null };
       await write((tx) => leased(id, owner)(tx).set({ position: end, ...noMessage, attempt: 0, failing_since: null, next_attempt_at: null }).execute());
     },
     /** An attempt failed: the next one at `nextAt`, or none (`disable`) after a day of failures. */

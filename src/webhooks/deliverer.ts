@@ -55,7 +55,7 @@ function signingSecrets(endpoint: WebhookEndpoint, now: number): string[] {
 }
 
 /** One attempt of a message to an endpoint, recorded in its delivery log. */
-async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message: Pick<PendingMessage, 'id' | 'type' | 'body' | 'ids'>, number: number, now: number, send: SendOptions): Promise<Outcome> {
+async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message: Omit<PendingMessage, 'at' | 'end'>, number: number, now: number, send: SendOptions): Promise<Outcome> {
   const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
   const outcome = await sendAttempt(endpoint.url, headers, message.body, send);
   await store.webhooks.recordAttempt({
@@ -90,6 +90,9 @@ export function createWebhookDeliverer(options: DelivererOptions) {
   const feed = createFeed(store, clock, () => 'null');
   const checked = new Map<string, Checked>();
   const inFlight = new Set<string>();
+  /** When this instance first saw news for an endpoint that has no message yet. */
+  const noticed = new Map<string, number>();
+  let oldestUndelivered: number | undefined;
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> | undefined;
 
@@ -103,7 +106,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       if (!(error instanceof ApiError && error.reason === 'bad_cursor')) throw error;
       // The history after its position was pruned (it was disabled a long time): re-read everything.
       const body = JSON.stringify({ type: 'listings.resync', timestamp: iso(now), data: { country: endpoint.country } });
-      return { id: `msg_${randomUUID()}`, type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
+      return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
     }
     const answer = JSON.parse(text) as { items: Array<{ type: string; id: string }>; next_cursor: string; has_more: boolean };
     if (answer.items.length === 0) return undefined;
@@ -116,7 +119,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     const upserted = [...latest].filter(([, type]) => type === 'listing.upserted').map(([id]) => id);
     const removed = [...latest].filter(([, type]) => type !== 'listing.upserted').map(([id]) => id);
     const body = JSON.stringify({ type: 'listings.changed', timestamp: iso(now), data: { country: endpoint.country, upserted, removed } });
-    return { id: `msg_${randomUUID()}`, type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
+    return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
   }
 
   /** One attempt of the endpoint's message; records it and moves the endpoint on. */
@@ -169,13 +172,21 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     const now = clock();
     const nowIso = iso(now);
     const started: Array<Promise<void>> = [];
+    let oldest = Infinity;
     for (const e of await store.webhooks.enabled()) {
-      if (inFlight.size >= CONCURRENCY) break;
-      if (inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
-      const due = e.message_id !== null
-        ? e.next_attempt_at === null || e.next_attempt_at <= nowIso
-        : isNew(e.id, e.account_id, e.country, now);
-      if (!due) continue;
+      let due: boolean;
+      if (e.message_id !== null) {
+        oldest = Math.min(oldest, Date.parse(e.message_at!));
+        due = e.next_attempt_at === null || e.next_attempt_at <= nowIso;
+      } else if (isNew(e.id, e.account_id, e.country, now)) {
+        if (!noticed.has(e.id)) noticed.set(e.id, now);
+        oldest = Math.min(oldest, noticed.get(e.id)!);
+        due = true;
+      } else {
+        noticed.delete(e.id);
+        due = false;
+      }
+      if (!due || inFlight.size >= CONCURRENCY || inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
       inFlight.add(e.id);
       started.push(
         deliver(e.id)
@@ -183,6 +194,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
           .finally(() => inFlight.delete(e.id)),
       );
     }
+    oldestUndelivered = oldest === Infinity ? undefined : oldest;
     await Promise.all(started);
   }
 
@@ -192,6 +204,11 @@ export function createWebhookDeliverer(options: DelivererOptions) {
   }
 
   return {
+    /**
+     * When the oldest change not yet delivered to an enabled endpoint was made into a message, or
+     * first seen by this instance; undefined when every endpoint is caught up (as of the last tick).
+     */
+    oldestUndeliveredAt: (): number | undefined => oldestUndelivered,
     /** One look at every endpoint, awaiting the deliveries it starts (tests drive delivery with it). */
     tick: (): Promise<void> => (ticking ??= tick().finally(() => (ticking = undefined))),
     start(): void {

@@ -41,6 +41,7 @@ export async function addWebhook(store: Store, clock: Clock, input: { accountId:
     failing_since: null,
     next_attempt_at: null,
     message_id: null,
+    message_at: null,
     message_type: null,
     message_body: null,
     message_ids: null,

@@ -68,7 +68,7 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
   const api = () => `http://api.localhost:${server.port}`;
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' });
     accountId = await server.createAccount();
     await server.service.store.db.updateTable('accounts').set({ name: 'Harbourfront Realty' }).where('id', '=', accountId).execute();
     await server.addListings(accountId, [
@@ -307,6 +307,31 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     await page.screenshot({ path: screenshotPath('failed-requests-page'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1500 } });
   });
 
+  it('Webhooks: adds an endpoint, copies its secret once, sends a test event and sees the attempt (D24)', async () => {
+    await page.goto(dashboard(`/accounts/${accountId}/settings/developer/keys`));
+    await page.click('nav.tabs >> text=Webhooks');
+    await page.waitForSelector('h1:has-text("Webhooks")');
+    await page.fill('#webhook-url', 'http://example.com/hooks');
+    await page.click('button:has-text("Add endpoint")');
+    assert.match((await page.textContent('#webhook-url-error'))!, /use https/);
+    // The site's own server answers 200 to the POST: a delivered test event.
+    await page.fill('#webhook-url', `http://127.0.0.1:${sitePort}/hooks/listings`);
+    await page.click('button:has-text("Add endpoint")');
+    const secret = (await page.textContent('#webhook-secret'))!.trim();
+    assert.match(secret, /^whsec_/);
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Copy secret');
+    await page.click('button:has-text("Copy secret")');
+    await page.waitForFunction(() => document.querySelector('.copy-status')?.textContent !== '');
+    assert.match((await page.textContent('.copy-status'))!, /Copied|Selected/);
+    await page.click('text=Back to webhooks');
+    await page.click('button:has-text("Send test event")');
+    await page.waitForSelector('table.attempts tbody tr');
+    assert.match((await page.textContent('[role=status]'))!, /Test event delivered/);
+    assert.match((await page.locator('table.attempts tbody tr').first().innerText()), /webhook\.test[\s\S]*HTTP 200/);
+    assert.equal(await page.locator('body').evaluate((body) => body.textContent!.includes('whsec_')), false, 'the list never shows the secret');
+    await page.screenshot({ path: screenshotPath('webhooks-page'), fullPage: true });
+  });
+
   describe('on a phone (390 x 844)', () => {
     const PHONE = { width: 390, height: 844 };
     let phone: Page;
@@ -367,6 +392,13 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
       assert.match((await phone.textContent('.alert.warning'))!, /This form was already used to create key sg_live_\w{4}…\w{4} "Phone app"\./);
       assert.equal((await server.service.store.keys.listForAccount(accountId)).length, before + 1);
       assert.ok(await pageWidth() <= PHONE.width);
+    });
+
+    it('the webhooks page fits: no sideways scrolling, each action in view', async () => {
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/webhooks`));
+      assert.ok((await pageWidth()) <= PHONE.width, `page width ${await pageWidth()}`);
+      await inView(phone.locator('button:has-text("Send test event")').first(), 'Send test event');
+      await inView(phone.locator('a:has-text("Remove")').first(), 'Remove');
     });
 
     it('the origins page fits; removing an origin asks for confirmation first, then browsers on it get 403', async () => {

@@ -56,7 +56,7 @@ const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true }
 addFormats.default(ajv);
 // The OpenAPI format registry's `decimal`: a decimal number written as a string (the filters' bounds).
 ajv.addFormat('decimal', /^[-+]?[0-9]+(\.[0-9]+)?$/);
-for (const keyword of ['openapi', 'info', 'servers', 'paths', 'components', 'security', 'tags']) ajv.addKeyword(keyword);
+for (const keyword of ['openapi', 'info', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags']) ajv.addKeyword(keyword);
 // The Example Object's and the Parameter Object's `example` sit beside schemas in the document.
 ajv.addKeyword('example');
 // OpenAPI's `discriminator` (on the change feed's events) is a hint for code generators; the
@@ -255,7 +255,9 @@ describe('OpenAPI document (item 10)', () => {
       // Not `Error`, which would shadow the built-in type in generated clients; one named schema per code an answer names.
       assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
         'BadRequestError', 'ChangePage', 'ErrorBody', 'InternalErrorError', 'Listing', 'ListingPage', 'ListingRemoved', 'ListingUpserted',
-        'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError',
+        // The webhook messages (D24), for the document's `webhooks`.
+        'ListingsChangedMessage', 'ListingsResyncMessage',
+        'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError', 'WebhookTestMessage',
       ]);
       // The feed's events: a union told apart by `type`, which code generators read.
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.discriminator.propertyName, 'type');
@@ -462,6 +464,18 @@ describe('OpenAPI document (item 10)', () => {
       // Parameter and header examples match their schemas too.
       for (const [name, p] of Object.entries<Json>(doc.components.parameters)) assertValid(pointer('components', 'parameters', name, 'schema'), p.example, `parameter ${name} example`);
       for (const [name, h] of Object.entries<Json>(doc.components.headers)) assertValid(pointer('components', 'headers', name, 'schema'), h.example, `header ${name} example`);
+    });
+
+    it('webhooks (D24): each message type is a POST with the three signature headers, and its example validates', () => {
+      assert.deepEqual(Object.keys(doc.webhooks).sort(), ['listings-changed', 'listings-resync', 'webhook-test']);
+      for (const [name, item] of Object.entries<Json>(doc.webhooks)) {
+        const { parameters, requestBody } = item.post;
+        assert.deepEqual(parameters.map((p: Json) => [p.name, p.in, p.required]), [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]], name);
+        const media = requestBody.content['application/json'];
+        const validate = validatorAt(media.schema.$ref);
+        for (const example of Object.values<Json>(media.examples)) assert.ok(validate(example.value), `${name}: ${JSON.stringify(validate.errors)}`);
+        assert.equal(validate({ ...Object.values<Json>(media.examples)[0].value, type: 'something.else' }), false, `${name}: not vacuous`);
+      }
     });
 
     it('the validators are not vacuous: a missing field or a wrong code fail; an added field passes the published schema only', () => {

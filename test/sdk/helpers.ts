@@ -9,7 +9,8 @@ const doc = JSON.parse(readFileSync(new URL('../../../openapi.json', import.meta
 const DOC_ID = 'https://listings.invalid/openapi.json';
 const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
 addFormats.default(ajv);
-for (const keyword of ['openapi', 'info', 'servers', 'paths', 'components', 'security', 'tags', 'example', 'discriminator']) ajv.addKeyword(keyword);
+ajv.addFormat('decimal', /^[-+]?[0-9]+(\.[0-9]+)?$/);
+for (const keyword of ['openapi', 'info', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'example', 'discriminator']) ajv.addKeyword(keyword);
 ajv.addSchema({ ...doc, $id: DOC_ID });
 
 /** Asserts that a value the SDK returned is valid against a schema of openapi.json. */

@@ -40,6 +40,8 @@ export interface RequestOptions {
   agent?: Agent;
   /** The address to connect from (any of 127.0.0.0/8 on Linux): another visitor, or a proxy's peer address for TRUST_PROXY tests. */
   localAddress?: string;
+  /** A request body. */
+  body?: string;
 }
 
 /** One HTTP request to a listening server, with full control of the Host header. */
@@ -63,7 +65,7 @@ export function httpCall(port: number, path: string, options: RequestOptions = {
       });
     });
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 

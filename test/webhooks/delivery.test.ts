@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
+import { WEBHOOK_MESSAGE_SCHEMAS } from '../../src/webhooks/messages.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
@@ -51,6 +54,11 @@ async function startReceiver() {
 }
 
 type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** The published schema of a message type (what the OpenAPI document's `webhooks` give). */
+const ajv = new Ajv2020({ strict: true, allErrors: true });
+addFormats.default(ajv);
+const validChanged = ajv.compile(WEBHOOK_MESSAGE_SCHEMAS.ListingsChangedMessage);
 const payload = (r: Received) => JSON.parse(r.body) as { type: string; timestamp: string; data: { country: string; upserted: string[]; removed: string[] } };
 const id = (n: number) => `d0000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
@@ -61,7 +69,7 @@ describe('webhook delivery (D24)', () => {
 
   before(async () => {
     // The clock starts at the real time: receivers (standardwebhooks) check the timestamp against theirs.
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: '0' }, new TestClock(Date.now()), { manualWebhooks: true });
   });
   after(async () => {
     await server?.close();
@@ -91,6 +99,7 @@ describe('webhook delivery (D24)', () => {
     assert.match(String(message!.headers['webhook-id']), /^msg_[0-9a-f-]{36}$/);
     assert.equal(message!.headers['content-type'], 'application/json');
     const { type, data } = payload(message!);
+    assert.ok(validChanged(payload(message!)), JSON.stringify(validChanged.errors));
     assert.equal(type, 'listings.changed');
     assert.deepEqual({ ...data, upserted: [...data.upserted].sort() }, { country: 'sg', upserted: [id(2), id(3)], removed: [] });
 
@@ -130,6 +139,7 @@ describe('webhook delivery (D24)', () => {
     const messages = receiver.received.map(payload);
     assert.equal(messages.length, 3);
     assert.deepEqual(messages.map((m) => m.data.upserted.length), [1000, 1000, 500]);
+    for (const m of messages) assert.ok(validChanged(m), JSON.stringify(validChanged.errors));
     assert.deepEqual(new Set(messages.flatMap((m) => m.data.upserted)).size, 2500);
   });
 
@@ -192,6 +202,23 @@ describe('webhook delivery (D24)', () => {
     assert.equal(receiver.received.at(-1)!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
   });
 
+  it('an endpoint whose history was pruned (disabled too long) gets listings.resync, then changes again', async () => {
+    const endpoint = await add();
+    await server.addListings(accountId, [{ id: id(91) }]);
+    // The history after its position is gone, as after CHANGE_HISTORY_DAYS of being disabled.
+    await server.service.store.write((tx) => tx.updateTable('tenant_versions').set({ pruned_seq: 2 ** 31 }).where('owner_account_id', '=', accountId).execute());
+    await tick();
+    assert.equal(receiver.received.length, 1);
+    const resync = payload(receiver.received[0]!);
+    assert.deepEqual({ type: resync.type, data: resync.data }, { type: 'listings.resync', data: { country: 'sg' } });
+    const [attempt] = await server.service.store.webhooks.attempts(endpoint.id, 1);
+    assert.equal(attempt!.message_type, 'listings.resync');
+    await server.service.store.write((tx) => tx.updateTable('tenant_versions').set({ pruned_seq: 0 }).where('owner_account_id', '=', accountId).execute());
+    await server.addListings(accountId, [{ id: id(92) }]);
+    await tick();
+    assert.deepEqual(payload(receiver.received[1]!).data.upserted, [id(92)], 'from the end of the history on');
+  });
+
   it('an instance that dies mid-delivery is taken over after its lease, with the same message', async () => {
     const endpoint = await add();
     const { store } = server.service;
@@ -199,7 +226,7 @@ describe('webhook delivery (D24)', () => {
     // Another instance took the lease and kept its message, then died before sending it.
     assert.ok(await store.webhooks.takeLease(endpoint.id, 'dead-instance', new Date(now).toISOString(), new Date(now + 30_000).toISOString()));
     const body = JSON.stringify({ type: 'listings.changed', timestamp: new Date(now).toISOString(), data: { country: 'sg', upserted: [id(51)], removed: [] } });
-    assert.equal(await store.webhooks.keepMessage(endpoint.id, 'dead-instance', { id: 'msg_taken-over', type: 'listings.changed', body, ids: 1, end: endpoint.position }), true);
+    assert.equal(await store.webhooks.keepMessage(endpoint.id, 'dead-instance', { id: 'msg_taken-over', at: new Date(now).toISOString(), type: 'listings.changed', body, ids: 1, end: endpoint.position }), true);
     assert.equal(await store.webhooks.takeLease(endpoint.id, 'another', new Date(now).toISOString(), new Date(now + 30_000).toISOString()), undefined, 'one sender at a time');
     await tick();
     assert.equal(receiver.received.length, 0, 'not while the lease holds');
@@ -233,6 +260,26 @@ describe('webhook delivery (D24)', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('metrics: attempts by outcome, and the age of the oldest undelivered change', async () => {
+    const value = async (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(await server.service.metrics!.scrape())?.[1]);
+    const failed = await value('listings_webhook_deliveries_total{outcome="failed"}');
+    const delivered = await value('listings_webhook_deliveries_total{outcome="delivered"}');
+    await add();
+    receiver.answerWith(() => 500);
+    await server.addListings(accountId, [{ id: id(81) }]);
+    await tick();
+    assert.equal(await value('listings_webhook_deliveries_total{outcome="failed"}'), failed + 1);
+    server.clock.advance(3000);
+    await tick();
+    assert.equal(await value('listings_webhook_oldest_undelivered_seconds'), 3);
+    server.clock.advance(RETRY_DELAYS_MS[0]);
+    receiver.answerWith(() => 200);
+    await tick();
+    await tick();
+    assert.equal(await value('listings_webhook_deliveries_total{outcome="delivered"}'), delivered + 1);
+    assert.equal(await value('listings_webhook_oldest_undelivered_seconds'), 0);
   });
 
   it('a slow endpoint does not hold the API: requests are answered while it hangs', async () => {

@@ -5,6 +5,8 @@
 //                     http://api.localhost:3000 for sg, http://api.<cc>.localhost:3000 otherwise)
 //   PORT, HOST        where the site listens (default 4000 on 127.0.0.1)
 //   SITE_URL          the site's public origin, for canonical URLs and JSON-LD (default: the request's host)
+//   LISTINGS_WEBHOOK_SECRET  a webhook endpoint's secret: the site then takes messages at
+//                     POST /webhooks/listings and shows changed listings at once
 import { ListingsApiError, ListingsClient } from '@listings-api/sdk';
 import { createSite } from './site.js';
 
@@ -33,7 +35,8 @@ try {
   process.exit(1);
 }
 
-const site = createSite({ client, ...(process.env.SITE_URL ? { siteUrl: process.env.SITE_URL } : {}) });
+const webhookSecret = process.env.LISTINGS_WEBHOOK_SECRET?.trim();
+const site = createSite({ client, ...(process.env.SITE_URL ? { siteUrl: process.env.SITE_URL } : {}), ...(webhookSecret ? { webhookSecret } : {}) });
 const port = await site.listen(Number(process.env.PORT ?? 4000), process.env.HOST ?? '127.0.0.1');
 console.error(`Example website at http://localhost:${port} (listings from ${client.baseUrl})`);
 

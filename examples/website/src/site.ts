@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createListingsHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
+import { createListingsHandler, createWebhookHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
 import { detailPage, isUsageChoice, listPage, messagePage } from './render.js';
 
 export * from './render.js';
@@ -20,6 +20,12 @@ export interface SiteOptions {
    * a proxy or in production.
    */
   siteUrl?: string;
+  /**
+   * The secret of a webhook endpoint registered for this site (`whsec_...`): with it, the site
+   * takes the API's messages at POST /webhooks/listings and shows changed listings at once instead
+   * of after `freshMs`.
+   */
+  webhookSecret?: string;
   /** Testing hook: the proxy's clock. */
   now?: () => number;
 }
@@ -93,6 +99,15 @@ function decodeSegment(segment: string): string {
 export function createSite(options: SiteOptions): Site {
   const perPage = options.perPage ?? 12;
   const handler = createListingsHandler({ client: options.client, basePath: '/api', freshMs: options.freshMs ?? 10_000, ...(options.now ? { now: options.now } : {}) });
+  // A message names the listings that changed: their copies (and the list pages) are read again on the next view.
+  const webhook = options.webhookSecret === undefined
+    ? undefined
+    : createWebhookHandler({
+      secret: options.webhookSecret,
+      onChange: ({ upserted, removed }) => void handler.forget([...upserted, ...removed]),
+      onResync: () => void handler.forget('all'),
+      onError: (error) => console.error(`example website: webhook refused: ${error instanceof Error ? error.message : String(error)}`),
+    });
 
   async function page(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'Method not allowed', { allow: 'GET, HEAD' });
@@ -119,6 +134,7 @@ export function createSite(options: SiteOptions): Site {
   }
 
   const server = createServer((req, res) => {
+    if (webhook !== undefined && req.url === '/webhooks/listings') return void webhook.node(req, res);
     handler.node(req, res, () => {
       page(req, res).catch((error: unknown) => {
         if (error instanceof ListingsApiError && error.status === 404) return html(res, 404, messagePage('Listing not found', 'This listing is no longer available.'));

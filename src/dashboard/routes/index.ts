@@ -8,12 +8,13 @@ import { keyRoutes } from './keys.js';
 import { originRoutes } from './origins.js';
 import { signInRoutes } from './sign-in.js';
 import { usageRoutes } from './usage.js';
+import { webhookRoutes } from './webhooks.js';
 
 export type { RouteDeps } from './context.js';
 
 /**
  * The dashboard's routes: signing in, then Settings > Developer of one account, one plugin per
- * resource (keys, origins, usage, failed requests, activity) behind one guard.
+ * resource (keys, origins, usage, failed requests, webhooks, activity) behind one guard.
  */
 export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   const ctx = dashboardContext(app, deps);
@@ -37,7 +38,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       (request as typeof request & { member: Member }).member = member;
     });
     scope.get('', async (request, reply) => reply.redirect(views.developerPath(ctx.memberOf(request).ctx.accountId, 'keys'), 303));
-    for (const routes of [keyRoutes, originRoutes, usageRoutes, failureRoutes, activityRoutes]) await routes(scope, ctx);
+    for (const routes of [keyRoutes, originRoutes, usageRoutes, failureRoutes, webhookRoutes, activityRoutes]) await routes(scope, ctx);
   }, { prefix: '/accounts/:accountId/settings/developer' });
 
   app.setNotFoundHandler(async (request, reply) => {

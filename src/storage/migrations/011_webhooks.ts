@@ -29,6 +29,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('failing_since', 'varchar(32)')
     .addColumn('next_attempt_at', 'varchar(32)')
     .addColumn('message_id', 'varchar(40)')
+    .addColumn('message_at', 'varchar(32)')
     .addColumn('message_type', 'varchar(32)')
     .addColumn('message_body', 'text')
     .addColumn('message_ids', 'integer')

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { dom, named, only } from '../support/html.js';
+import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { dev, signedIn, text, type DashboardClient } from './helpers.js';
+
+/** Settings > Developer > Webhooks (D24, issue 32 item 5), through the real dashboard. */
+describe('dashboard: webhooks page (D24)', () => {
+  let server: TestServer;
+  let accountId: string;
+  let client: DashboardClient;
+  const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+  let status = 204;
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => void (body += c.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(status).end();
+    });
+  });
+  let url = '';
+
+  before(async () => {
+    // Real time: the receiver checks signatures' timestamps against its own clock.
+    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+    accountId = await server.createAccount();
+    ({ client } = await signedIn(server, accountId));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  });
+  after(async () => {
+    await server.close();
+    await new Promise((resolve) => receiver.close(resolve));
+  });
+
+  const page = async () => dom((await client.get(dev(accountId, 'webhooks'))).body);
+  const secretOf = (body: string) => only(dom(body), '#webhook-secret').text.trim();
+
+  it('empty: says what a webhook is and how to verify it; the tab is in the navigation', async () => {
+    const root = await page();
+    assert.equal(named(root, 'nav a', 'Webhooks').getAttribute('aria-current'), 'page');
+    assert.match(text(root.toString()), /No webhook endpoints yet\./);
+    assert.ok(named(root, 'button', 'Add endpoint'));
+  });
+
+  it('a refused URL is explained next to the field, and nothing is added', async () => {
+    const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url: 'http://example.com/hook' });
+    assert.equal(res.status, 400);
+    assert.match(only(dom(res.body), '#webhook-url-error').text, /use https/);
+    assert.equal(only(dom(res.body), '#webhook-url').getAttribute('value'), 'http://example.com/hook');
+    assert.deepEqual(await server.service.store.webhooks.listForAccount(accountId), []);
+  });
+
+  it('adding shows the secret once with a copy button; the list shows it enabled and up to date; audited', async () => {
+    const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url });
+    assert.equal(res.status, 201);
+    const secret = secretOf(res.body);
+    assert.match(secret, /^whsec_/);
+    assert.ok(named(dom(res.body), 'button', 'Copy secret'));
+    const root = await page();
+    const card = only(root, 'section.webhook');
+    assert.match(card.text, /Enabled/);
+    assert.match(card.text, /Up to date/);
+    assert.doesNotMatch(root.toString(), new RegExp(secret.slice(6, 20).replace(/[+/]/g, '\\$&')), 'the list never shows the secret');
+    const activity = text((await client.get(dev(accountId, 'activity'))).body);
+    assert.match(activity, new RegExp(`added webhook ${url.replace(/[./]/g, '\\$&')} for Singapore`));
+  });
+
+  it('Send test event delivers a signed webhook.test and lists the attempt; a failure says why', async () => {
+    const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
+    let res = await client.post(dev(accountId, 'webhooks/test'), { id: endpoint!.id });
+    assert.match(text(res.body), /Test event delivered to .* HTTP 204/);
+    const message = received.at(-1)!;
+    assert.equal((new Webhook(endpoint!.secret).verify(message.body, message.headers as Record<string, string>) as { type: string }).type, 'webhook.test');
+    status = 503;
+    res = await client.post(dev(accountId, 'webhooks/test'), { id: endpoint!.id });
+    assert.match(text(only(dom(res.body), '[role=alert]').toString()), /Test event not delivered to .* HTTP 503/);
+    status = 204;
+    const rows = only(dom(res.body), 'table.attempts').querySelectorAll('tbody tr');
+    assert.equal(rows.length, 2);
+    assert.match(rows[0]!.text, /webhook\.test/);
+    assert.match(rows[0]!.text, /HTTP 503/);
+  });
+
+  it('a failing endpoint shows since when and how far behind; a disabled one can be enabled', async () => {
+    const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
+    status = 500;
+    await server.addListings(accountId, [{ title: 'New shop' }]);
+    await server.service.webhooks.tick();
+    let card = only(await page(), 'section.webhook');
+    assert.match(card.text, /Failing since/);
+    assert.match(card.text, /Behind: a message of 1 listing waiting since/);
+    await server.service.store.write((tx) => tx.updateTable('webhook_endpoints').set({ enabled: 0 }).where('id', '=', endpoint!.id).execute());
+    card = only(await page(), 'section.webhook');
+    assert.match(card.text, /Disabled/);
+    status = 204;
+    const res = await client.post(dev(accountId, 'webhooks/enable'), { id: endpoint!.id });
+    assert.equal(res.status, 303);
+    assert.match(text((await client.get(res.location!)).body), /Enabled .*delivery resumes from where it stopped/);
+    await server.service.webhooks.tick();
+    assert.match(only(await page(), 'section.webhook').text, /Up to date/);
+  });
+
+  it('Show secret and Rotate secret (confirmed first): the new secret is shown, both sign for a day', async () => {
+    const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
+    assert.equal(secretOf((await client.get(`${dev(accountId, 'webhooks/secret')}?id=${endpoint!.id}`)).body), endpoint!.secret);
+    const confirm = dom((await client.get(`${dev(accountId, 'webhooks/rotate')}?id=${endpoint!.id}`)).body);
+    assert.ok(named(confirm, 'button', 'Rotate secret'));
+    const rotated = secretOf((await client.post(dev(accountId, 'webhooks/rotate'), { id: endpoint!.id })).body);
+    assert.notEqual(rotated, endpoint!.secret);
+    await client.post(dev(accountId, 'webhooks/test'), { id: endpoint!.id });
+    const message = received.at(-1)!;
+    for (const secret of [rotated, endpoint!.secret]) assert.ok(new Webhook(secret).verify(message.body, message.headers as Record<string, string>));
+  });
+
+  it('Remove asks first, then removes; another account\'s endpoint is a 404; CSRF is required', async () => {
+    const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
+    const other = await server.createAccount();
+    const { client: stranger } = await signedIn(server, other);
+    assert.equal((await stranger.get(`${dev(other, 'webhooks/remove')}?id=${endpoint!.id}`)).status, 404);
+    assert.equal((await stranger.post(dev(other, 'webhooks/remove'), { id: endpoint!.id })).status, 404);
+    assert.equal((await client.post(dev(accountId, 'webhooks/remove'), { id: endpoint!.id, _csrf: null })).status, 403);
+    const confirm = dom((await client.get(`${dev(accountId, 'webhooks/remove')}?id=${endpoint!.id}`)).body);
+    assert.ok(named(confirm, 'button', 'Remove endpoint'));
+    const res = await client.post(dev(accountId, 'webhooks/remove'), { id: endpoint!.id });
+    assert.equal(res.status, 303);
+    assert.match(text((await client.get(res.location!)).body), /Removed the endpoint/);
+    assert.deepEqual(await server.service.store.webhooks.listForAccount(accountId), []);
+  });
+});
