@@ -364,8 +364,8 @@ async function main(): Promise<number> {
   }
 }
 
-// `BENCH_MODE=scale` (or `npm run bench -- scale`), `production` and `memory` are runs of their own
-// (bench/scale.ts, bench/production.ts, bench/memory.ts); every other mode is the side-by-side run above.
+// `BENCH_MODE=scale` (or `npm run bench -- scale`), `production`, `memory` and `webhooks` are runs of
+// their own (bench/scale.ts, bench/production.ts, bench/memory.ts, bench/webhooks.ts); every other mode is the side-by-side run above.
 const argument = process.argv[2];
 if (argument !== undefined && argument !== 'scale') {
   process.stderr.write(`benchmark: unknown argument "${argument}" (the one argument accepted is "scale"; see bench/README.md)\n`);
@@ -375,6 +375,7 @@ const benchMode = argument ?? process.env.BENCH_MODE?.trim();
 const run = benchMode === 'scale' ? import('./scale.js').then((m) => m.runScale())
   : benchMode === 'production' ? import('./production.js').then((m) => m.runProduction())
   : benchMode === 'memory' ? import('./memory.js').then((m) => m.runMemory())
+  : benchMode === 'webhooks' ? import('./webhooks.js').then((m) => m.runWebhooks())
   : main();
 run.then(
   (code) => process.exit(code),

@@ -8,7 +8,7 @@ import { createFeed } from '../readmodel/feed.js';
 import type { ListingReads } from '../readmodel/index.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
-import { sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { ATTEMPT_TIMEOUT_MS, sendAttempt, type Outcome, type SendOptions } from './send.js';
 import { signatureHeaders } from './signature.js';
 
 /** D24: ids per message at most. */
@@ -122,15 +122,15 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
   }
 
-  /** One attempt of the endpoint's message; records it and moves the endpoint on. */
-  async function attempt(endpoint: WebhookEndpoint, message: PendingMessage): Promise<void> {
+  /** One attempt of the endpoint's message; records it and moves the endpoint on. True when delivered. */
+  async function attempt(endpoint: WebhookEndpoint, message: PendingMessage): Promise<boolean> {
     const started = clock();
     const number = endpoint.attempt + 1;
     const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
     if (ok(outcome)) {
       await store.webhooks.delivered(endpoint.id, owner, message.end);
       options.onAttempt?.('delivered');
-      return;
+      return true;
     }
     const failingSince = endpoint.failing_since ?? iso(started);
     const disable = started - Date.parse(failingSince) >= DISABLE_AFTER_MS;
@@ -139,32 +139,45 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     options.onAttempt?.(disable ? 'disabled' : 'failed');
     // The URL is the endpoint owner's; the secret and the body never go to the log.
     logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, disabled: disable }, 'webhook attempt failed');
+    return false;
   }
 
-  /** Delivers to one endpoint if it is due and nobody else is sending to it. */
+  /**
+   * Delivers to one endpoint if it is due and nobody else is sending to it. A backlog (more than
+   * one message of changes) goes out message after message while the lease lasts, leaving room for
+   * one more attempt's timeout, rather than one message a tick.
+   */
   async function deliver(id: string): Promise<void> {
-    const now = clock();
-    const endpoint = await store.webhooks.takeLease(id, owner, iso(now), iso(now + LEASE_MS));
-    if (endpoint === undefined) return;
+    const leased = clock();
+    let endpoint = await store.webhooks.takeLease(id, owner, iso(leased), iso(leased + LEASE_MS));
     try {
-      let message = pendingMessageOf(endpoint);
-      if (message === undefined) {
-        const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
-        const version = store.changes.tenantVersion(tenant.key);
-        const until = await reads.soonestExpiry(tenant);
-        const next = await nextMessage(endpoint, tenant, version);
-        // Nothing new until the version moves or the next expiry comes (more pending: look again next tick).
-        if (next?.more !== true) checked.set(id, { version, until });
-        if (next === undefined) return;
-        if (!(await store.webhooks.keepMessage(id, owner, next))) return;
-        message = next;
-      } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
-        return;
+      while (endpoint !== undefined && (await deliverOne(endpoint)) && clock() < leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) {
+        endpoint = await store.webhooks.get(id);
       }
-      await attempt(endpoint, message);
     } finally {
-      await store.webhooks.releaseLease(id, owner);
+      if (endpoint !== undefined) await store.webhooks.releaseLease(id, owner);
     }
+  }
+
+  /** The endpoint's next attempt, if one is due; true when it was delivered and more may be waiting. */
+  async function deliverOne(endpoint: WebhookEndpoint): Promise<boolean> {
+    const now = clock();
+    let message = pendingMessageOf(endpoint);
+    let more = true;
+    if (message === undefined) {
+      const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
+      const version = store.changes.tenantVersion(tenant.key);
+      const until = await reads.soonestExpiry(tenant);
+      const next = await nextMessage(endpoint, tenant, version);
+      more = next?.more === true;
+      // Nothing new until the version moves or the next expiry comes (more pending: look again).
+      if (!more) checked.set(endpoint.id, { version, until });
+      if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return false;
+      message = next;
+    } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
+      return false;
+    }
+    return (await attempt(endpoint, message)) && more;
   }
 
   /** Looks at every enabled endpoint once, and starts the deliveries that are due. */

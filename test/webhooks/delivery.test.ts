@@ -135,7 +135,7 @@ describe('webhook delivery (D24)', () => {
     await add();
     const listings = Array.from({ length: 2500 }, (_, i) => ({ id: id(1000 + i) }));
     await server.addListings(accountId, listings);
-    for (let i = 0; i < 5; i++) await tick();
+    await tick();
     const messages = receiver.received.map(payload);
     assert.equal(messages.length, 3);
     assert.deepEqual(messages.map((m) => m.data.upserted.length), [1000, 1000, 500]);
@@ -168,12 +168,13 @@ describe('webhook delivery (D24)', () => {
     server.clock.advance(RETRY_DELAYS_MS[1]);
     receiver.answerWith(() => 200);
     await tick();
-    assert.equal(receiver.received.length, 3);
+    // Delivered, then at once the message of the later change: a backlog goes out in one go.
+    assert.equal(receiver.received.length, 4);
     row = (await server.service.store.webhooks.get(endpoint.id))!;
     assert.equal(row.failing_since, null);
     assert.equal(row.attempt, 0);
     await tick();
-    assert.equal(receiver.received.length, 4, 'then the next change');
+    assert.equal(receiver.received.length, 4, 'nothing more');
     assert.deepEqual(payload(receiver.received[3]!).data.upserted, [id(32)]);
     const attempts = await server.service.store.webhooks.attempts(endpoint.id, 10);
     assert.deepEqual(attempts.map((a) => a.status).reverse(), [500, 302, 200, 200]);
