@@ -192,7 +192,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
   // Webhook delivery (D24): every instance looks at the endpoints; one sends to each at a time.
   const webhooks = createWebhookDeliverer({
     store,
-    reads,
     clock,
     logger,
     send: { allowPrivate: config.webhookAllowPrivate },

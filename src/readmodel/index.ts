@@ -61,8 +61,6 @@ export interface ListingReads extends AuthReads {
    * with any read of it meanwhile; resolves with its visible listings (the warm-up, warm-up.ts).
    */
   warm(tenant: Tenant): Promise<number>;
-  /** The soonest moment the tenant's listings change by time alone (an expiry passing, D10); Infinity when none will. */
-  soonestExpiry(tenant: Tenant): Promise<number>;
   stats(): ReadStats;
 }
 
@@ -192,9 +190,6 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       return (await currentIndex(tenant)).size;
     },
 
-    async soonestExpiry(tenant) {
-      return (await currentIndex(tenant)).validUntil;
-    },
 
     stats() {
       let listings = 0;

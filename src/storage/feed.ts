@@ -74,6 +74,12 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
       return rows as Expiry[];
     },
 
+    /** The soonest expiry after `now` of the tenant's active listings: when its feed next changes by time alone (D10). */
+    async nextExpiry(ownerAccountId: string, country: string, now: string): Promise<string | undefined> {
+      const row = await active(ownerAccountId, country).select('expiry_date').where('expiry_date', '>', now).orderBy('expiry_date').limit(1).executeTakeFirst();
+      return row?.expiry_date ?? undefined;
+    },
+
     /**
      * The tenant's visible listings (D10 at `now`) in the order their state took effect (updated
      * time, then id), after a position, at most `limit`: the first answer of a feed.

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { tenantOf, type Tenant } from '../core/tenant.js';
 import { createFeed } from '../readmodel/feed.js';
-import type { ListingReads } from '../readmodel/index.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
 import { ATTEMPT_TIMEOUT_MS, sendAttempt, type Outcome, type SendOptions } from './send.js';
@@ -25,12 +25,13 @@ export const TICK_MS = 1000;
 const LEASE_MS = 30_000;
 /** Endpoints delivered to at once by one instance: a slow endpoint holds one of these, never the others. */
 const CONCURRENCY = 8;
+/** At most this share of a process's time goes to delivering a backlog (an import's many messages). */
+const BACKLOG_SHARE = 0.1;
 
 export type DeliveryOutcome = 'delivered' | 'failed' | 'disabled';
 
 export interface DelivererOptions {
   store: Store;
-  reads: ListingReads;
   clock: Clock;
   logger: FastifyBaseLogger;
   send: Pick<SendOptions, 'allowPrivate' | 'resolve' | 'timeoutMs'>;
@@ -84,7 +85,7 @@ export const testEventBody = (country: string, at: number) => JSON.stringify({ t
  * query. Sends go out under the endpoint's lease (storage/webhooks.ts), at most CONCURRENCY at once.
  */
 export function createWebhookDeliverer(options: DelivererOptions) {
-  const { store, reads, clock, logger } = options;
+  const { store, clock, logger } = options;
   const owner = options.instanceId ?? randomUUID();
   // The feed's events without their listings: a message names ids only.
   const feed = createFeed(store, clock, () => 'null');
@@ -151,7 +152,15 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     const leased = clock();
     let endpoint = await store.webhooks.takeLease(id, owner, iso(leased), iso(leased + LEASE_MS));
     try {
-      while (endpoint !== undefined && (await deliverOne(endpoint)) && clock() < leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) {
+      for (;;) {
+        if (endpoint === undefined) return;
+        const made = await deliverOne(endpoint);
+        if (made === undefined) return;
+        // The API's requests come first: between the messages of a backlog this process waits
+        // (1 / BACKLOG_SHARE - 1) times what making the last one took (reading the history), so that
+        // a big import's messages take at most that share of it. The attempt's own wait is not counted.
+        await sleep(made.ms * (1 / BACKLOG_SHARE - 1));
+        if (clock() >= leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) return;
         endpoint = await store.webhooks.get(id);
       }
     } finally {
@@ -159,25 +168,31 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     }
   }
 
-  /** The endpoint's next attempt, if one is due; true when it was delivered and more may be waiting. */
-  async function deliverOne(endpoint: WebhookEndpoint): Promise<boolean> {
+  /**
+   * The endpoint's next attempt, if one is due. When it was delivered and more may be waiting: how
+   * long making the message took (0 for a message made earlier); else undefined.
+   */
+  async function deliverOne(endpoint: WebhookEndpoint): Promise<{ ms: number } | undefined> {
     const now = clock();
     let message = pendingMessageOf(endpoint);
     let more = true;
+    const making = performance.now();
     if (message === undefined) {
       const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
       const version = store.changes.tenantVersion(tenant.key);
-      const until = await reads.soonestExpiry(tenant);
+      const expiry = await store.feed.nextExpiry(tenant.ownerAccountId, tenant.country, iso(now));
+      const until = expiry === undefined ? Infinity : Date.parse(expiry);
       const next = await nextMessage(endpoint, tenant, version);
       more = next?.more === true;
       // Nothing new until the version moves or the next expiry comes (more pending: look again).
       if (!more) checked.set(endpoint.id, { version, until });
-      if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return false;
+      if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
       message = next;
     } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
-      return false;
+      return undefined;
     }
-    return (await attempt(endpoint, message)) && more;
+    const ms = performance.now() - making;
+    return (await attempt(endpoint, message)) && more ? { ms } : undefined;
   }
 
   /** Looks at every enabled endpoint once, and starts the deliveries that are due. */
