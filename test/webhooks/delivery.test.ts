@@ -341,6 +341,18 @@ describe('one attempt (D24 safety)', () => {
     }
   });
 
+  it('a connection reset before the answer is a failure with its reason', async () => {
+    const server = createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const outcome = await sendAttempt(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`, {}, '{}', { allowPrivate: true });
+      assert.equal(outcome.status, undefined);
+      assert.match(outcome.error ?? '', /ECONNRESET|socket hang up/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('a connection refused is a failure with its reason', async () => {
     const outcome = await sendAttempt('http://127.0.0.1:1/x', {}, '{}', { allowPrivate: true });
     assert.equal(outcome.error, 'ECONNREFUSED');
