@@ -1,35 +1,26 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 import { fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
 
 /** `webhook add | list | remove | test | enable | rotate-secret` (D24): --json, exit codes, one-line errors, audit. */
 describe('webhook commands (D24)', () => {
   let db: CliDatabase;
   let account: string;
-  const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-  let status = 204;
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => void (body += c.toString()));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(status).end();
-    });
-  });
+  let receiver: Receiver;
+  let received: Receiver['received'];
   let url = '';
 
   before(async () => {
     db = tempDatabase();
     account = okJson(await db.call(['account', 'create', '--name', 'Hooks Ltd', '--json'])).id;
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    receiver = await startReceiver();
+    ({ received, url } = receiver);
   });
   after(async () => {
     db.remove();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   });
 
   it('add prints the id and the signing secret; list shows it enabled; both audited', async () => {
@@ -75,9 +66,9 @@ describe('webhook commands (D24)', () => {
     assert.equal(verified.type, 'webhook.test');
     assert.deepEqual(verified.data, { country: first.country });
     fails(await db.call(['webhook', 'test', first.id]), 1, [/not delivered/, /refused: 127\.0\.0\.1/], 'without WEBHOOK_ALLOW_PRIVATE');
-    status = 500;
+    receiver.answerWith(500);
     fails(await db.call(['webhook', 'test', first.id], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }), 1, [/not delivered/, /HTTP 500/]);
-    status = 204;
+    receiver.answerWith(204);
     const attempts = rows<{ message_type: string; status: number | null }>(db.file, 'SELECT message_type, status FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
     assert.deepEqual(attempts.map((a) => a.status), [204, null, 500]);
   });

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { okJson, tempDatabase, type CliDatabase } from './helpers.js';
 import { startServerProcess, waitFor } from '../support/process.js';
 import { listingLine } from '../support/server.js';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 
 /**
  * D24: an instance killed (SIGKILL) in the middle of a delivery loses nothing: another instance
@@ -14,32 +13,23 @@ import { listingLine } from '../support/server.js';
  */
 describe('webhooks: kill -9 of the sending instance mid-delivery (D24)', () => {
   let db: CliDatabase;
-  const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-  const hanging: ServerResponse[] = [];
-  let answer: 'hang' | number = 'hang';
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => void (body += c.toString()));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      if (answer === 'hang') hanging.push(res);
-      else res.writeHead(answer).end();
-    });
-  });
+  let receiver: Receiver;
+  let received: Receiver['received'];
 
   before(async () => {
     db = tempDatabase();
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startReceiver();
+    receiver.answerWith('hang');
+    received = receiver.received;
   });
   after(async () => {
-    for (const res of hanging) res.destroy();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
     db.remove();
   });
 
   it('the other instance sends the same message after the lease', { timeout: 90_000 }, async () => {
     const account = okJson(await db.call(['account', 'create', '--name', 'Crash Ltd', '--json'])).id as string;
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    const { url } = receiver;
     okJson(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', url, '--json']));
     const env = { DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: '1', DASHBOARD_PORT: 'off', WARMUP_TIMEOUT_MS: '0' };
     const first = await startServerProcess(env);
@@ -51,7 +41,7 @@ describe('webhooks: kill -9 of the sending instance mid-delivery (D24)', () => {
       // Mid-delivery: the attempt is open, the endpoint leased to the first instance.
       first.child.kill('SIGKILL');
       await first.exited;
-      answer = 204;
+      receiver.answerWith(204);
       const other = await startServerProcess(env);
       try {
         await waitFor(() => received.length === 2, 'the attempt of the instance that took over', 60_000);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { dom, named, only } from '../support/html.js';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dev, signedIn, text, type DashboardClient } from './helpers.js';
 
@@ -12,16 +11,8 @@ describe('dashboard: webhooks page (D24)', () => {
   let server: TestServer;
   let accountId: string;
   let client: DashboardClient;
-  const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-  let status = 204;
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => void (body += c.toString()));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(status).end();
-    });
-  });
+  let receiver: Receiver;
+  let received: Receiver['received'];
   let url = '';
 
   before(async () => {
@@ -29,12 +20,12 @@ describe('dashboard: webhooks page (D24)', () => {
     server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
     accountId = await server.createAccount();
     ({ client } = await signedIn(server, accountId));
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    receiver = await startReceiver();
+    ({ received, url } = receiver);
   });
   after(async () => {
     await server.close();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   });
 
   const page = async () => dom((await client.get(dev(accountId, 'webhooks'))).body);
@@ -76,10 +67,10 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.match(text(res.body), /Test event delivered to .* HTTP 204/);
     const message = received.at(-1)!;
     assert.equal((new Webhook(endpoint!.secret).verify(message.body, message.headers as Record<string, string>) as { type: string }).type, 'webhook.test');
-    status = 503;
+    receiver.answerWith(503);
     res = await client.post(dev(accountId, 'webhooks/test'), { id: endpoint!.id });
     assert.match(text(only(dom(res.body), '[role=alert]').toString()), /Test event not delivered to .* HTTP 503/);
-    status = 204;
+    receiver.answerWith(204);
     const rows = only(dom(res.body), 'table.attempts').querySelectorAll('tbody tr');
     assert.equal(rows.length, 2);
     assert.match(rows[0]!.text, /webhook\.test/);
@@ -88,7 +79,7 @@ describe('dashboard: webhooks page (D24)', () => {
 
   it('a failing endpoint shows since when and how far behind; a disabled one can be enabled', async () => {
     const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
-    status = 500;
+    receiver.answerWith(500);
     await server.addListings(accountId, [{ title: 'New shop' }]);
     await server.service.webhooks.tick();
     let card = only(await page(), 'section.webhook');
@@ -97,7 +88,7 @@ describe('dashboard: webhooks page (D24)', () => {
     await server.service.store.write((tx) => tx.updateTable('webhook_endpoints').set({ enabled: 0 }).where('id', '=', endpoint!.id).execute());
     card = only(await page(), 'section.webhook');
     assert.match(card.text, /Disabled/);
-    status = 204;
+    receiver.answerWith(204);
     const res = await client.post(dev(accountId, 'webhooks/enable'), { id: endpoint!.id });
     assert.equal(res.status, 303);
     assert.match(text((await client.get(res.location!)).body), /Enabled .*delivery resumes from where it stopped/);

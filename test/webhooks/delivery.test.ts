@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -10,6 +10,7 @@ import { sendAttempt } from '../../src/webhooks/send.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.js';
 
 /**
  * Webhook delivery (D24) through the real service on the suite's store, to a real HTTP receiver
@@ -17,43 +18,7 @@ import { startTestServer, TestClock, type TestServer } from '../support/server.j
  * clock: no sleeps.
  */
 
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
 
-/** A receiver that records every message and answers with `answer()` (a status, or 'hang'). */
-async function startReceiver() {
-  const received: Received[] = [];
-  let answer: () => number | 'hang' = () => 204;
-  const hanging: Array<() => void> = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => void (body += c.toString()));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      const status = answer();
-      if (status === 'hang') return void hanging.push(() => res.destroy());
-      res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ignored');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    received,
-    url: `http://127.0.0.1:${port}/hooks/listings`,
-    answerWith(next: () => number | 'hang') {
-      answer = next;
-    },
-    async close() {
-      for (const end of hanging) end();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
 /** The published schema of a message type (what the OpenAPI document's `webhooks` give). */
 const ajv = new Ajv2020({ strict: true, allErrors: true });

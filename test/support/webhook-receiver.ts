@@ -1,0 +1,46 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export type Answer = number | 'hang';
+
+/**
+ * A webhook endpoint on loopback for tests (D24): it records every message and answers with
+ * `answerWith`'s status (204 by default; a 3xx carries a Location), or never ('hang') until closed.
+ */
+export async function startReceiver() {
+  const received: Received[] = [];
+  let answer: () => Answer = () => 204;
+  const hanging: ServerResponse[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => void (body += c.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      const status = answer();
+      if (status === 'hang') return void hanging.push(res);
+      res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ignored');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    received,
+    url: `http://127.0.0.1:${port}/hooks/listings`,
+    /** The status of the next answers: a number, 'hang', or a function asked for each message. */
+    answerWith(next: Answer | (() => Answer)) {
+      answer = typeof next === 'function' ? next : () => next;
+    },
+    async close() {
+      for (const res of hanging.splice(0)) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
