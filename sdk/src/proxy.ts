@@ -213,7 +213,9 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     } catch (error) {
       const failure = asApiError(error);
       const at = now();
-      if (failure.status === 400 || failure.status === 404) {
+      // A malformed request or a missing listing is the answer; so is a refused key (401) or origin
+      // (403): a revoked key must stop the site's listings, never hide behind an older copy.
+      if (failure.status === 400 || failure.status === 404 || failure.status === 401 || failure.status === 403) {
         const entry: Entry = { good: undefined, failure, checkedAt: at };
         remember(key, entry);
         return { entry, how: 'error' };

@@ -111,6 +111,8 @@ export function countryOptions(countries: readonly Country[], selected: string):
 // ---------------------------------------------------------------- sign-in
 
 export function signInPage(opts: { csrf: string; email?: string; error?: string; notice?: string }): string {
+  // After a failed attempt the email is kept: the cursor goes where the member types again, the password.
+  const retry = opts.error !== undefined && (opts.email ?? '') !== '';
   return document('Sign in', html`
 <main id="main" class="narrow" tabindex="-1">
   <h1>Sign in</h1>
@@ -121,11 +123,11 @@ export function signInPage(opts: { csrf: string; email?: string; error?: string;
     ${csrfField(opts.csrf)}
     <div class="field">
       <label for="email">Email</label>
-      <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${opts.email ?? ''}" autofocus>
+      <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${opts.email ?? ''}"${retry ? '' : html` autofocus`}>
     </div>
     <div class="field">
       <label for="password">Password</label>
-      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="256">
+      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="256"${retry ? html` autofocus` : ''}>
     </div>
     <button type="submit" class="primary">Sign in</button>
   </form>

@@ -5,6 +5,7 @@ import { sql } from '#kysely';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ABSOLUTE_MS, IDLE_MS } from '../../src/dashboard/sessions.js';
 import { PER_ADDRESS, PER_EMAIL, WINDOW_MS } from '../../src/dashboard/throttle.js';
+import { dom, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { addMember, DashboardClient, dev, PASSWORD, setCookie, text } from './helpers.js';
 
@@ -75,6 +76,10 @@ describe('dashboard sign-in, sessions and sign-out', () => {
       assert.match(text(res.body), /That email and password do not match a member/);
       assert.equal(setCookie(res, 'dashboard_session'), undefined);
       assert.doesNotMatch(res.body, /not the password at all|correct horse/, 'the password is not echoed');
+      // The email is kept and the focus goes to the password, where the member types again.
+      const form = dom(res.body);
+      assert.equal(only(form, '#password').getAttribute('autofocus'), '');
+      assert.equal(only(form, '#email').hasAttribute('autofocus'), false);
     }
     assert.equal(await sessionCount(), before);
   });

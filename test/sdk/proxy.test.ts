@@ -384,6 +384,26 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     }
   });
 
+  it('a key revoked after a copy was kept: the next look-up is a 502, never the older copy (401 is not a failure to hide)', async () => {
+    const created = await api.createKey(accountId, 'sg', 'soon revoked');
+    const clock = new TestClock();
+    const client = new ListingsClient({ apiKey: created.key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 0 });
+    const handler = createListingsHandler({ client, basePath: '/api', now: clock.now, freshMs: 1000, staleIfErrorMs: 600_000 });
+    const s = await site(handler);
+    try {
+      assert.equal((await httpCall(s.port, '/api/v1/listings')).status, 200);
+      await api.service.store.keys.revoke(created.id, new Date(api.clock.now()).toISOString());
+      await api.service.store.broadcastSettled();
+      clock.advance(5000);
+      const after = await httpCall(s.port, '/api/v1/listings');
+      assert.equal(after.status, 502);
+      assert.match(after.json.message, /refused this site's key \(unauthorized\)/);
+      await assert.rejects(handler.listings.list(), { code: 'unauthorized' });
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a key the API refuses is a 502 for the browser that names no key', async () => {
     const client = new ListingsClient({ apiKey: 'sg_live_00000000000000000000000000000000aaaaaa', baseUrl: `http://api.localhost:${api.port}` });
     const s = await site(createListingsHandler({ client }));
