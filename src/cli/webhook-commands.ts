@@ -1,9 +1,8 @@
-import { loadConfig } from '../config/index.js';
 import type { Store, WebhookEndpoint } from '../storage/index.js';
 import { sendTestEvent } from '../webhooks/deliverer.js';
+import { delivered } from '../webhooks/send.js';
 import { addWebhook, rotateWebhookSecret, statusOf, WebhookError } from '../webhooks/endpoints.js';
 import { recordCliChange } from './audit.js';
-import { cliContext } from './context.js';
 import { CliError, emit, table } from './output.js';
 import { countryArg, existingAccount, uuidArg, withStore } from './store.js';
 
@@ -89,15 +88,14 @@ export async function webhookRotateSecret(id: string, opts: { json: boolean }): 
 }
 
 export async function webhookTest(id: string, opts: { json: boolean }): Promise<void> {
-  const allowPrivate = loadConfig(cliContext().env).webhookAllowPrivate;
-  const { endpoint, outcome } = await withStore(async (store) => {
+  const { endpoint, outcome } = await withStore(async (store, config) => {
     const found = await existingWebhook(store, id);
-    return { endpoint: found, outcome: await sendTestEvent(store, found, clock(), { allowPrivate }) };
+    return { endpoint: found, outcome: await sendTestEvent(store, found, clock(), { allowPrivate: config.webhookAllowPrivate }) };
   });
-  const delivered = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+  const received = delivered(outcome);
   const answer = outcome.status !== undefined ? `HTTP ${outcome.status}` : outcome.error!;
   // Like any failed command: one line on stderr, exit 1 (the attempt is in the endpoint's log).
-  if (!delivered) throw new CliError(`test event ${outcome.messageId} not delivered to ${endpoint.url}: ${answer} after ${outcome.durationMs} ms`);
-  emit(opts.json, { id: endpoint.id, message_id: outcome.messageId, delivered, status: outcome.status, duration_ms: outcome.durationMs }, () =>
+  if (!received) throw new CliError(`test event ${outcome.messageId} not delivered to ${endpoint.url}: ${answer} after ${outcome.durationMs} ms`);
+  emit(opts.json, { id: endpoint.id, message_id: outcome.messageId, delivered: received, status: outcome.status, duration_ms: outcome.durationMs }, () =>
     `Delivered test event ${outcome.messageId} to ${endpoint.url}: ${answer} in ${outcome.durationMs} ms.`);
 }

@@ -24,6 +24,9 @@ export interface Outcome {
   durationMs: number;
 }
 
+/** A 2xx: the message was received (D24). */
+export const delivered = (outcome: Outcome): boolean => outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+
 const defaultResolve = async (hostname: string) => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 /**

@@ -3,6 +3,7 @@ import { isCountry } from '../../core/countries.js';
 import { canonicalUuid } from '../../core/formats.js';
 import type { WebhookEndpoint } from '../../storage/index.js';
 import { sendTestEvent } from '../../webhooks/deliverer.js';
+import { delivered } from '../../webhooks/send.js';
 import { addWebhook, rotateWebhookSecret, WebhookError } from '../../webhooks/endpoints.js';
 import * as views from '../views.js';
 import * as webhookViews from '../webhook-views.js';
@@ -63,9 +64,8 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     const endpoint = await ownEndpoint(member, field(request.body, 'id'));
     if (endpoint === undefined) return notFound(reply, member.ctx);
     const outcome = await sendTestEvent(store, endpoint, clock(), { allowPrivate: config.webhookAllowPrivate });
-    const delivered = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     const answer = outcome.status !== undefined ? `HTTP ${outcome.status}` : outcome.error!;
-    return send(reply, 200, await listPage(member, delivered
+    return send(reply, 200, await listPage(member, delivered(outcome)
       ? { notice: `Test event delivered to ${endpoint.url}: ${answer} in ${outcome.durationMs} ms.` }
       : { error: `Test event not delivered to ${endpoint.url}: ${answer} after ${outcome.durationMs} ms.` }));
   });
