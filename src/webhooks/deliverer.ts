@@ -8,7 +8,7 @@ import { tenantOf, type Tenant } from '../core/tenant.js';
 import { createFeed } from '../readmodel/feed.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
-import { ATTEMPT_TIMEOUT_MS, sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { ATTEMPT_TIMEOUT_MS, delivered, sendAttempt, type Outcome, type SendOptions } from './send.js';
 import { signatureHeaders } from './signature.js';
 
 /** D24: ids per message at most. */
@@ -47,7 +47,6 @@ interface Checked {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const ok = (outcome: Outcome) => outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
 
 /** The secrets that sign at `now`: the endpoint's, and the previous one for a day after a rotation (D24). */
 function signingSecrets(endpoint: WebhookEndpoint, now: number): string[] {
@@ -67,7 +66,7 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
     ids: message.ids,
     attempt: number,
     status: outcome.status ?? null,
-    error: ok(outcome) ? null : (outcome.error ?? `HTTP ${outcome.status}`).slice(0, 300),
+    error: delivered(outcome) ? null : (outcome.error ?? `HTTP ${outcome.status}`).slice(0, 300),
     duration_ms: outcome.durationMs,
   });
   return outcome;
@@ -81,8 +80,9 @@ export const testEventBody = (country: string, at: number) => JSON.stringify({ t
  * message covers the change-feed events after it (D22's, an expiry passing included), is kept whole
  * before its first attempt, and the position moves past it only on a 2xx. Every TICK_MS the
  * enabled endpoints are looked at; one is read from the history only when its tenant's version
- * moved or an expiry it shows has come (the read model knows both), so idle endpoints cost no
- * query. Sends go out under the endpoint's lease (storage/webhooks.ts), at most CONCURRENCY at once.
+ * (in memory) moved or its next expiry (one indexed query) has come, so idle endpoints cost no
+ * further query. Sends go out under the endpoint's lease (storage/webhooks.ts), at most CONCURRENCY
+ * at once, each on its own: a slow endpoint never holds back the next look or another endpoint.
  */
 export function createWebhookDeliverer(options: DelivererOptions) {
   const { store, clock, logger } = options;
@@ -95,7 +95,10 @@ export function createWebhookDeliverer(options: DelivererOptions) {
   const noticed = new Map<string, number>();
   let oldestUndelivered: number | undefined;
   let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> | undefined;
+  /** The look at the endpoints under way, if any (one at a time); it resolves with the deliveries it started. */
+  let looking: Promise<Array<Promise<void>>> | undefined;
+  /** Deliveries under way: each runs on its own, so a slow endpoint never holds the next look. */
+  const running = new Set<Promise<void>>();
 
   /** The next message from the endpoint's position, or undefined when nothing changed since. */
   async function nextMessage(endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<(PendingMessage & { more: boolean }) | undefined> {
@@ -128,7 +131,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     const started = clock();
     const number = endpoint.attempt + 1;
     const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
-    if (ok(outcome)) {
+    if (delivered(outcome)) {
       await store.webhooks.delivered(endpoint.id, owner, message.end);
       options.onAttempt?.('delivered');
       return true;
@@ -195,8 +198,8 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     return (await attempt(endpoint, message)) && more ? { ms } : undefined;
   }
 
-  /** Looks at every enabled endpoint once, and starts the deliveries that are due. */
-  async function tick(): Promise<void> {
+  /** Looks at every enabled endpoint once, and starts the deliveries that are due (not waiting for them). */
+  async function look(): Promise<Array<Promise<void>>> {
     const now = clock();
     const nowIso = iso(now);
     const started: Array<Promise<void>> = [];
@@ -216,15 +219,20 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       }
       if (!due || inFlight.size >= CONCURRENCY || inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
       inFlight.add(e.id);
-      started.push(
-        deliver(e.id)
-          .catch((error: unknown) => logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed'))
-          .finally(() => inFlight.delete(e.id)),
-      );
+      const delivery: Promise<void> = deliver(e.id)
+        .catch((error: unknown) => void logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed'))
+        .finally(() => {
+          inFlight.delete(e.id);
+          running.delete(delivery);
+        });
+      running.add(delivery);
+      started.push(delivery);
     }
     oldestUndelivered = oldest === Infinity ? undefined : oldest;
-    await Promise.all(started);
+    return started;
   }
+
+  const lookOnce = () => (looking ??= look().finally(() => (looking = undefined)));
 
   function isNew(id: string, accountId: string, country: string, now: number): boolean {
     const last = checked.get(id);
@@ -238,18 +246,19 @@ export function createWebhookDeliverer(options: DelivererOptions) {
      */
     oldestUndeliveredAt: (): number | undefined => oldestUndelivered,
     /** One look at every endpoint, awaiting the deliveries it starts (tests drive delivery with it). */
-    tick: (): Promise<void> => (ticking ??= tick().finally(() => (ticking = undefined))),
+    async tick(): Promise<void> {
+      await Promise.all(await lookOnce());
+    },
     start(): void {
-      timer ??= setInterval(() => {
-        // A tick still running (a slow endpoint) is not started twice.
-        if (ticking === undefined) void this.tick().catch((error: unknown) => logger.warn({ err: error }, 'webhook tick failed'));
-      }, TICK_MS);
+      // Each second a look; the deliveries it starts run on, and the next look skips their endpoints.
+      timer ??= setInterval(() => void lookOnce().catch((error: unknown) => logger.warn({ err: error }, 'webhook look failed')), TICK_MS);
       timer.unref();
     },
     async stop(): Promise<void> {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
-      await ticking;
+      await looking?.catch(() => undefined);
+      await Promise.all(running);
     },
   };
 }

@@ -9,6 +9,7 @@ import { WEBHOOK_MESSAGE_SCHEMAS } from '../../src/webhooks/messages.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
+import { waitFor } from '../support/process.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.js';
 
@@ -246,6 +247,26 @@ describe('webhook delivery (D24)', () => {
     await tick();
     assert.equal(await value('listings_webhook_deliveries_total{outcome="delivered"}'), delivered + 1);
     assert.equal(await value('listings_webhook_oldest_undelivered_seconds'), 0);
+  });
+
+  it('a hanging endpoint holds neither the next look nor another endpoint\'s delivery', async () => {
+    const slow = await startReceiver();
+    slow.answerWith('hang');
+    try {
+      await add(slow.url);
+      await server.addListings(accountId, [{ id: id(95) }]);
+      const hanging = tick();
+      await waitFor(() => slow.received.length === 1, 'the hanging attempt');
+      const other = await server.createAccount();
+      await addWebhook(server.service.store, server.clock.now, { accountId: other, country: 'sg', url: receiver.url });
+      await server.addListings(other, [{ id: id(96) }]);
+      await tick();
+      assert.deepEqual(payload(receiver.received[0]!).data.upserted, [id(96)], 'delivered while the other endpoint hangs');
+      await slow.close();
+      await hanging;
+    } finally {
+      await slow.close();
+    }
   });
 
   it('a slow endpoint does not hold the API: requests are answered while it hangs', async () => {
