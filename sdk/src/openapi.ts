@@ -15,8 +15,10 @@ export interface Listing {
   size_sqft: number | null;
   /** Usage tags: the main type, then the sub-type where one is set. Main types and their sub-types: Office (Shared Office); F&B (Pub, Cafe, Restaurant, Cloud Kitchen); Industrial (Food Factory, Warehouse); Retail (Kiosk, Shop, Anchor); Clinic (none). */
   usage_types: string[];
-  /** Asking rent in `currency`, per the listing's pricing basis (typically per square foot per month). There is no formatted price string. */
+  /** Asking rent in `currency`, per `price_basis` (typically per square foot per month). There is no formatted price string. */
   price: number | null;
+  /** What `price` is per: `per_sqft_per_month` (rent per square foot per month) or `per_month` (rent for the whole unit per month); null when not set. Filters and sorts on `price` compare the number as given, whatever its basis. */
+  price_basis: 'per_sqft_per_month' | 'per_month' | null;
   /** The ISO 4217 code of `price`. */
   currency: string;
   /** True when the listing is a lease takeover (assignment). */

@@ -95,6 +95,13 @@ const strings = (check: (list: string[]) => string | undefined): Kind<string[], 
   },
 });
 
+/**
+ * D25: what a listing's `price` is per. Rent per square foot per month (shops, offices: the
+ * typical quote), or for the whole unit per month (kiosks, cloud kitchens, a whole floor).
+ */
+export const PRICE_BASES = ['per_sqft_per_month', 'per_month'] as const;
+export type PriceBasis = (typeof PRICE_BASES)[number];
+
 /** The kinds of the fields. */
 const KINDS = {
   uuid: {
@@ -146,6 +153,16 @@ const KINDS = {
     toApi: (): 'active' => 'active',
     read: (v: unknown) => (typeof v !== 'string' || !/^[a-z][a-z_]{0,31}$/.test(v) ? { problem: `expected a lowercase status such as active, leased, expired or draft, got ${show(v)}` } : { value: v }),
   } satisfies Kind<'active', string>,
+  /** D25: what `price` is per; one of PRICE_BASES. */
+  priceBasis: {
+    schema: { type: 'string', enum: PRICE_BASES },
+    column: 'varchar(32)',
+    toApi: (v: PriceBasis) => v,
+    read: (v: unknown) =>
+      typeof v !== 'string' || !(PRICE_BASES as readonly string[]).includes(v)
+        ? { problem: `expected one of ${PRICE_BASES.map((b) => `"${b}"`).join(', ')} or null, got ${show(v)}` }
+        : { value: v as PriceBasis },
+  } satisfies Kind<PriceBasis, PriceBasis>,
   usageTypes: strings(usageTypesProblem),
   images: {
     ...strings((list) => {
@@ -196,7 +213,12 @@ export const LISTING_FIELDS = {
     description: 'Usage tags: the main type, then the sub-type where one is set. Main types and their sub-types: Office (Shared Office); F&B (Pub, Cafe, Restaurant, Cloud Kitchen); Industrial (Food Factory, Warehouse); Retail (Kiosk, Shop, Anchor); Clinic (none).',
     examples: [['F&B', 'Cafe'], ['Office']],
   },
-  price: { kind: 'number', nullable: true, description: 'Asking rent in `currency`, per the listing\'s pricing basis (typically per square foot per month). There is no formatted price string.', examples: [9.5] },
+  price: { kind: 'number', nullable: true, description: 'Asking rent in `currency`, per `price_basis` (typically per square foot per month). There is no formatted price string.', examples: [9.5] },
+  price_basis: {
+    kind: 'priceBasis', nullable: true,
+    description: 'What `price` is per: `per_sqft_per_month` (rent per square foot per month) or `per_month` (rent for the whole unit per month); null when not set. Filters and sorts on `price` compare the number as given, whatever its basis.',
+    examples: ['per_sqft_per_month', 'per_month', null],
+  },
   currency: { kind: 'currency', nullable: false, required: true, description: 'The ISO 4217 code of `price`.', examples: ['SGD'] },
   is_takeover: { kind: 'flag', nullable: false, description: 'True when the listing is a lease takeover (assignment).', examples: [false] },
   is_featured: { kind: 'flag', nullable: false, description: 'True when the listing is promoted. Featured listings come first in the list.', examples: [true] },
@@ -234,8 +256,8 @@ export function listingProperties(): Record<ListingField, Json> {
   return Object.fromEntries(LISTING_FIELD_NAMES.map((name) => {
     const spec: FieldSpec = LISTING_FIELDS[name];
     const schema = (KINDS[spec.kind] as Kind<unknown, unknown>).schema;
-    const type = spec.nullable ? [schema.type, 'null'] : schema.type;
-    return [name, { ...schema, type, description: spec.description, examples: spec.examples } as Json];
+    const nullable = spec.nullable ? { type: [schema.type, 'null'], ...(Array.isArray(schema.enum) && { enum: [...(schema.enum as unknown[]), null] }) } : {};
+    return [name, { ...schema, ...nullable, description: spec.description, examples: spec.examples } as Json];
   })) as Record<ListingField, Json>;
 }
 

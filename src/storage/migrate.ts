@@ -10,6 +10,7 @@ import * as coveringOrderIndex from './migrations/008_covering_order_index.js';
 import * as listingBody from './migrations/009_listing_body.js';
 import * as failedRequestReason from './migrations/010_failed_request_reason.js';
 import * as webhooks from './migrations/011_webhooks.js';
+import * as priceBasis from './migrations/012_price_basis.js';
 import type { Database } from './schema.js';
 
 /**
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009_listing_body': listingBody,
   '010_failed_request_reason': failedRequestReason,
   '011_webhooks': webhooks,
+  '012_price_basis': priceBasis,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

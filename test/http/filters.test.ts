@@ -15,6 +15,7 @@ interface Listing {
   usage_types: string[];
   size_sqft: number | null;
   price: number | null;
+  price_basis: string | null;
   is_featured: boolean;
   is_takeover: boolean;
   created_at: string;
@@ -38,6 +39,8 @@ describe('filters and sort (D23)', () => {
       // Nulls, ties and the bounds' edges are all represented.
       size_sqft: rand() < 0.15 ? null : pick([0, 250, 500, 500.5, 750, 1000, 1200, 2500.25, 4000]),
       price: rand() < 0.15 ? null : pick([0, 1, 4.5, 5, 5, 6.25, 9.9, 12, 30]),
+      // D25: the basis never changes what a price filter or sort compares.
+      price_basis: pick([null, 'per_sqft_per_month', 'per_month']),
       is_featured: rand() < 0.2,
       is_takeover: rand() < 0.25,
       created_at: new Date(Date.parse('2026-01-01T00:00:00Z') + Math.floor(rand() * 60) * 86_400_000).toISOString(),
@@ -142,6 +145,14 @@ describe('filters and sort (D23)', () => {
     assert.equal(sized.length, all.filter((l) => l.size_sqft !== null).length);
     const big = await readAll('&max_price=99999999999999999999999999999999.5');
     assert.equal(big.length, all.filter((l) => l.price !== null).length, 'no upper cap on a bound');
+  });
+
+  it('price bounds and sort compare the number as given, whatever its price_basis (D25)', async () => {
+    const bounded = await readAll('&min_price=5&max_price=12&sort=price');
+    const bases = new Set(bounded.map((l) => l.price_basis));
+    assert.deepEqual([...bases].sort(), [null, 'per_month', 'per_sqft_per_month'].sort(), 'every basis in one filtered view');
+    assert.ok(bounded.every((l, i) => l.price! >= 5 && l.price! <= 12 && (i === 0 || bounded[i - 1]!.price! <= l.price!)));
+    assert.deepEqual(bounded.map((l) => l.id), reference({ min_price: '5', max_price: '12', sort: 'price' }));
   });
 
   it('sorts put nulls last in both directions and break ties by id; featured listings are not put first', async () => {

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { header, readAll } from './helpers.js';
 
 const FIELDS = [
-  'id', 'building_id', 'org_id', 'title', 'size_sqft', 'usage_types', 'price', 'currency', 'is_takeover',
+  'id', 'building_id', 'org_id', 'title', 'size_sqft', 'usage_types', 'price', 'price_basis', 'currency', 'is_takeover',
   'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count', 'inquiry_count',
   'building_name', 'street_address', 'images', 'cover_image_index', 'url', 'created_at',
 ];
@@ -53,6 +53,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
         size_sqft: 1234.5,
         usage_types: ['Retail', 'Shop'],
         price: 8.75,
+        price_basis: 'per_sqft_per_month',
         currency: 'SGD',
         is_takeover: true,
         is_featured: true,
@@ -82,7 +83,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
   });
   after(() => server.close());
 
-  it('list and detail carry all 22 fields, in the same shape, null where unset', async () => {
+  it('list and detail carry all 23 fields, in the same shape, null where unset', async () => {
     const list = await server.get('/v1/listings', { key });
     assert.equal(list.status, 200);
     const item = list.json.items.find((l: { id: string }) => l.id === sparseId);
@@ -93,6 +94,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     assert.equal(item.title, null);
     assert.equal(item.size_sqft, null);
     assert.equal(item.price, null);
+    // D25: an import line without a basis gives null.
+    assert.equal(item.price_basis, null);
     assert.equal(item.building_name, null);
     assert.equal(item.street_address, null);
     assert.equal(item.min_lease_tenure, null);
@@ -132,6 +135,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
       size_sqft: 1234.5,
       usage_types: ['Retail', 'Shop'],
       price: 8.75,
+      price_basis: 'per_sqft_per_month',
       currency: 'SGD',
       is_takeover: true,
       is_featured: true,

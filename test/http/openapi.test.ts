@@ -481,7 +481,7 @@ describe('OpenAPI document (item 10)', () => {
     it('the validators are not vacuous: a missing field or a wrong code fail; an added field passes the published schema only', () => {
       const listing = {
         id: '9b2f3c1e-5d4a-4b6c-8e7f-0a1b2c3d4e5f', building_id: '11111111-1111-4111-8111-111111111111', org_id: null,
-        title: null, size_sqft: null, usage_types: ['Office'], price: null, currency: 'SGD', is_takeover: false,
+        title: null, size_sqft: null, usage_types: ['Office'], price: null, price_basis: null, currency: 'SGD', is_takeover: false,
         is_featured: false, status: 'active', expiry_date: null, available_from: null, min_lease_tenure: null,
         view_count: 0, inquiry_count: 0, building_name: null, street_address: null, images: [], cover_image_index: 0,
         url: 'https://www.example.com/l/1', created_at: '2026-01-01T00:00:00.000Z',
@@ -504,6 +504,8 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(isValid(listingRef, { ...listing, id: '9B2F3C1E-5D4A-4B6C-8E7F-0A1B2C3D4E5F' }), false, 'ids are sent lowercase');
       assert.equal(isValid(pointer('components', 'parameters', 'id', 'schema'), '9B2F3C1E-5D4A-4B6C-8E7F-0A1B2C3D4E5F'), true, 'the path accepts either case');
       assert.equal(isValid(listingRef, { ...listing, status: 'leased' }), false);
+      assert.equal(isValid(listingRef, { ...listing, price_basis: 'per_month' }), true);
+      assert.equal(isValid(listingRef, { ...listing, price_basis: 'psf' }), false, 'the price bases are an enum (D25)');
       const notFoundRef = `${pointer('paths', DETAIL, 'get', 'responses', '404')}/content/application~1json/schema`;
       assert.equal(isValid(notFoundRef, { error: 'not_found', message: 'x' }), true);
       assert.equal(isValid(notFoundRef, { error: 'unauthorized', message: 'x' }), false);
@@ -534,6 +536,7 @@ describe('OpenAPI document (item 10)', () => {
         {
           id: full,
           usage_types: ['F&B', 'Cafe'],
+          price_basis: 'per_sqft_per_month',
           is_takeover: true,
           is_featured: true,
           expiry_date: '2027-06-30T00:00:00Z',

@@ -9,6 +9,7 @@ import { sql, type RawBuilder } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings, parseImportLine } from '../../src/import/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
+import * as priceBasisMigration from '../../src/storage/migrations/012_price_basis.js';
 import * as failedRequestReasonMigration from '../../src/storage/migrations/010_failed_request_reason.js';
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { tenantKey } from '../../src/core/tenant.js';
@@ -160,10 +161,20 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.deepEqual(await importListings(store, ndjsonStream([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 1 });
   });
 
-  it('migration 009 gives every existing listing its body', async () => {
+  it('migrations 009 and 012 give every existing listing its body (012: price_basis null, after price; D25)', async () => {
+    await priceBasisMigration.down(store.db);
     await listingBodyMigration.down(store.db);
     await listingBodyMigration.up(store.db);
+    const before = await store.db.selectFrom('listings').select(['id', 'body']).execute();
+    assert.ok(before.length > 0 && before.every((row) => !row.body.includes('price_basis')), '009 writes the object as it was then');
+    await priceBasisMigration.up(store.db);
     assert.deepEqual(await wrongBodies(), []);
+    const after = await store.db.selectFrom('listings').select(['id', 'body', 'price_basis']).execute();
+    for (const row of after) {
+      assert.equal(row.price_basis, null);
+      const keys = Object.keys(JSON.parse(row.body) as object);
+      assert.equal(keys[keys.indexOf('price') + 1], 'price_basis');
+    }
   });
 
   it('migration 010 adds the reason and client address of failed requests, and redacts again the keys an older release let through (issue 29 items 7, 11)', async () => {

@@ -56,11 +56,11 @@ describe('architecture', () => {
     assert.deepEqual(cycles, []);
   });
 
-  it('migrations import nothing from the live code but the database helpers (what they write is frozen in them)', () => {
+  it('migrations import nothing from the live code but the database helpers and other migrations (what they write is frozen in them)', () => {
     const migrations = join(SRC, 'storage', 'migrations');
     const allowed = new Set([join(SRC, 'storage', 'database.js')]);
     const offending = sources(migrations).flatMap((file) =>
-      relativeImports(file).filter((target) => !allowed.has(target)).map((target) => `${relative(SRC, file)} imports ${relative(SRC, target)}`));
+      relativeImports(file).filter((target) => !allowed.has(target) && !target.startsWith(migrations + sep)).map((target) => `${relative(SRC, file)} imports ${relative(SRC, target)}`));
     assert.deepEqual(offending, []);
   });
 });

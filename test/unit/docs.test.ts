@@ -77,9 +77,9 @@ describe('documentation in the repository', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('docs/api.md has a heading for every decision, D1 to D24, in order', () => {
+  it('docs/api.md has a heading for every decision, D1 to D25, in order', () => {
     const headings = [...readFileSync(API_DOC, 'utf8').matchAll(/^### D(\d+) \S/gm)].map((m) => Number(m[1]));
-    assert.deepEqual(headings, Array.from({ length: 24 }, (_, i) => i + 1));
+    assert.deepEqual(headings, Array.from({ length: 25 }, (_, i) => i + 1));
   });
 
   it('every decision number cited in the code, the tests and the README is under its heading in docs/api.md', () => {

@@ -42,6 +42,21 @@ function refused(text: string, line: number, field: string | undefined, words?: 
 const refusedField = (overrides: Record<string, unknown>, field: string, words?: RegExp, line = 7) =>
   refused(JSON.stringify(minimal(overrides)), line, field, words);
 
+describe('price_basis (D25)', () => {
+  it('is optional: left out or null gives null; each basis is kept as given', () => {
+    assert.equal(parse(minimal()).row.price_basis, null);
+    assert.equal(parse(minimal({ price_basis: null })).row.price_basis, null);
+    assert.equal(parse(minimal({ price_basis: 'per_sqft_per_month' })).row.price_basis, 'per_sqft_per_month');
+    assert.equal(parse(minimal({ price_basis: 'per_month', price: 30000 })).row.price_basis, 'per_month');
+  });
+
+  it('anything else is refused, naming the field and the bases', () => {
+    for (const bad of ['psf', 'Per_Month', '', 'per_sqft_per_month ', 12, true, ['per_month'], {}]) {
+      refusedField({ price_basis: bad }, 'price_basis', /"per_sqft_per_month", "per_month" or null/);
+    }
+  });
+});
+
 describe('parseIsoDate (D13)', () => {
   it('accepts UTC date-times with Z and stores them with milliseconds', () => {
     assert.equal(parseIsoDate('2026-10-01T08:30:00Z'), '2026-10-01T08:30:00.000Z');
@@ -177,6 +192,7 @@ describe('parseImportLine (OPERATIONS "Import format")', () => {
       size_sqft: null,
       usage_types: '["Office"]',
       price: null,
+      price_basis: null,
       currency: 'SGD',
       is_takeover: 0,
       is_featured: 0,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BODY_TAIL, listingBodyHead, listingBodyOf } from '../../src/listings/body.js';
-import { LISTING_FIELD_NAMES, toListing, type StoredListingFields } from '../../src/listings/fields.js';
+import { LISTING_FIELD_NAMES, PRICE_BASES, toListing, type StoredListingFields } from '../../src/listings/fields.js';
 import { listingBody009 } from '../../src/storage/migrations/009_listing_body.js';
 import { prng } from '../support/random.js';
 
@@ -26,6 +26,7 @@ function randomRow(rand: () => number): StoredListingFields {
     size_sqft: maybe(number()),
     usage_types: JSON.stringify(pick([['Office'], ['F&B', 'Cafe'], ['Retail', 'Shop']])),
     price: maybe(number()),
+    price_basis: maybe(pick(PRICE_BASES)),
     currency: 'SGD',
     is_takeover: pick([0, 1]),
     is_featured: pick([0, 1]),

@@ -12,8 +12,11 @@ import { sql, type Kysely } from '#kysely';
  */
 const CHUNK = 500;
 
+/** How a stored value is written as JSON. */
+export type FrozenForm = 'value' | 'json' | 'flag' | 'active';
+
 /** The fields in the object's order, each with how its stored value is written as JSON. */
-const FIELDS: ReadonlyArray<readonly [string, 'value' | 'json' | 'flag' | 'active']> = [
+export const FIELDS_009: ReadonlyArray<readonly [string, FrozenForm]> = [
   ['id', 'value'], ['building_id', 'value'], ['org_id', 'value'], ['title', 'value'], ['size_sqft', 'value'],
   ['usage_types', 'json'], ['price', 'value'], ['currency', 'value'], ['is_takeover', 'flag'], ['is_featured', 'flag'],
   ['status', 'active'], ['expiry_date', 'value'], ['available_from', 'value'], ['min_lease_tenure', 'value'],
@@ -23,7 +26,12 @@ const FIELDS: ReadonlyArray<readonly [string, 'value' | 'json' | 'flag' | 'activ
 
 /** A row's JSON: arrays are stored as their JSON text, flags as 0/1, the status shown is always "active". */
 export function listingBody009(row: Readonly<Record<string, unknown>>): string {
-  const parts = FIELDS.map(([name, form]) => {
+  return frozenBody(FIELDS_009, row);
+}
+
+/** A row's JSON with these fields, in this order (later migrations that change the object give theirs). */
+export function frozenBody(fields: ReadonlyArray<readonly [string, FrozenForm]>, row: Readonly<Record<string, unknown>>): string {
+  const parts = fields.map(([name, form]) => {
     const stored = row[name];
     const json = stored === null || stored === undefined ? 'null'
       : form === 'json' ? String(stored)
@@ -38,11 +46,17 @@ export function listingBody009(row: Readonly<Record<string, unknown>>): string {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('listings').addColumn('body', 'text', (c) => c.notNull().defaultTo('')).execute();
+  await writeBodies(db, listingBody009);
+}
+
+/** Computes every listing's `body` again with `bodyOf`, in chunks in id order, each chunk one UPDATE. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function writeBodies(db: Kysely<any>, bodyOf: (row: Readonly<Record<string, unknown>>) => string): Promise<void> {
   let after = '';
   for (;;) {
     const rows = (await db.selectFrom('listings').selectAll().where('id', '>', after).orderBy('id').limit(CHUNK).execute()) as Array<Record<string, unknown> & { id: string }>;
     if (rows.length === 0) break;
-    const bodies = sql.join(rows.map((r) => sql`when ${r.id} then ${listingBody009(r)}`), sql` `);
+    const bodies = sql.join(rows.map((r) => sql`when ${r.id} then ${bodyOf(r)}`), sql` `);
     await sql`update listings set body = case id ${bodies} end where id in (${sql.join(rows.map((r) => r.id))})`.execute(db);
     after = rows.at(-1)!.id;
   }
