@@ -16,63 +16,85 @@ export interface ClientOptions {
    * The key (`sg_live_...`). Keep it on a server. It may be left out only with `baseUrl`, for a
    * server that adds it itself (the SDK's proxy handler, for browser code).
    */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * The API's base URL, used as given (e.g. `http://api.localhost:3000` for a local server, or the
    * proxy handler's `https://www.example.com/api`). Without it, the host comes from the key's
    * country and `apiDomain` (D3), over https.
    */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** The API domain of D3 (`example.com` gives `https://api.example.com` for sg keys); needed without `baseUrl`. */
-  apiDomain?: string;
+  apiDomain?: string | undefined;
   /** How many times a call is retried after a 429, a 5xx or no answer (default 3). */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** How long one attempt may take, answer body included, before it counts as a timeout (default 30,000 ms). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** The transport (default: `fetchWithLocalhost`, the global `fetch` that also reaches `*.localhost` on Node). */
-  fetch?: FetchLike;
+  fetch?: FetchLike | undefined;
   /**
    * Bytes of answers kept for revalidation (default 16 MiB; 0 keeps none): the last body and ETag of
    * each URL, least recently used first out.
    */
-  cacheBytes?: number;
+  cacheBytes?: number | undefined;
   /** Testing hook: how to wait (default: a timer). Must reject when `signal` aborts. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  sleep?: ((ms: number, signal?: AbortSignal) => Promise<void>) | undefined;
   /** Testing hook: random numbers in [0, 1) for jitter (default Math.random). */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /** Per call. */
 export interface CallOptions {
   /** Aborts the call, including any wait before a retry; the call then rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** The filters and sort of `GET /v1/listings` (D23), in camelCase. */
 export interface ListingFilters {
   /** Usage types of the taxonomy, e.g. `'Office'` or `['F&B', 'Retail']` (any of them): names of `USAGE_TYPES`. */
-  usageType?: UsageType | readonly UsageType[];
-  minSizeSqft?: number | string;
-  maxSizeSqft?: number | string;
-  minPrice?: number | string;
-  maxPrice?: number | string;
-  featured?: boolean;
-  takeover?: boolean;
-  sort?: SortKey;
+  usageType?: UsageType | readonly UsageType[] | undefined;
+  minSizeSqft?: number | string | undefined;
+  maxSizeSqft?: number | string | undefined;
+  minPrice?: number | string | undefined;
+  maxPrice?: number | string | undefined;
+  featured?: boolean | undefined;
+  takeover?: boolean | undefined;
+  sort?: SortKey | undefined;
 }
 
 export interface ListParams extends ListingFilters {
   /** From 1 (default 1). */
-  page?: number;
+  page?: number | undefined;
   /** 1 to 100 (default 20; more is clamped to 100 by the API). */
-  perPage?: number;
+  perPage?: number | undefined;
 }
 
 export interface ChangesParams {
   /** From an earlier answer's `next_cursor`; absent: from the beginning (every listing). */
-  cursor?: string;
+  cursor?: string | undefined;
   /** Events per answer, 1 to 1000 (default 100). */
-  limit?: number;
+  limit?: number | undefined;
+}
+
+/** The options of `sync`: the feed's, and where to keep its cursor between runs. */
+export interface SyncParams extends ChangesParams {
+  /**
+   * Where the cursor (and the ETag of the last answer, to make the next poll a free 304) is kept
+   * between runs: a `FileStateStore` for a cron job, or any key-value store with `get` and `set`.
+   * With it, `cursor` is read from the store (leave `cursor` out) and the new one written back
+   * after each answer applied.
+   */
+  state?: SyncStateStore | undefined;
+  /** The store's key (default `listings-sync:<baseUrl>`); one per API key and mirror. */
+  stateKey?: string | undefined;
+}
+
+/**
+ * A key-value store of strings, sync or async: `get` gives undefined or null for a missing key.
+ * Redis clients (`get`/`set`), Keyv, a `Map<string, string>` or a `FileStateStore` fit as they are.
+ */
+export interface SyncStateStore {
+  get(key: string): string | undefined | null | Promise<string | undefined | null>;
+  set(key: string, value: string): unknown;
 }
 
 /** Where `sync` applies the change feed: a Map-like store of listings by id, sync or async. */
@@ -89,6 +111,18 @@ export interface RawAnswer {
   /** True when the API answered 304 and `text` is the copy kept from before (a free request, D21). */
   notModified: boolean;
 }
+
+/**
+ * What the SDK's own code asks of a request beyond CallOptions; not part of the public API (the
+ * symbol is not exported from the package).
+ */
+export interface InternalOptions {
+  /** An answer kept elsewhere (a state store) to revalidate with when the client holds none. */
+  kept?: { etag: string; text: string } | undefined;
+  /** Sees each failed attempt that will be retried (the proxy's onError). */
+  onRetry?: ((failure: ListingsApiError) => void) | undefined;
+}
+export const REQUEST = Symbol('listings-api request');
 
 /** camelCase option -> the API's query parameter. */
 const LIST_QUERY = {
@@ -214,6 +248,8 @@ export class ListingsClient {
   readonly baseUrl: string;
   /** The last rate-limit state the API reported (D15); undefined before the first answer that carried one. */
   rateLimit: RateLimit | undefined;
+  /** Whether requests carry a key: false for a client that calls a proxy (`baseUrl` only). */
+  readonly hasApiKey: boolean;
 
   readonly #apiKey: string | undefined;
   readonly #maxRetries: number;
@@ -242,6 +278,7 @@ export class ListingsClient {
     }
     this.baseUrl ??= '';
     this.#apiKey = options.apiKey;
+    this.hasApiKey = options.apiKey !== undefined;
     this.#maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 3));
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#fetch = options.fetch ?? fetchWithLocalhost;
@@ -261,13 +298,18 @@ export class ListingsClient {
    * GET `path` with retries and revalidation, and return the body as text. A 304 answers with the
    * copy kept from the last 200 of the same URL.
    */
-  async requestRaw(path: string, query: Record<string, string> = {}, options: CallOptions = {}): Promise<RawAnswer> {
+  requestRaw(path: string, query: Record<string, string> = {}, options: CallOptions = {}): Promise<RawAnswer> {
+    return this[REQUEST](path, query, options, {});
+  }
+
+  /** requestRaw, with what the SDK's own code needs (InternalOptions). */
+  async [REQUEST](path: string, query: Record<string, string>, options: CallOptions, internal: InternalOptions): Promise<RawAnswer> {
     const search = new URLSearchParams(query).toString().replace(/\+/g, '%20');
     const url = `${this.baseUrl}${path}${search === '' ? '' : `?${search}`}`;
     const { signal } = options;
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
-      const kept = this.#cache.get(url);
+      const kept = this.#cache.get(url) ?? internal.kept;
       const headers: Record<string, string> = { accept: 'application/json' };
       if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
       if (kept !== undefined) headers['if-none-match'] = kept.etag;
@@ -303,6 +345,7 @@ export class ListingsClient {
           : this.#backoff(attempt);
       }
       if (attempt >= this.#maxRetries) throw failure;
+      internal.onRetry?.(failure);
       await this.#sleep(Math.round(wait), signal);
     }
   }
@@ -395,7 +438,7 @@ export class Listings {
    */
   async *iterate(params: Omit<ListParams, 'page'> = {}, options: CallOptions = {}): AsyncGenerator<Listing, void, undefined> {
     for (let page = 1; ; page++) {
-      const answer = await this.list({ perPage: 100, ...params, page }, options);
+      const answer = await this.list({ ...params, perPage: params.perPage ?? 100, page }, options);
       yield* answer.items;
       if (answer.page >= answer.pages || answer.items.length === 0) return;
     }
@@ -416,21 +459,62 @@ export class Listings {
 
   /**
    * Brings a copy up to date (D22): replays the feed from `cursor` (absent: from the beginning, which
-   * puts every listing) into `store` (a ListingStore, or a Map by id), `put` for each upsert and `delete` for each removal, following
-   * `next_cursor` while `has_more` is true; returns the cursor to keep for the next call. A call
-   * with nothing new costs a free 304.
+   * puts every listing) into `store` (a ListingStore, or a Map by id), `put` for each upsert and
+   * `delete` for each removal, following `next_cursor` while `has_more` is true, and returns the
+   * cursor to keep. It ends on an answer that brought nothing new (its `next_cursor` is the cursor
+   * asked with), polling once more after one that did: that answer's ETag is what makes the next
+   * call a free 304 when nothing changed. With `state`, the cursor and that answer live in the
+   * store, so that this holds across process runs.
    */
-  async sync(store: ListingStore | Map<string, Listing>, params: ChangesParams = {}, options: CallOptions = {}): Promise<string> {
+  async sync(store: ListingStore | Map<string, Listing>, params: SyncParams = {}, options: CallOptions = {}): Promise<string> {
     const put = store instanceof Map ? (listing: Listing) => store.set(listing.id, listing) : (listing: Listing) => store.put(listing);
-    let cursor = params.cursor;
+    const { state } = params;
+    if (state !== undefined && params.cursor !== undefined) throw new TypeError('sync takes its cursor from `state`: give `cursor` or `state`, not both.');
+    const stateKey = params.stateKey ?? `listings-sync:${this.client.baseUrl}`;
+    const saved = state === undefined ? undefined : readSyncState(await state.get(stateKey));
+    let cursor = saved?.cursor ?? params.cursor;
+    const limit = params.limit ?? 1000;
+    // One more poll after an answer that moved the cursor, never more: a feed that keeps changing
+    // must not keep sync from returning.
+    let settlePolls = 1;
     for (;;) {
-      const answer = await this.changes({ limit: params.limit ?? 1000, ...(cursor === undefined ? {} : { cursor }) }, options);
+      const query: Record<string, string> = cursor === undefined ? { limit: String(limit) } : { cursor, limit: String(limit) };
+      const kept = saved?.answer !== undefined && saved.answer.cursor === cursor ? saved.answer : undefined;
+      const raw = await this.client[REQUEST]('/v1/listings/changes', query, options, { kept });
+      const answer = JSON.parse(raw.text) as ChangePage;
       for (const event of answer.items) {
         if (event.type === 'listing.upserted') await put(event.listing);
         else if (event.type === 'listing.removed') await store.delete(event.id);
       }
+      const caughtUp = !answer.has_more && answer.next_cursor === cursor;
+      if (state !== undefined) {
+        // The answer is kept only when it is the one the next run asks for (nothing new: a small body).
+        const record: SyncRecord = { cursor: answer.next_cursor };
+        if (caughtUp && raw.etag !== undefined) record.answer = { cursor: answer.next_cursor, etag: raw.etag, text: raw.text };
+        await state.set(stateKey, JSON.stringify(record));
+      }
       cursor = answer.next_cursor;
-      if (!answer.has_more) return cursor;
+      if (answer.has_more) continue;
+      if (caughtUp || settlePolls-- === 0) return cursor;
     }
   }
+}
+
+/** What `sync` keeps in a state store. */
+interface SyncRecord {
+  cursor: string;
+  /** The last answer, when it is the answer to `cursor` (caught up): revalidated by the next run. */
+  answer?: { cursor: string; etag: string; text: string };
+}
+
+function readSyncState(value: string | undefined | null): SyncRecord | undefined {
+  if (value === undefined || value === null) return undefined;
+  let record: Partial<SyncRecord>;
+  try {
+    record = JSON.parse(value) as Partial<SyncRecord>;
+  } catch {
+    record = {};
+  }
+  if (typeof record.cursor !== 'string') throw new TypeError('The sync state store holds something that is not a sync state: give sync another stateKey, or remove it.');
+  return record as SyncRecord;
 }

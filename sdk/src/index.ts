@@ -1,4 +1,17 @@
-export { ListingsClient, Listings, type ClientOptions, type CallOptions, type ListParams, type ListingFilters, type ChangesParams, type ListingStore, type RawAnswer } from './client.js';
+export {
+  ListingsClient,
+  Listings,
+  type ClientOptions,
+  type CallOptions,
+  type ListParams,
+  type ListingFilters,
+  type ChangesParams,
+  type SyncParams,
+  type SyncStateStore,
+  type ListingStore,
+  type RawAnswer,
+} from './client.js';
+export { FileStateStore } from './state.js';
 export { ListingsApiError, type RateLimit, type ClientErrorCode } from './errors.js';
 export { baseUrlFor, countryOfKey, isLocalhostName, COUNTRIES, type Country } from './hosts.js';
 export { fetchWithLocalhost, type FetchLike } from './transport.js';
@@ -13,7 +26,15 @@ export {
   type WebhookHandlerOptions,
   type VerifyOptions,
 } from './webhooks.js';
-export { createListingsHandler, type ListingsHandler, type ListingsHandlerOptions, type ServerReadOptions, type NodeRequestLike, type NodeResponseLike, type ProxyStats } from './proxy.js';
+export {
+  createListingsHandler,
+  type ListingsHandler,
+  type ListingsHandlerOptions,
+  type ServerReadOptions,
+  type NodeRequestLike,
+  type NodeResponseLike,
+  type ProxyStats,
+} from './proxy.js';
 export {
   ERROR_CODES,
   LIST_LISTINGS_PARAMETERS,

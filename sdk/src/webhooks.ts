@@ -71,7 +71,7 @@ async function signature(secret: string, content: string): Promise<string> {
 
 export interface VerifyOptions {
   /** Seconds since the epoch now (tests); the receiver's clock by default. */
-  now?: number;
+  now?: number | undefined;
 }
 
 /**
@@ -118,9 +118,9 @@ export interface WebhookHandlerOptions {
   /** Listings changed: rebuild the pages of `upserted`, drop those of `removed`. Answered 204 once it resolves. */
   onChange(change: { country: string; upserted: string[]; removed: string[] }, message: ListingsChangedMessage): void | Promise<void>;
   /** Read everything again (the feed without a cursor). */
-  onResync?(message: ListingsResyncMessage): void | Promise<void>;
+  onResync?: ((message: ListingsResyncMessage) => void | Promise<void>) | undefined;
   /** Errors of verification (answered 400) and of your callbacks (answered 500: the message comes again). */
-  onError?(error: unknown): void;
+  onError?: ((error: unknown) => void) | undefined;
 }
 
 export interface WebhookHandler {

@@ -59,6 +59,7 @@ function listing(n: number, overrides: Partial<Listing> = {}): Listing {
     size_sqft: 1000,
     usage_types: ['Office'],
     price: 5.5,
+    price_basis: 'per_sqft_per_month',
     currency: 'SGD',
     is_takeover: false,
     is_featured: false,
@@ -319,16 +320,55 @@ describe('ListingsClient: the change feed (D22)', () => {
     assert.equal(new URL(calls[0]!.url).search, '?cursor=c0&limit=500');
   });
 
-  it('sync puts upserts and deletes removals in order, follows has_more, and returns the cursor to keep', async () => {
+  it('sync puts upserts and deletes removals in order, follows has_more, and ends on an answer with nothing new', async () => {
     const { client: c, calls } = client([
       { status: 200, body: { items: [{ type: 'listing.upserted', id: listing(1).id, at: 'a', listing: listing(1) }, { type: 'listing.upserted', id: listing(2).id, at: 'b', listing: listing(2) }], next_cursor: 'c1', has_more: true } },
       { status: 200, body: { items: [{ type: 'listing.removed', id: listing(1).id, at: 'c' }, { type: 'listing.future', id: 'x', at: 'd' }], next_cursor: 'c2', has_more: false } },
+      { status: 200, body: { items: [], next_cursor: 'c2', has_more: false }, headers: { etag: '"c2"' } },
     ]);
     const store = new Map<string, Listing>();
     const cursor = await c.listings.sync({ put: async (l) => void store.set(l.id, l), delete: (id) => store.delete(id) });
     assert.equal(cursor, 'c2');
     assert.deepEqual([...store.keys()], [listing(2).id]);
-    assert.deepEqual(calls.map((call) => new URL(call.url).search), ['?limit=1000', '?cursor=c1&limit=1000']);
+    // The last poll is the one whose ETag makes the next sync a free 304.
+    assert.deepEqual(calls.map((call) => new URL(call.url).search), ['?limit=1000', '?cursor=c1&limit=1000', '?cursor=c2&limit=1000']);
+  });
+
+  it('sync polls once more after an answer that moved the cursor, never more (a busy feed does not keep it from returning)', async () => {
+    const upsert = (n: number) => ({ type: 'listing.upserted', id: listing(n).id, at: 'a', listing: listing(n) });
+    const { client: c, calls } = client([
+      { status: 200, body: { items: [upsert(1)], next_cursor: 'c1', has_more: false } },
+      { status: 200, body: { items: [upsert(2)], next_cursor: 'c2', has_more: false } },
+    ]);
+    const store = new Map<string, Listing>();
+    assert.equal(await c.listings.sync(store, { cursor: 'c0', limit: undefined }), 'c2');
+    assert.equal(calls.length, 2);
+    assert.equal(store.size, 2);
+  });
+
+  it('sync with a state store: the cursor and the caught-up answer\'s ETag carry over to another client (another run)', async () => {
+    const state = new Map<string, string>();
+    const body = { items: [], next_cursor: 'c1', has_more: false };
+    const first = client([
+      { status: 200, body: { items: [{ type: 'listing.removed', id: listing(1).id, at: 'a' }], next_cursor: 'c1', has_more: false } },
+      { status: 200, body, headers: { etag: '"e1"' } },
+    ]);
+    assert.equal(await first.client.listings.sync(new Map(), { state }), 'c1');
+    assert.deepEqual([...state.keys()], ['listings-sync:https://api.example.com']);
+    assert.ok(!state.get('listings-sync:https://api.example.com')!.includes('sg_live_'), 'the key is never stored');
+
+    const second = client([{ status: 304, headers: { etag: '"e1"' } }]);
+    assert.equal(await second.client.listings.sync(new Map(), { state, cursor: undefined }), 'c1');
+    assert.equal(second.calls[0]!.headers['if-none-match'], '"e1"');
+    assert.equal(new URL(second.calls[0]!.url).search, '?cursor=c1&limit=1000');
+
+    // Another stateKey is another mirror; a cursor and a state together are a mistake.
+    const third = client([{ status: 200, body: { items: [], next_cursor: 'x1', has_more: false }, headers: { etag: '"x"' } }, { status: 200, body: { items: [], next_cursor: 'x1', has_more: false }, headers: { etag: '"x"' } }]);
+    assert.equal(await third.client.listings.sync(new Map(), { state, stateKey: 'other' }), 'x1');
+    assert.equal(third.calls[0]!.headers['if-none-match'], undefined);
+    await assert.rejects(third.client.listings.sync(new Map(), { state, cursor: 'c1' }), TypeError);
+    state.set('bad', 'not json');
+    await assert.rejects(third.client.listings.sync(new Map(), { state, stateKey: 'bad' }), /not a sync state/);
   });
 
   it('a poll with nothing new is a 304 read as the kept answer (free, D21)', async () => {

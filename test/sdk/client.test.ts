@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
 import { after, before, describe, it } from 'node:test';
-import { ListingsApiError, ListingsClient, type Listing } from '@listings-api/sdk';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileStateStore, ListingsApiError, ListingsClient, type Listing } from '@listings-api/sdk';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { assertSchema, LISTING_TYPE_FIELDS } from './helpers.js';
 
@@ -136,5 +139,32 @@ describe('SDK against a real server', () => {
     assert.equal(client.rateLimit!.remaining, remaining);
     const changes = await client.listings.changes({ cursor, limit: 10 });
     assertSchema('ChangePage', changes);
+  });
+
+  it('a cron sync with a FileStateStore: the next run (another client, as another process) is one free 304', async () => {
+    const cronKey = await server.createKey(accountId, 'sg', 'cron');
+    const dir = mkdtempSync(join(tmpdir(), 'sdk-sync-state-'));
+    const path = join(dir, 'listings-sync.json');
+    try {
+      // The first run: every listing, then the poll that finds nothing new (2 requests in all).
+      const firstRun = new ListingsClient({ apiKey: cronKey.key, baseUrl: base, maxRetries: 0 });
+      const mirror = new Map<string, Listing>();
+      const cursor = await firstRun.listings.sync(mirror, { state: new FileStateStore(path) });
+      assert.equal(mirror.size, (await firstRun.listings.list({ perPage: 100 })).total);
+      assert.ok(!readFileSync(path, 'utf8').includes(cronKey.key), 'the key is not in the state file');
+
+      // The key's whole limit is now spent: a request that counted would be refused (maxRetries 0).
+      await server.service.store.keys.setRateLimit(cronKey.id, 3);
+
+      // The second run: a new client and a new store object, only the file shared.
+      const before = server.logs.lines.length;
+      const secondRun = new ListingsClient({ apiKey: cronKey.key, baseUrl: base, maxRetries: 0 });
+      assert.equal(await secondRun.listings.sync(new Map(), { state: new FileStateStore(path) }), cursor);
+      const sent = server.logs.lines.slice(before).filter((l) => String(l.path).startsWith('/v1/'));
+      assert.deepEqual(sent.map((l) => [l.path, l.status]), [['/v1/listings/changes', 304]]);
+      assert.equal(secondRun.rateLimit!.remaining, 0, 'the 304 was admitted with nothing left, and counted nothing');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
