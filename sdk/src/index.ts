@@ -31,6 +31,7 @@ export {
   type ListingsHandler,
   type ListingsHandlerOptions,
   type ServerReadOptions,
+  type UpstreamFailure,
   type NodeRequestLike,
   type NodeResponseLike,
   type ProxyStats,

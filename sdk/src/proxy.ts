@@ -1,4 +1,4 @@
-import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
+import { listQuery, REQUEST, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
 import { ListingsApiError } from './errors.js';
 import { LIST_CHANGES_RANGES, LIST_CHANGES_RULES, LIST_LISTINGS_RANGES, LIST_LISTINGS_RULES, type ChangePage, type Listing, type ListingPage, type QueryRule } from './openapi.js';
 import { checkQuery, parseQuery } from './query.js';
@@ -6,22 +6,27 @@ import { checkQuery, parseQuery } from './query.js';
 export interface ListingsHandlerOptions {
   /** The client that holds the key; only the server ever sees it. */
   client: ListingsClient;
-  /** Where the handler answers (default `/api`): `GET {basePath}/v1/listings`, `.../v1/listings/changes`, `.../v1/listings/{id}`. */
-  basePath?: string;
+  /**
+   * Where the handler answers (default `/api`): `GET {basePath}/v1/listings`, `.../v1/listings/changes`,
+   * `.../v1/listings/{id}`. A request whose path does not start with it is taken as mounted by a
+   * framework that removed its prefix (Hono's `app.mount`, Express's `app.use('/prefix', ...)`):
+   * its path is then read as the part after basePath.
+   */
+  basePath?: string | undefined;
   /**
    * How long one copy is served to every visitor without asking the API (default 10,000 ms). After
    * that the next visitor's request revalidates it (a free 304 while nothing changed, D21), and the
    * visitors asking meanwhile wait for that one request.
    */
-  freshMs?: number;
+  freshMs?: number | undefined;
   /** How old a copy may be and still be served when the API fails (429 after the retries, 5xx, no answer); default 10 minutes. */
-  staleIfErrorMs?: number;
+  staleIfErrorMs?: number | undefined;
   /** How many answers (URLs) are kept; least recently used out first (default 1,000). */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /** How long one refresh may take, waits before retries included, before visitors get an error or the stale copy (default 10,000 ms). */
-  upstreamTimeoutMs?: number;
+  upstreamTimeoutMs?: number | undefined;
   /** `Cache-Control` of the answers to browsers (default `public, max-age=<freshMs in s>`). */
-  cacheControl?: string;
+  cacheControl?: string | undefined;
   /**
    * How many look-ups of the API one visitor may cause per minute (default 20): a request that finds
    * no fresh copy (a miss or a revalidation) spends one; an answer from the shared copy, or a wait
@@ -31,7 +36,7 @@ export interface ListingsHandlerOptions {
    * the API counts against the key's limit (60 a minute by default), 400s included: keep this well
    * below it, so that one visitor cannot use up the key for everyone. `Infinity` turns it off.
    */
-  visitorLookupsPerMinute?: number;
+  visitorLookupsPerMinute?: number | undefined;
   /**
    * Who a Fetch API request comes from, for `visitorLookupsPerMinute`: the client address your
    * platform vouches for (e.g. Cloudflare's `CF-Connecting-IP`), never a header any client can set.
@@ -39,9 +44,27 @@ export interface ListingsHandlerOptions {
    * adapter does not use it: it takes `req.ip` (Express, after its `trust proxy` setting), else the
    * socket's address (see `visitorOf`).
    */
-  visitorKey?: (request: Request) => string | undefined;
+  visitorKey?: ((request: Request) => string | undefined) | undefined;
+  /**
+   * Sees every upstream failure: each failed look-up (no answer, a timeout, 401, 403, 429, 5xx, an
+   * answer that is not the API's JSON) with what the visitors got instead (`stale` or `error`), and
+   * each failed attempt the client retries (`retrying`). Not the API's 400 and 404, which are
+   * answers to the visitor. Default: one `console.error` line per failed look-up; `() => {}`
+   * silences it. It never sees the key. What it throws is ignored.
+   */
+  onError?: ((failure: UpstreamFailure) => void) | undefined;
   /** Testing hook: the clock (default Date.now). */
-  now?: () => number;
+  now?: (() => number) | undefined;
+}
+
+/** An upstream failure, as `onError` sees it. */
+export interface UpstreamFailure {
+  /** `status` (0 without an answer), `code` (`unauthorized`, `rate_limited`, `timeout`, `network_error`, ...), `message`, `requestId`, `retryAfter`. */
+  error: ListingsApiError;
+  /** The API request, path and query (`/v1/listings?page=2`); never the key or the host. */
+  path: string;
+  /** What came of it: the client tries again; the visitors got an older copy; they got an error. */
+  outcome: 'retrying' | 'stale' | 'error';
 }
 
 /** Per server-side read. */
@@ -51,7 +74,7 @@ export interface ServerReadOptions {
    * budget, as the browser's requests through the proxy do. Without it the read is the server's own
    * and spends none.
    */
-  visitor?: string;
+  visitor?: string | undefined;
 }
 
 /** Minimal shapes of node:http's (and Express's) request and response, so browser builds need no Node types. */
@@ -143,8 +166,8 @@ interface Read {
 /** One visitor's request, as the handler looks at it. */
 interface Visit {
   method: string;
-  /** The path, still percent-encoded. */
-  pathname: string;
+  /** The path after basePath (or after the prefix the framework removed), still percent-encoded. */
+  rest: string;
   /** The raw query, without `?`, still percent-encoded. */
   query: string;
   ifNoneMatch: string | null;
@@ -181,6 +204,16 @@ const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
  */
 export function createListingsHandler(options: ListingsHandlerOptions): ListingsHandler {
   const { client } = options;
+  // Without a key the API refuses every look-up, and every visitor would get a 502: say so now, at
+  // start-up, rather than in each browser. (A client made with `baseUrl` alone has none, which is
+  // what an unset environment variable gives.)
+  if (!client?.hasApiKey) {
+    throw new TypeError(
+      'createListingsHandler: the ListingsClient has no apiKey, so the API would refuse every request and every browser call would get a 502. ' +
+        'Give it the key (e.g. apiKey: process.env.LISTINGS_API_KEY) and check that the variable is set where this server runs.',
+    );
+  }
+  const onError = options.onError ?? logFailure;
   const basePath = `/${(options.basePath ?? '/api').replace(/^\/+|\/+$/g, '')}`.replace(/^\/$/, '');
   const freshMs = options.freshMs ?? 10_000;
   const staleIfErrorMs = options.staleIfErrorMs ?? 600_000;
@@ -202,10 +235,19 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
   }
 
+  function report(error: ListingsApiError, key: string, outcome: UpstreamFailure['outcome']): void {
+    try {
+      onError({ error, path: key.replace(/\?$/, ''), outcome });
+    } catch {
+      // A logger that throws must not change what visitors get.
+    }
+  }
+
   async function refresh(key: string, path: string, query: Record<string, string>, previous: Entry | undefined): Promise<Read> {
     stats.refreshes++;
     try {
-      const answer = await client.requestRaw(path, query, { signal: AbortSignal.timeout(upstreamTimeoutMs) });
+      const onRetry = (failure: ListingsApiError) => report(failure, key, 'retrying');
+      const answer = await client[REQUEST](path, query, { signal: AbortSignal.timeout(upstreamTimeoutMs) }, { onRetry });
       const at = now();
       const entry: Entry = { good: { text: answer.text, etag: answer.etag, fetchedAt: at }, failure: undefined, checkedAt: at };
       remember(key, entry);
@@ -216,6 +258,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       // A malformed request or a missing listing is the answer; so is a refused key (401) or origin
       // (403): a revoked key must stop the site's listings, never hide behind an older copy.
       if (failure.status === 400 || failure.status === 404 || failure.status === 401 || failure.status === 403) {
+        if (failure.status === 401 || failure.status === 403) report(failure, key, 'error');
         const entry: Entry = { good: undefined, failure, checkedAt: at };
         remember(key, entry);
         return { entry, how: 'error' };
@@ -223,11 +266,13 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       const good = previous?.good;
       if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) {
         // Serve the last copy, and ask again only once it is due again.
+        report(failure, key, 'stale');
         const entry: Entry = { good, failure: undefined, checkedAt: at };
         remember(key, entry);
         return { entry, how: 'stale' };
       }
       // No copy to show: the error itself is kept while fresh, so that a failing API is not asked once per visitor.
+      report(failure, key, 'error');
       const entry: Entry = { good, failure, checkedAt: at };
       remember(key, entry);
       return { entry, how: 'error' };
@@ -268,6 +313,12 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     return flight;
   }
 
+  /** The path after basePath, or undefined when it is not under it. */
+  function underBase(pathname: string): string | undefined {
+    if (pathname === basePath) return '';
+    return pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : undefined;
+  }
+
   function count(how: How): void {
     stats.requests++;
     if (how === 'hit') stats.hits++;
@@ -284,8 +335,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
    * rules the document gives them, so that what the API would refuse (a 400 that counts against
    * the key's limit) is refused here without asking.
    */
-  function route(pathname: string, rawQuery: string): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
-    const rest = pathname.slice(basePath.length);
+  function route(rest: string, rawQuery: string): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
     if (rest === '/v1/listings') {
       const query = checkQuery(parseQuery(rawQuery), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES);
       return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
@@ -314,9 +364,8 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
    * builds a `Request` (whose constructor throws on methods such as TRACE).
    */
   async function answer(visit: Visit): Promise<Answer> {
-    const { method, pathname } = visit;
-    if (pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
-    const found = route(pathname, visit.query);
+    const { method } = visit;
+    const found = route(visit.rest, visit.query);
     if (found === undefined) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
     if (method !== 'GET' && method !== 'HEAD') {
       const refused = errorAnswer(new ListingsApiError({ status: 405, code: 'method_not_allowed', message: `Method ${printable(method)} is not allowed here; use GET or HEAD.` }), method);
@@ -347,7 +396,9 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     const url = new URL(request.url);
     const result = await answer({
       method: request.method,
-      pathname: url.pathname,
+      // The framework called this handler for this request, so a path outside basePath is one whose
+      // prefix the framework removed (Hono's app.mount): read all of it.
+      rest: underBase(url.pathname) ?? url.pathname,
       query: url.search.slice(1),
       ifNoneMatch: request.headers.get('if-none-match'),
       visitor: visitorKey?.(request) ?? '',
@@ -408,17 +459,24 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
         // process. Every input is answered (or passed to `next`); the catch is the last resort.
         try {
           const target = parseTarget(req.originalUrl ?? req.url ?? '/');
-          if (target === undefined || (target.pathname !== basePath && !target.pathname.startsWith(`${basePath}/`))) {
+          let rest = target === undefined ? undefined : underBase(target.pathname);
+          // Mounted under a prefix that the framework removed from req.url (Express's
+          // app.use('/prefix', handler.node)): the path after that prefix.
+          if (target !== undefined && rest === undefined && req.originalUrl !== undefined && req.url !== undefined && req.url !== req.originalUrl) {
+            rest = parseTarget(req.url)?.pathname;
+          }
+          if (target === undefined || rest === undefined) {
             if (next !== undefined) return next();
             if (target === undefined) return send(res, errorAnswer(new ListingsApiError({ status: 400, code: 'bad_request', message: 'The request target is not a valid URL.' }), req.method ?? 'GET'));
+            return send(res, errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), req.method ?? 'GET'));
           }
           // Only what the handler looks at is carried over: the path, the method and If-None-Match
           // (for a 304 to this browser; it is never sent upstream).
           const inm = req.headers['if-none-match'];
           answer({
             method: req.method ?? 'GET',
-            pathname: target!.pathname,
-            query: target!.query,
+            rest,
+            query: target.query,
             ifNoneMatch: typeof inm === 'string' ? inm : Array.isArray(inm) ? inm.join(', ') : null,
             visitor: visitorOf(req),
           })
@@ -597,4 +655,16 @@ function fail(res: NodeResponseLike, error: unknown, next: ((error?: unknown) =>
 /** A method name as it may be repeated in a message: HTTP tokens only, at most 20 characters. */
 function printable(method: string): string {
   return /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}$/.test(method) ? method : 'this method';
+}
+
+/**
+ * The default `onError`: one line per failed look-up (not per retried attempt), with what the
+ * visitors got, so that a revoked key or a failing API shows in the server's log.
+ */
+function logFailure({ error, path, outcome }: UpstreamFailure): void {
+  if (outcome === 'retrying') return;
+  const status = error.status === 0 ? 'no answer' : `HTTP ${error.status}`;
+  const request = error.requestId === undefined ? '' : ` (request id ${error.requestId})`;
+  const served = outcome === 'stale' ? 'served an older copy' : 'served an error';
+  console.error(`@listings-api/sdk proxy: GET ${path} failed: ${status} ${error.code}: ${error.message.replace(/\.$/, '')}${request}; ${served}.`);
 }

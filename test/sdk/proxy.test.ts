@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { createListingsHandler, fetchWithLocalhost, ListingsClient, type FetchLike, type ListingsHandler, type ListingsHandlerOptions } from '@listings-api/sdk';
+import { inspect } from 'node:util';
+import { createListingsHandler, fetchWithLocalhost, ListingsClient, type FetchLike, type ListingsHandler, type ListingsHandlerOptions, type UpstreamFailure } from '@listings-api/sdk';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
 
 /**
@@ -60,9 +61,10 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
   function setup(options: Omit<ListingsHandlerOptions, 'client'> = {}) {
     const up = upstream();
     const clock = new TestClock();
+    const failures: UpstreamFailure[] = [];
     const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, fetch: up.fetch, maxRetries: 0 });
-    const handler = createListingsHandler({ client, basePath: '/api', now: clock.now, ...options });
-    return { up, clock, handler };
+    const handler = createListingsHandler({ client, basePath: '/api', now: clock.now, onError: (f) => failures.push(f), ...options });
+    return { up, clock, handler, failures };
   }
 
   it('serves list (with filters), detail and changes under basePath, keeping the key on the server', async () => {
@@ -359,7 +361,7 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     assert.equal(of('::ffff:203.0.113.9'), '203.0.113.9');
     assert.equal(of('203.0.113.9'), '203.0.113.9');
     assert.equal(of('10.0.0.1', '198.51.100.7'), '198.51.100.7', 'Express\'s req.ip (after trust proxy) first');
-    assert.throws(() => createListingsHandler({ client: new ListingsClient({ baseUrl: 'http://x.test' }), visitorLookupsPerMinute: 0 }), TypeError);
+    assert.throws(() => createListingsHandler({ client: new ListingsClient({ apiKey: key, baseUrl: 'http://x.test' }), visitorLookupsPerMinute: 0 }), /visitorLookupsPerMinute/);
   });
 
   it('serves the last copy when the API cannot be reached, and a clear 502 when it has none', async () => {
@@ -388,7 +390,8 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     const created = await api.createKey(accountId, 'sg', 'soon revoked');
     const clock = new TestClock();
     const client = new ListingsClient({ apiKey: created.key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 0 });
-    const handler = createListingsHandler({ client, basePath: '/api', now: clock.now, freshMs: 1000, staleIfErrorMs: 600_000 });
+    const failures: UpstreamFailure[] = [];
+    const handler = createListingsHandler({ client, basePath: '/api', now: clock.now, freshMs: 1000, staleIfErrorMs: 600_000, onError: (f) => failures.push(f) });
     const s = await site(handler);
     try {
       assert.equal((await httpCall(s.port, '/api/v1/listings')).status, 200);
@@ -399,14 +402,97 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
       assert.equal(after.status, 502);
       assert.match(after.json.message, /refused this site's key \(unauthorized\)/);
       await assert.rejects(handler.listings.list(), { code: 'unauthorized' });
+      assert.deepEqual(failures.map((f) => [f.outcome, f.error.status, f.error.code]), [['error', 401, 'unauthorized']], 'onError saw the revoked key');
     } finally {
       await s.close();
     }
   });
 
+  it('issue 33 item 2: a handler whose client has no key throws at once, instead of answering every browser with a 502', () => {
+    // What `apiKey: process.env.LISTINGS_API_KEY` gives when the variable is not set.
+    const unset: string | undefined = undefined;
+    const keyless = new ListingsClient({ apiKey: unset, baseUrl: `http://api.localhost:${api.port}` });
+    assert.equal(keyless.hasApiKey, false);
+    assert.throws(() => createListingsHandler({ client: keyless }), (error: Error) => error instanceof TypeError && /has no apiKey/.test(error.message) && /LISTINGS_API_KEY/.test(error.message));
+  });
+
+  it('issue 33 item 2: onError sees every upstream failure (no answer, timeout, 401, 429, 5xx) with status and code, and what the visitors got; never the key', async () => {
+    const failures: UpstreamFailure[] = [];
+    const state = { mode: 'ok' as 'ok' | 'down' | '503' | 'hang' };
+    const fetch: FetchLike = async (url, init) => {
+      if (state.mode === 'down') throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') });
+      if (state.mode === '503') return new Response('<html>Service Unavailable</html>', { status: 503, headers: { 'x-request-id': 'lb-1' } });
+      if (state.mode === 'hang') return new Promise((_, reject) => init.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+      return fetchWithLocalhost(url, init);
+    };
+    const clock = new TestClock();
+    const waits: number[] = [];
+    const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, fetch, maxRetries: 1, random: () => 0, sleep: async (ms) => void waits.push(ms) });
+    const handler = createListingsHandler({ client, now: clock.now, freshMs: 1000, upstreamTimeoutMs: 200, onError: (f) => failures.push(f) });
+    const get = (path: string) => handler(new Request(`https://www.example.test/api${path}`));
+
+    assert.equal((await get('/v1/listings')).status, 200);
+    assert.equal(failures.length, 0, 'a 200 is no failure');
+    state.mode = 'down';
+    clock.advance(2000);
+    assert.equal((await get('/v1/listings')).headers.get('x-listings-cache'), 'stale');
+    assert.equal((await get('/v1/listings?page=2')).status, 502);
+    state.mode = '503';
+    assert.equal((await get('/v1/listings?page=3')).status, 502);
+    state.mode = 'hang';
+    assert.equal((await get('/v1/listings?page=4')).status, 504);
+    state.mode = 'ok';
+    // The API's 400 and 404 are answers to the visitor, not failures.
+    assert.equal((await get('/v1/listings/00000000-0000-4000-8000-000000000000')).status, 404);
+    assert.deepEqual(failures.map((f) => [f.path, f.outcome, f.error.status, f.error.code]), [
+      ['/v1/listings', 'retrying', 0, 'network_error'],
+      ['/v1/listings', 'stale', 0, 'network_error'],
+      ['/v1/listings?page=2', 'retrying', 0, 'network_error'],
+      ['/v1/listings?page=2', 'error', 0, 'network_error'],
+      ['/v1/listings?page=3', 'retrying', 503, 'internal_error'],
+      ['/v1/listings?page=3', 'error', 503, 'internal_error'],
+      ['/v1/listings?page=4', 'error', 0, 'timeout'],
+    ]);
+    assert.equal(failures[5]!.error.requestId, 'lb-1');
+
+    // 429 from the API (a key whose limit is spent): retried after Retry-After, then the visitor's 503.
+    const limited = await api.createKey(accountId, 'sg', 'limited');
+    await api.service.store.keys.setRateLimit(limited.id, 1);
+    const seen: UpstreamFailure[] = [];
+    const busy = createListingsHandler({
+      client: new ListingsClient({ apiKey: limited.key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 1, random: () => 0, sleep: async () => {} }),
+      onError: (f) => seen.push(f),
+    });
+    assert.equal((await busy(new Request('https://www.example.test/api/v1/listings'))).status, 200);
+    const refused = await busy(new Request('https://www.example.test/api/v1/listings?page=2'));
+    assert.equal(refused.status, 503);
+    assert.deepEqual(seen.map((f) => [f.outcome, f.error.status, f.error.code]), [['retrying', 429, 'rate_limited'], ['error', 429, 'rate_limited']]);
+    assert.ok(seen[1]!.error.retryAfter! > 0);
+
+    // 401 (a key the API does not know), through the default logger: one line, status and code, no key.
+    const unknownKey = 'sg_live_00000000000000000000000000000000aaaaaa';
+    const refusedKey = createListingsHandler({ client: new ListingsClient({ apiKey: unknownKey, baseUrl: `http://api.localhost:${api.port}` }) });
+    const lines: unknown[][] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void lines.push(args);
+    try {
+      assert.equal((await refusedKey(new Request('https://www.example.test/api/v1/listings'))).status, 502);
+    } finally {
+      console.error = original;
+    }
+    assert.equal(lines.length, 1);
+    assert.match(String(lines[0]![0]), /GET \/v1\/listings failed: HTTP 401 unauthorized: .* \(request id [^)]+\); served an error\.$/);
+    for (const f of [...failures, ...seen]) assert.ok(!inspect(f, { depth: 10 }).includes(key) && !inspect(f, { depth: 10 }).includes(limited.key));
+    assert.ok(!inspect(lines, { depth: 10 }).includes(unknownKey));
+
+    // A logger that throws changes nothing for the visitors.
+    const throwing = createListingsHandler({ client: new ListingsClient({ apiKey: unknownKey, baseUrl: `http://api.localhost:${api.port}` }), onError: () => { throw new Error('logger down'); } });
+    assert.equal((await throwing(new Request('https://www.example.test/api/v1/listings'))).status, 502);
+  });
+
   it('a key the API refuses is a 502 for the browser that names no key', async () => {
     const client = new ListingsClient({ apiKey: 'sg_live_00000000000000000000000000000000aaaaaa', baseUrl: `http://api.localhost:${api.port}` });
-    const s = await site(createListingsHandler({ client }));
+    const s = await site(createListingsHandler({ client, onError: () => {} }));
     try {
       const res = await httpCall(s.port, '/api/v1/listings');
       assert.equal(res.status, 502);

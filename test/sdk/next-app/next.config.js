@@ -1,0 +1,2 @@
+// Nothing to configure: the fixture is built as any app would be.
+export default {};
