@@ -18,16 +18,22 @@ export function createAuditRepository(db: Kysely<Database>, write: Write) {
     async record(entry: Omit<AuditEntry, 'id' | 'rate_limit_per_minute' | 'webhook_url'> & { rate_limit_per_minute?: number | null; webhook_url?: string | null }): Promise<void> {
       await write((tx) => tx.insertInto('dashboard_audit').values({ id: timeOrderedId(Date.parse(entry.at)), rate_limit_per_minute: null, webhook_url: null, ...entry }).execute());
     },
-    /** Newest first. */
-    async listForAccount(accountId: string, limit: number): Promise<AuditEntry[]> {
-      return db
-        .selectFrom('dashboard_audit')
-        .selectAll()
-        .where('account_id', '=', accountId)
-        .orderBy('at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(limit)
-        .execute();
+    /**
+     * Newest first; with `before` (an entry's time and id), the entries older than it: keyset
+     * paging on the (account, at) index, as cheap on the hundredth page as on the first.
+     */
+    async listForAccount(accountId: string, limit: number, before?: Pick<AuditEntry, 'at' | 'id'>): Promise<AuditEntry[]> {
+      let query = db.selectFrom('dashboard_audit').selectAll().where('account_id', '=', accountId);
+      if (before !== undefined) {
+        query = query
+          .where('at', '<=', before.at)
+          .where((eb) => eb.or([eb('at', '<', before.at), eb('id', '<', before.id)]));
+      }
+      return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    },
+    /** One entry of the account, by id (the activity page's cursor). */
+    async get(accountId: string, id: string): Promise<AuditEntry | undefined> {
+      return db.selectFrom('dashboard_audit').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     },
     /** Those of `keyIds` that a member created in the dashboard (a `key.created` entry with a member as actor). */
     async keysCreatedByMembers(accountId: string, keyIds: readonly string[]): Promise<Set<string>> {

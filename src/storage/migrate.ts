@@ -11,6 +11,7 @@ import * as listingBody from './migrations/009_listing_body.js';
 import * as failedRequestReason from './migrations/010_failed_request_reason.js';
 import * as webhooks from './migrations/011_webhooks.js';
 import * as priceBasis from './migrations/012_price_basis.js';
+import * as failedRequestBrowser from './migrations/013_failed_request_browser.js';
 import type { Database } from './schema.js';
 
 /**
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010_failed_request_reason': failedRequestReason,
   '011_webhooks': webhooks,
   '012_price_basis': priceBasis,
+  '013_failed_request_browser': failedRequestBrowser,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -237,6 +237,11 @@ export interface ApiFailedRequestsTable {
   reason: string | null;
   /** The client's address (Fastify's `request.ip`, redacted like the path); null before migration 010. */
   client_ip: string | null;
+  /**
+   * The request's Fetch Metadata (`Sec-Fetch-Site`, `-Mode`, `-Dest`) as `site mode dest`, `-`
+   * for one not sent; '' when it sent none (not a browser); null before migration 013.
+   */
+  sec_fetch: string | null;
 }
 
 /** A webhook endpoint (D24, migration 011). Times are ISO text; `enabled` is 0 or 1. */

@@ -162,6 +162,7 @@ export class UsageCounter {
       // Fastify's, as TRUST_PROXY has it: behind a proxy it is read from X-Forwarded-For, which a
       // client writes, so it is redacted like the rest (D20).
       client_ip: redactedExcerpt(request.ip ?? '', 64) || null,
+      sec_fetch: fetchMetadata(request.headers),
     });
   }
 
@@ -230,6 +231,17 @@ export class UsageCounter {
     this.timer = undefined;
     await this.flush();
   }
+}
+
+/**
+ * The request's Fetch Metadata as `site mode dest` (`-` for one not sent), or '' when it sent none
+ * of the three: every current browser adds them to its requests, a script or curl does not. Only
+ * read for a failed request; each value cut to 20 characters and redacted like the rest (D20).
+ */
+export function fetchMetadata(headers: FastifyRequest['headers']): string {
+  const values = [headers['sec-fetch-site'], headers['sec-fetch-mode'], headers['sec-fetch-dest']];
+  if (values.every((v) => v === undefined)) return '';
+  return values.map((v) => (typeof v === 'string' && v !== '' ? redactedExcerpt(v.replace(/\s+/g, '_'), 20) : '-')).join(' ');
 }
 
 /**
