@@ -142,7 +142,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
   const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready);
   if (metrics !== undefined && options.clusterWorker) metrics.reportToPrimary();
-  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard });
+  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard, lastUsedOf: (id) => lastUsed.peek(id) });
 
   // Issue 12: usage per key (counted in memory, written in small batches every USAGE_FLUSH_INTERVAL_MS)
   // and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook.

@@ -35,6 +35,8 @@ export interface DashboardOptions {
   apiPort?: () => number | undefined;
   /** With METRICS_PORT: its answers and sign-ins are counted (src/dashboard/metrics.ts). */
   metrics?: DashboardMetrics;
+  /** This process's last use of a key not written yet (auth/last-used.ts), so that pages show it exactly. */
+  lastUsedOf?: (keyId: string) => number | undefined;
 }
 
 /** The page's stylesheet and script, in src/dashboard/static (from dist/src/dashboard: ../../../src/...). */
@@ -154,6 +156,7 @@ export async function createDashboard(options: DashboardOptions) {
     throttle: createSignInThrottle(store, clock),
     onSignIn: metrics === undefined ? undefined : (result) => metrics.signIn(result),
     apiBaseUrl: (country: Country) => apiBaseUrl(country, config, options.apiPort?.()),
+    lastUsedOf: options.lastUsedOf,
   });
   await app.ready();
 

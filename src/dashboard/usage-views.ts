@@ -6,7 +6,7 @@ import type { ApiKeyRecord, FailedRequest } from '../storage/index.js';
 import { FIRST_ERROR, OUTCOMES, type Outcome } from '../usage/outcomes.js';
 import { CSRF_FIELD } from './csrf.js';
 import { html, type SafeHtml } from './html.js';
-import { COUNTRY_NAMES, developerPath, page, when, type PageContext } from './views.js';
+import { COUNTRY_NAMES, developerPath, limitText, page, when, type PageContext } from './views.js';
 
 /**
  * Settings > Developer > Usage, Failed requests and the request-id look-up (issue 12): server-made
@@ -42,16 +42,59 @@ export interface Series {
   counts: Counts[];
 }
 
+/** A period the Usage page shows: its buckets, and how many minutes one bucket is. */
+export interface Range {
+  id: '24h' | '7d' | '30d';
+  /** "Last 24 hours". */
+  label: string;
+  /** "five minutes", "hour", "day": what one bar is. */
+  per: string;
+  /** Short, for the limit's label: "5 min", "hour", "day". */
+  perShort: string;
+  minutes: number;
+  /** An axis label for bar i, or undefined. */
+  tick(start: string, i: number): string | undefined;
+  /** A bucket's name in the table. */
+  row(start: string): string;
+}
+
+export const RANGES: Readonly<Record<Range['id'], Range>> = {
+  '24h': {
+    id: '24h', label: 'Last 24 hours', per: 'five minutes', perShort: '5 min', minutes: 5,
+    tick: (start) => (start.slice(14, 16) === '00' && Number(start.slice(11, 13)) % 3 === 0 ? start.slice(11, 16) : undefined),
+    row: (start) => `${start.slice(0, 10)} ${start.slice(11, 16)}`,
+  },
+  '7d': {
+    id: '7d', label: 'Last 7 days', per: 'hour', perShort: 'hour', minutes: 60,
+    tick: (start) => (start.slice(11, 13) === '00' ? start.slice(5, 10) : undefined),
+    row: (start) => `${start.slice(0, 10)} ${start.slice(11, 16)}`,
+  },
+  '30d': {
+    id: '30d', label: 'Last 30 days', per: 'day', perShort: 'day', minutes: 1440,
+    tick: (start, i) => (i % 5 === 0 ? start.slice(5, 10) : undefined),
+    row: (start) => start.slice(0, 10),
+  },
+};
+
 export interface KeyUsage {
   key: ApiKeyRecord;
-  last24h: Counts;
-  last30d: Counts;
+  /** Requests in the period, by outcome. */
+  counts: Counts;
+  limitPerMinute: number;
+}
+
+/** The share of requests answered 200 or 304, as "98.7 %" (never rounded up to 100 %), or "–" when there were none. */
+export function successRate(c: Counts): string {
+  const all = total(c);
+  if (all === 0) return '–';
+  const rate = Math.floor((((c['200'] ?? 0) + (c['304'] ?? 0)) / all) * 1000) / 10;
+  return `${rate.toFixed(rate === 100 ? 0 : 1)} %`;
 }
 
 // ---------------------------------------------------------------- chart
 
 /** A round axis maximum at or above `n`. */
-function niceMax(n: number): number {
+export function niceMax(n: number): number {
   if (n <= 5) return 5;
   const magnitude = 10 ** Math.floor(Math.log10(n));
   for (const step of [1, 2, 2.5, 5, 10]) if (step * magnitude >= n) return step * magnitude;
@@ -62,23 +105,36 @@ const W = 760;
 const H = 220;
 const LEFT = 56;
 const RIGHT = 12;
-const TOP = 14;
+const TOP = 18;
 const BOTTOM = 30;
+
+/** A key's limit at the scale of one bar of a chart. */
+export interface LimitLine {
+  /** Requests per bar that the limit allows: the per-minute limit times the bar's minutes. */
+  value: number;
+  label: string;
+}
+
+/**
+ * The axis of a chart: scaled to the busiest bar, so that traffic fills the chart. The limit line
+ * is drawn when it falls within twice the busiest bar (the axis then reaches it); further above, a
+ * line at the top would squash the bars to slivers, so it is left out and said in words instead.
+ */
+export function chartScale(busiest: number, limit?: number): { max: number; limitShown: boolean } {
+  const dataMax = niceMax(Math.max(1, busiest));
+  if (limit === undefined) return { max: dataMax, limitShown: false };
+  if (limit <= dataMax) return { max: dataMax, limitShown: true };
+  if (limit <= 2 * Math.max(1, busiest)) return { max: niceMax(limit), limitShown: true };
+  return { max: dataMax, limitShown: false };
+}
 
 /**
  * A stacked bar chart of `series` by outcome, as inline SVG (colours come from the stylesheet, so the
- * strict CSP holds), with an optional horizontal line (the key's limit over one bucket).
+ * strict CSP holds), with the key's limit at the bars' scale when it is near the traffic.
  */
-function barChart(
-  id: string,
-  title: string,
-  description: string,
-  series: Series,
-  tick: (start: string, i: number) => string | undefined,
-  limitLine?: { value: number; label: string },
-): SafeHtml {
+function barChart(id: string, title: string, description: string, series: Series, range: Range, limitLine?: LimitLine): SafeHtml {
   const totals = series.counts.map(total);
-  const max = niceMax(Math.max(1, ...totals, limitLine?.value ?? 0));
+  const { max, limitShown } = chartScale(Math.max(0, ...totals), limitLine?.value);
   const plotW = W - LEFT - RIGHT;
   const plotH = H - TOP - BOTTOM;
   const step = plotW / Math.max(1, series.starts.length);
@@ -91,17 +147,17 @@ function barChart(
       const n = counts[outcome] ?? 0;
       if (n === 0) continue;
       const top = y(base + n);
-      bars.push(html`<rect class="o-${outcome}" x="${(LEFT + i * step + (step - barW) / 2).toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(base) - top).toFixed(1)}"><title>${series.starts[i]!.slice(0, 16).replace('T', ' ')} UTC: ${fmt(n)} × ${OUTCOME_LABELS[outcome]}</title></rect>`);
+      bars.push(html`<rect class="o-${outcome}" x="${(LEFT + i * step + (step - barW) / 2).toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(0.5, y(base) - top).toFixed(1)}"><title>${range.row(series.starts[i]!)} UTC: ${fmt(n)} × ${OUTCOME_LABELS[outcome]}</title></rect>`);
       base += n;
     }
   });
-  const grid = [0, max / 2, max].map((v) => html`<line class="grid" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"></line><text class="axis" x="${LEFT - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${fmt(v)}</text>`);
+  const grid = (Number.isInteger(max / 2) ? [0, max / 2, max] : [0, max]).map((v) => html`<line class="grid" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"></line><text class="axis" x="${LEFT - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${fmt(v)}</text>`);
   const ticks = series.starts.map((start, i) => {
-    const label = tick(start, i);
+    const label = range.tick(start, i);
     return label === undefined ? '' : html`<text class="axis" x="${(LEFT + i * step).toFixed(1)}" y="${H - 10}">${label}</text>`;
   });
-  const limit = limitLine === undefined ? '' : html`<line class="limit" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(limitLine.value).toFixed(1)}" y2="${y(limitLine.value).toFixed(1)}"></line><text class="limit-label" x="${W - RIGHT}" y="${(y(limitLine.value) - 5).toFixed(1)}" text-anchor="end">${limitLine.label}</text>`;
-  return html`<svg class="chart" id="${id}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet">
+  const limit = limitLine === undefined || !limitShown ? '' : html`<line class="limit" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(limitLine.value).toFixed(1)}" y2="${y(limitLine.value).toFixed(1)}"></line><text class="limit-label" x="${W - RIGHT}" y="${(y(limitLine.value) - 5).toFixed(1)}" text-anchor="end">${limitLine.label}</text>`;
+  return html`<svg class="chart" id="${id}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet" data-axis-max="${max}">
   <title id="${id}-title">${title}</title><desc id="${id}-desc">${description}</desc>
   ${grid}${bars}${limit}${ticks}
 </svg>`;
@@ -137,76 +193,127 @@ function totalsList(counts: Counts): SafeHtml {
   return html`<ul class="totals">${outcomes.map((o) => html`<li><span class="swatch o-${o}" aria-hidden="true"></span>${OUTCOME_LABELS[o]}: <strong>${fmt(counts[o]!)}</strong></li>`)}</ul>`;
 }
 
+/** The sum of a series' buckets by outcome. */
+function sumCounts(list: readonly Counts[]): Counts {
+  const out: Counts = {};
+  for (const c of list) for (const o of OUTCOMES) if ((c[o] ?? 0) > 0) out[o] = (out[o] ?? 0) + c[o]!;
+  return out;
+}
+
 // ---------------------------------------------------------------- usage page
 
 export function usagePage(ctx: PageContext, opts: {
+  range: Range;
+  /** Every key of the account with its requests in the period, the busiest first. */
   keys: KeyUsage[];
-  selected?: { key: ApiKeyRecord; limitPerMinute: number; day: Series; month: Series };
+  /** The account's requests per bucket of the period, all keys together. */
+  account: Series;
+  /** The key whose chart is shown: the one asked for, else the busiest active key. */
+  selected?: { usage: KeyUsage; series: Series };
+  /** The key named in the address (kept when the period changes), if any. */
+  chosenKeyId?: string;
+  /** Whether any key had a request in the last 30 days (for the empty page's words). */
+  anyIn30Days: boolean;
   flushSeconds: number;
+  defaultLimit: number;
 }): string {
+  const { range } = opts;
   const usagePath = developerPath(ctx.accountId, 'usage');
   const failuresPath = developerPath(ctx.accountId, 'failures');
-  const anyUsage = opts.keys.some((k) => total(k.last30d) > 0 || total(k.last24h) > 0);
+  const query = (params: Record<string, string | undefined>) => {
+    const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
+    return q.size === 0 ? usagePath : `${usagePath}?${q}`;
+  };
+  const selectedId = opts.selected?.usage.key.id;
+  const ranges = html`<nav class="segmented" aria-label="Period">${Object.values(RANGES).map((r) => html`<a href="${query({ range: r.id === '24h' ? undefined : r.id, key: opts.chosenKeyId })}"${r.id === range.id ? html` aria-current="page"` : ''}>${r.label}</a>`)}</nav>`;
   const intro = html`<h1>Usage</h1>
-<p class="lead">Requests made with each of your keys, by outcome: over the last 24 hours (per five minutes) and the last 30 days (per day, UTC). Counts reach this page within about ${opts.flushSeconds} seconds.</p>`;
+<p class="lead">Requests made with your keys, by outcome: all keys together, then each key with its limit. Counts reach this page within about ${opts.flushSeconds} seconds.</p>`;
 
   if (opts.keys.length === 0) {
     return page(ctx, 'usage', 'Usage', html`${intro}
 <div class="empty"><p><strong>No keys yet, so no usage.</strong></p><p><a href="${developerPath(ctx.accountId, 'keys')}">Create a key</a>, call the API with it (the page that shows the key gives you a curl line), and its requests appear here.</p></div>`);
   }
 
-  const summary = html`<section aria-labelledby="keys-usage-heading">
-  <h2 id="keys-usage-heading">Your keys</h2>
+  const accountCounts = sumCounts(opts.account.counts);
+  const failed = errors(accountCounts);
+  const stats = html`<ul class="stats" aria-label="${range.label}, all keys">
+  <li><span class="stat-label">Requests</span> <strong class="stat-value">${fmt(total(accountCounts))}</strong></li>
+  <li><span class="stat-label">Success rate</span> <strong class="stat-value">${successRate(accountCounts)}</strong> <span class="muted">200 and 304</span></li>
+  <li><span class="stat-label">Failed</span> <strong class="stat-value">${failed === 0 ? '0' : html`<a href="${failuresPath}">${fmt(failed)}</a>`}</strong></li>
+  <li><span class="stat-label">Not modified (free)</span> <strong class="stat-value">${fmt(accountCounts['304'] ?? 0)}</strong></li>
+</ul>`;
+
+  const breakdown = html`<section aria-labelledby="keys-usage-heading">
+  <h2 id="keys-usage-heading">By key</h2>
   <div class="table-card"><table class="usage-keys">
-    <thead><tr><th scope="col">Key</th><th scope="col">Country</th><th scope="col">Last 24 hours</th><th scope="col">Failed (24 h)</th><th scope="col">Last 30 days</th><th scope="col"><span class="visually-hidden">Chart</span></th></tr></thead>
-    <tbody>${opts.keys.map(({ key, last24h, last30d }) => html`<tr${opts.selected?.key.id === key.id ? html` class="selected" aria-current="true"` : ''}>
+    <thead><tr><th scope="col">Key</th><th scope="col">Country</th><th scope="col">Requests</th><th scope="col">Success rate</th><th scope="col">Failed</th><th scope="col">Limit</th><th scope="col"><span class="visually-hidden">Chart</span></th></tr></thead>
+    <tbody>${opts.keys.map(({ key, counts }) => html`<tr${selectedId === key.id ? html` class="selected" aria-current="true"` : ''}>
       <th scope="row" class="label-cell">${key.label} <code class="key-display">${keyDisplay(key)}</code>${key.revoked_at === null ? '' : html` <span class="badge revoked">Revoked</span>`}</th>
       <td data-label="Country">${countryName(key.country)} <span class="cc">${key.country}</span></td>
-      <td data-label="Last 24 hours">${fmt(total(last24h))}</td>
-      <td data-label="Failed (24 h)">${errors(last24h) === 0 ? '0' : html`<a href="${failuresPath}?key=${key.id}">${fmt(errors(last24h))}</a>`}</td>
-      <td data-label="Last 30 days">${fmt(total(last30d))}</td>
-      <td class="actions"><a href="${usagePath}?key=${key.id}#chart-heading">Show<span class="visually-hidden"> the usage of ${key.label}</span></a></td>
+      <td data-label="Requests">${fmt(total(counts))}</td>
+      <td data-label="Success rate">${successRate(counts)}</td>
+      <td data-label="Failed">${errors(counts) === 0 ? '0' : html`<a href="${failuresPath}?key=${key.id}">${fmt(errors(counts))}</a>`}</td>
+      <td data-label="Limit">${limitText(key, opts.defaultLimit)}</td>
+      <td class="actions">${selectedId === key.id ? html`<span class="muted">Shown below</span>` : html`<a href="${query({ range: range.id === '24h' ? undefined : range.id, key: key.id })}#chart-heading">Show<span class="visually-hidden"> the usage of ${key.label}</span></a>`}</td>
     </tr>`)}</tbody>
   </table></div>
 </section>`;
 
-  if (!anyUsage || opts.selected === undefined) {
+  if (total(accountCounts) === 0 && opts.selected === undefined) {
     return page(ctx, 'usage', 'Usage', html`${intro}
-<div class="empty"><p><strong>No requests counted yet.</strong></p><p>Call the API with one of your keys, for example <code>curl -H "Authorization: Bearer $KEY" …/v1/listings</code>, then reload this page: each key's requests are counted by outcome (200, 304 and each error code). If a call fails, <a href="${failuresPath}">Failed requests</a> says why and how to fix it.</p></div>
-${summary}`);
+${ranges}
+${opts.anyIn30Days
+  ? html`<div class="empty"><p><strong>No requests in the ${range.label.toLowerCase()}.</strong></p><p>Choose a longer period above to see the earlier ones.</p></div>`
+  : html`<div class="empty"><p><strong>No requests counted yet.</strong></p><p>Call the API with one of your keys, for example <code>curl -H "Authorization: Bearer $KEY" …/v1/listings</code>, then reload this page: each key's requests are counted by outcome (200, 304 and each error code). If a call fails, <a href="${failuresPath}">Failed requests</a> says why and how to fix it.</p></div>`}
+${breakdown}`);
   }
 
-  const { key, limitPerMinute, day, month } = opts.selected;
-  const selected = opts.keys.find((k) => k.key.id === key.id)!;
-  const outcomes = present([...day.counts, ...month.counts]);
-  const hourLabel = (start: string) => `${start.slice(0, 10)} ${start.slice(11, 16)}`;
-  const dayLabel = (start: string) => start.slice(0, 10);
-  const chart24 = barChart('chart-24h', `Requests of ${key.label} per five minutes, last 24 hours`,
-    `Stacked bars by outcome, one per five minutes; the dashed line is the key's limit of ${fmt(limitPerMinute)} requests a minute (${fmt(limitPerMinute * 5)} per five minutes). The table below holds the same numbers.`,
-    day, (start, i) => (i % 36 === 0 ? `${start.slice(11, 16)}` : undefined), { value: limitPerMinute * 5, label: `limit ${fmt(limitPerMinute)}/min` });
-  const chart30 = barChart('chart-30d', `Requests of ${key.label} per day, last 30 days`,
-    'Stacked bars by outcome, one per UTC day. The table below holds the same numbers.',
-    month, (start, i) => (i % 5 === 0 ? start.slice(5, 10) : undefined));
+  const accountOutcomes = present(opts.account.counts);
+  const accountChart = barChart('chart-account', `Requests of all keys per ${range.per}, ${range.label.toLowerCase()}`,
+    `Stacked bars by outcome, one per ${range.per}, every key of the account together. The table below holds the same numbers.`, opts.account, range);
+  const accountSection = html`<section class="card" aria-labelledby="account-chart-heading">
+  <h2 id="account-chart-heading">All keys</h2>
+  ${legend(accountOutcomes.length === 0 ? ['200'] : accountOutcomes)}
+  ${accountChart}
+  ${seriesTable(`Requests of all keys per ${range.per}, ${range.label.toLowerCase()}`, opts.account, range.row)}
+</section>`;
+
+  let keySection: SafeHtml | string = '';
+  if (opts.selected !== undefined) {
+    const { usage: { key, counts, limitPerMinute }, series } = opts.selected;
+    const perBar = limitPerMinute * range.minutes;
+    const busiest = Math.max(0, ...series.counts.map(total));
+    const { limitShown } = chartScale(busiest, perBar);
+    const limitWords = `${fmt(limitPerMinute)} a minute, at most ${fmt(perBar)} per ${range.per}`;
+    const chart = barChart(`chart-${range.id}`, `Requests of ${key.label} per ${range.per}, ${range.label.toLowerCase()}`,
+      `Stacked bars by outcome, one per ${range.per}. ${limitShown
+        ? `The dashed line is the key's limit at this scale: ${limitWords}.`
+        : `The key's limit (${limitWords}) is far above the busiest ${range.per} (${fmt(busiest)}), so it is not drawn.`} The table below holds the same numbers.`,
+      series, range, { value: perBar, label: `limit ${fmt(perBar)} per ${range.perShort} (${fmt(limitPerMinute)}/min)` });
+    const outcomes = present(series.counts);
+    keySection = html`<section class="card" aria-labelledby="chart-heading">
+  <h2 id="chart-heading">${key.label} <code class="key-display">${keyDisplay(key)}</code> <span class="cc">${key.country}</span>${key.revoked_at === null ? '' : html` <span class="badge revoked">Revoked</span>`}</h2>
+  <p class="hint">Limit: ${fmt(limitPerMinute)} requests in any rolling minute (a 304 is free and never counts against it). Success rate: ${successRate(counts)}.</p>
+  ${legend(outcomes.length === 0 ? ['200'] : outcomes)}
+  ${chart}
+  <p class="chart-note">${limitShown
+    ? html`The dashed line is the limit at this chart's scale: ${fmt(limitPerMinute)}/min × ${fmt(range.minutes)} = ${fmt(perBar)} per ${range.per}.`
+    : html`The limit, ${fmt(perBar)} per ${range.per} at this scale (${fmt(limitPerMinute)}/min × ${fmt(range.minutes)}), is off this chart: the busiest ${range.per} had ${fmt(busiest)} (${busiest === 0 ? '0' : Math.max(1, Math.round((busiest / perBar) * 100))} % of it).`}
+  ${(counts.rate_limited ?? 0) > 0 ? html` The limit counts each rolling minute, so a burst within one minute gets <code>429</code>s even when its ${range.per} stays under the line.` : ''}</p>
+  ${seriesTable(`Requests of ${key.label} per ${range.per}, ${range.label.toLowerCase()}`, series, range.row)}
+  <div class="totals-grid">
+    <div><h3>${range.label}: ${fmt(total(counts))}</h3>${totalsList(counts)}</div>
+  </div>
+  ${errors(counts) > 0 ? html`<p><a href="${failuresPath}?key=${key.id}">See the failed requests of this key</a></p>` : ''}
+</section>`;
+  }
 
   return page(ctx, 'usage', 'Usage', html`${intro}
-${summary}
-<section class="card" aria-labelledby="chart-heading">
-  <h2 id="chart-heading">${key.label} <code class="key-display">${keyDisplay(key)}</code> <span class="cc">${key.country}</span></h2>
-  <p class="hint">Limit: ${fmt(limitPerMinute)} requests in any rolling minute (a 304 is free and never counts against it).</p>
-  ${legend(outcomes.length === 0 ? ['200'] : outcomes)}
-  <h3>Last 24 hours</h3>
-  ${chart24}
-  ${seriesTable('Requests per five minutes, last 24 hours', day, hourLabel)}
-  <h3>Last 30 days</h3>
-  ${chart30}
-  ${seriesTable('Requests per day, last 30 days', month, dayLabel)}
-  <h3>Totals</h3>
-  <div class="totals-grid">
-    <div><h4>Last 24 hours: ${fmt(total(selected.last24h))}</h4>${totalsList(selected.last24h)}</div>
-    <div><h4>Last 30 days: ${fmt(total(selected.last30d))}</h4>${totalsList(selected.last30d)}</div>
-  </div>
-  ${errors(selected.last24h) > 0 ? html`<p><a href="${failuresPath}?key=${key.id}">See the failed requests of this key</a></p>` : ''}
-</section>`);
+${ranges}
+${stats}
+${accountSection}
+${breakdown}
+${keySection}`);
 }
 
 // ---------------------------------------------------------------- failed requests
@@ -298,14 +405,50 @@ export function explain(row: FailureRow): SafeHtml {
   }
 }
 
-function allowButton(ctx: PageContext, row: FailureRow, back: string): SafeHtml | string {
+/** How many of a set of failed requests a browser sent (Fetch Metadata), how many surely not; the rest were not recorded. */
+export interface Sources {
+  fromBrowser: number;
+  notBrowser: number;
+}
+
+export function sourcesOf(failures: ReadonlyArray<Pick<FailedRequest, 'sec_fetch'>>): Sources {
+  return {
+    fromBrowser: failures.filter((f) => f.sec_fetch !== null && f.sec_fetch !== '').length,
+    notBrowser: failures.filter((f) => f.sec_fetch === '').length,
+  };
+}
+
+/** What a failed request's Fetch Metadata says about who sent it. */
+function sentBy(failure: FailedRequest): SafeHtml {
+  if (failure.sec_fetch === null) return html`<span class="muted">Not recorded</span>`;
+  if (failure.sec_fetch === '') return html`Not a browser <span class="muted">(no <code>Sec-Fetch-*</code> headers)</span>`;
+  const [site, mode, dest] = failure.sec_fetch.split(' ');
+  return html`A browser <span class="muted">(<code>Sec-Fetch-Site: ${site}</code>, <code>Mode: ${mode}</code>, <code>Dest: ${dest}</code>)</span>`;
+}
+
+/**
+ * "Allow this origin" on a refused origin that can be registered, with whether a browser sent the
+ * requests (their Sec-Fetch-* headers): a page on that origin, or something that set `Origin`
+ * itself (curl, a script, a server), for which allowing the origin is the wrong fix.
+ */
+function allowForm(ctx: PageContext, row: FailureRow, back: string, sources: Sources): SafeHtml | string {
   if (reasonOf(row.failure) !== 'origin_not_registered' || row.origin === undefined || row.origin.allowed || row.key === undefined) return '';
-  return html`<form method="post" action="${developerPath(ctx.accountId, 'failures')}/allow-origin" class="inline-form">
+  const { fromBrowser, notBrowser } = sources;
+  const browser = fromBrowser > 0;
+  const source = browser
+    ? notBrowser === 0
+      ? html`<p class="source browser"><strong>Sent by a browser:</strong> a page on <code>${row.origin.origin}</code> called the API (${fromBrowser === 1 ? 'the request carried' : 'the requests carried'} the <code>Sec-Fetch-*</code> headers browsers add).</p>`
+      : html`<p class="source browser"><strong>${fmt(fromBrowser)} sent by a browser</strong> (with the <code>Sec-Fetch-*</code> headers browsers add), ${fmt(notBrowser)} without them (curl, a script or a server that set <code>Origin</code> itself).</p>`
+    : notBrowser > 0
+      ? html`<p class="source not-browser"><strong>Not from a browser:</strong> sent without the <code>Sec-Fetch-*</code> headers every current browser adds, so by curl, a script or a server that set <code>Origin</code> itself. A server needs no allowed origin: it should send no <code>Origin</code> header. Allow it only if a page on this origin is meant to call the API from a browser that sends none (Safari before 16.4).</p>`
+      : html`<p class="source"><span class="muted">Whether a browser sent ${fromBrowser + notBrowser === 1 ? 'it' : 'them'} was not recorded (before the dashboard kept it).</span></p>`;
+  const label = browser || notBrowser === 0 ? 'Allow this origin' : 'Allow anyway';
+  return html`${source}<form method="post" action="${developerPath(ctx.accountId, 'failures')}/allow-origin" class="inline-form allow-form">
     <input type="hidden" name="${CSRF_FIELD}" value="${ctx.csrf}">
     <input type="hidden" name="country" value="${row.key.country}">
     <input type="hidden" name="origin" value="${row.origin.origin}">
     <input type="hidden" name="back" value="${back}">
-    <button type="submit" class="primary small">Allow this origin<span class="visually-hidden"> ${row.origin.origin} for ${countryName(row.key.country)}</span></button>
+    <button type="submit" class="${label === 'Allow anyway' ? 'secondary' : 'primary'} small">${label}<span class="visually-hidden"> ${row.origin.origin} for ${countryName(row.key.country)}</span></button>
   </form>`;
 }
 
@@ -324,51 +467,105 @@ function requestIdForm(ctx: PageContext, value = ''): SafeHtml {
 </form>`;
 }
 
+/** Failed requests alike (same key, status, code, reason and origin), as the list shows them. */
+export interface FailureGroupRow {
+  /** The newest request of the group, with its key and limit: what the group's advice is chosen by. */
+  latest: FailureRow;
+  n: number;
+  firstAt: string;
+  lastAt: string;
+  sources: Sources;
+  /** The group's newest requests, newest first (at most `shownPerGroup`). */
+  requests: FailedRequest[];
+}
+
 export function failuresPage(ctx: PageContext, opts: {
-  rows: FailureRow[];
+  groups: FailureGroupRow[];
   keys: ApiKeyRecord[];
   filter: { keyId?: string; code?: string };
+  /** 1-based page of groups, groups per page, and the number of groups and of requests matching the filter. */
+  page: { number: number; size: number; groups: number; requests: number };
+  shownPerGroup: number;
   kept: number;
   notice?: string;
   flushSeconds: number;
 }): string {
   const path = developerPath(ctx.accountId, 'failures');
-  const query = new URLSearchParams();
-  if (opts.filter.keyId !== undefined) query.set('key', opts.filter.keyId);
-  if (opts.filter.code !== undefined) query.set('code', opts.filter.code);
-  const back = query.size === 0 ? path : `${path}?${query}`;
+  const link = (pageNumber: number) => {
+    const q = new URLSearchParams();
+    if (opts.filter.keyId !== undefined) q.set('key', opts.filter.keyId);
+    if (opts.filter.code !== undefined) q.set('code', opts.filter.code);
+    if (pageNumber > 1) q.set('page', String(pageNumber));
+    return q.size === 0 ? path : `${path}?${q}`;
+  };
+  const back = link(opts.page.number);
   const filtered = opts.filter.keyId !== undefined || opts.filter.code !== undefined;
+  const pages = Math.max(1, Math.ceil(opts.page.groups / opts.page.size));
+  const first = (opts.page.number - 1) * opts.page.size + 1;
+  const last = Math.min(opts.page.groups, first + opts.groups.length - 1);
+  const summary = opts.page.groups === 0 ? '' : html`<p class="list-summary" id="failures-summary"><strong>${fmt(opts.page.requests)}</strong> failed request${opts.page.requests === 1 ? '' : 's'} in <strong>${fmt(opts.page.groups)}</strong> group${opts.page.groups === 1 ? '' : 's'}${pages > 1 ? html`, groups ${fmt(first)}–${fmt(last)} shown` : ''}.</p>`;
+  const pager = pages <= 1 ? '' : html`<nav class="pager" aria-label="Pages of failed requests">
+  ${opts.page.number > 1 ? html`<a href="${link(opts.page.number - 1)}" rel="prev">Newer</a>` : html`<span class="muted">Newer</span>`}
+  <span>Page ${opts.page.number} of ${pages}</span>
+  ${opts.page.number < pages ? html`<a href="${link(opts.page.number + 1)}" rel="next">Older</a>` : html`<span class="muted">Older</span>`}
+</nav>`;
+  const empty = opts.page.groups === 0
+    ? html`<div class="empty"><p><strong>${filtered ? 'No failed requests match this filter.' : 'No failed requests.'}</strong></p><p>${filtered ? html`<a href="${path}">Show all failed requests</a>.` : 'Every request made with your keys was answered (or none was made yet). When a page of yours shows nothing, look here first: a refused origin, a revoked key or too many requests each show up with how to fix it.'}</p></div>`
+    : html`<div class="empty"><p><strong>There is no page ${opts.page.number}.</strong></p><p><a href="${link(1)}">Back to the first page</a>.</p></div>`;
   return page(ctx, 'failures', 'Failed requests', html`
 <h1>Failed requests</h1>
-<p class="lead">The newest ${opts.kept} requests made with your keys that failed, newest first, each with what to do about it. They appear here within about ${opts.flushSeconds} seconds. A request with a missing or unknown key belongs to no account and is not listed.</p>
-${opts.notice === undefined ? '' : html`<div class="alert success" role="status">${opts.notice}</div>`}
+${opts.notice === undefined ? '' : html`<div class="alert success" role="status" id="notice" tabindex="-1">${opts.notice}</div>`}
+<p class="lead">The newest ${opts.kept} requests made with your keys that failed, alike ones grouped (same key, status, code, reason and origin), the most recent first, each with what to do about it. They appear here within about ${opts.flushSeconds} seconds. A request with a missing or unknown key belongs to no account and is not listed.</p>
 ${requestIdForm(ctx)}
 <form method="get" action="${path}" class="row-form filters" aria-label="Filter failed requests">
   <div class="field"><label for="filter-key">Key</label>
     <select id="filter-key" name="key"><option value="">All keys</option>${opts.keys.map((k) => html`<option value="${k.id}"${opts.filter.keyId === k.id ? html` selected` : ''}>${k.label} (${keyDisplay(k)})</option>`)}</select></div>
   <div class="field"><label for="filter-code">Error</label>
     <select id="filter-code" name="code"><option value="">All errors</option>${FAILURE_CODES.map((c) => html`<option value="${c}"${opts.filter.code === c ? html` selected` : ''}>${OUTCOME_LABELS[c]}</option>`)}</select></div>
-  <div class="field actions-field"><button type="submit" class="secondary">Filter</button>${filtered ? html` <a href="${path}">Clear</a>` : ''}</div>
+  <div class="field actions-field"><div class="button-pair"><button type="submit" class="secondary">Filter</button>${filtered ? html`<a href="${path}">Clear</a>` : ''}</div></div>
 </form>
-${opts.rows.length === 0
-  ? html`<div class="empty"><p><strong>${filtered ? 'No failed requests match this filter.' : 'No failed requests.'}</strong></p><p>${filtered ? html`<a href="${path}">Show all failed requests</a>.` : 'Every request made with your keys was answered (or none was made yet). When a page of yours shows nothing, look here first: a refused origin, a revoked key or too many requests each show up with how to fix it.'}</p></div>`
-  : html`<ol class="failures">${opts.rows.map((row) => html`
-  <li class="failure" id="failure-${row.failure.id}" data-code="${row.failure.code}">
+${summary}
+${opts.groups.length === 0 ? empty : html`<ol class="failures">${opts.groups.map((group) => failureGroup(ctx, group, back, opts.shownPerGroup))}</ol>`}
+${pager}`);
+}
+
+function failureGroup(ctx: PageContext, group: FailureGroupRow, back: string, shownPerGroup: number): SafeHtml {
+  const { latest } = group;
+  const f = latest.failure;
+  const requestLink = (r: FailedRequest) => html`<a href="${developerPath(ctx.accountId, 'requests')}?id=${encodeURIComponent(r.request_id)}"><code>${r.request_id}</code></a>`;
+  return html`
+  <li class="failure" id="failure-${f.id}" data-code="${f.code}" data-count="${group.n}">
     <div class="failure-head">
-      <span class="badge code-${row.failure.code}">${row.failure.status} ${row.failure.code}</span>
-      ${when(row.failure.at)}
-      <span class="failure-key">${keyCell(row)}</span>
+      <span class="badge code-${f.code}">${f.status} ${f.code}</span>
+      ${when(group.lastAt)}
+      <span class="count">${group.n === 1 ? '1 request' : html`<strong>${fmt(group.n)}</strong> requests`}</span>
+      <span class="failure-key">${keyCell(latest)}</span>
     </div>
-    <p class="fix">${explain(row)}</p>
-    ${allowButton(ctx, row, back)}
+    <p class="fix">${explain(latest)}</p>
+    ${allowForm(ctx, latest, back, group.sources)}
     <dl class="facts small">
-      <dt>Request</dt><dd><code>${row.failure.method} ${row.failure.path}</code></dd>
-      ${row.failure.origin === null ? '' : html`<dt>Origin</dt><dd><code>${row.failure.origin}</code></dd>`}
-      ${row.failure.client_ip === null ? '' : html`<dt>Client address</dt><dd><code>${row.failure.client_ip}</code></dd>`}
-      <dt>Request id</dt><dd><a href="${developerPath(ctx.accountId, 'requests')}?id=${encodeURIComponent(row.failure.request_id)}"><code>${row.failure.request_id}</code></a></dd>
-      ${row.failure.message === '' ? '' : html`<dt>Message</dt><dd>${row.failure.message}</dd>`}
+      ${f.origin === null ? '' : html`<dt>Origin</dt><dd><code>${f.origin}</code></dd>`}
+      ${group.n === 1 ? '' : html`<dt>First seen</dt><dd>${when(group.firstAt)}</dd><dt>Last seen</dt><dd>${when(group.lastAt)}</dd>`}
+      <dt>${group.n === 1 ? 'Request' : 'Latest'}</dt><dd><code>${f.method} ${f.path}</code></dd>
+      ${f.client_ip === null ? '' : html`<dt>Client address</dt><dd><code>${f.client_ip}</code></dd>`}
+      <dt>Request id</dt><dd>${requestLink(f)}</dd>
+      ${f.message === '' ? '' : html`<dt>Message</dt><dd>${f.message}</dd>`}
     </dl>
-  </li>`)}</ol>`}`);
+    ${group.n === 1 ? '' : html`<details class="group-requests">
+      <summary>${group.n > group.requests.length ? `The newest ${group.requests.length} of these ${fmt(group.n)} requests` : `All ${fmt(group.n)} requests`}</summary>
+      <div class="table-card"><table class="requests-table">
+        <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Request</th><th scope="col">Client address</th><th scope="col">Browser</th><th scope="col">Request id</th></tr></thead>
+        <tbody>${group.requests.map((r) => html`<tr>
+          <td data-label="Time">${r.at.slice(0, 10)} ${r.at.slice(11, 19)}</td>
+          <td data-label="Request"><code>${r.method} ${r.path}</code></td>
+          <td data-label="Client address">${r.client_ip === null ? html`<span class="muted">–</span>` : html`<code>${r.client_ip}</code>`}</td>
+          <td data-label="Browser">${r.sec_fetch === null ? html`<span class="muted">–</span>` : r.sec_fetch === '' ? 'No' : 'Yes'}</td>
+          <td data-label="Request id">${requestLink(r)}</td>
+        </tr>`)}</tbody>
+      </table></div>
+      ${group.n > shownPerGroup ? html`<p class="hint">Only the newest ${shownPerGroup} of a group are listed here; look up any other by its request id.</p>` : ''}
+    </details>`}
+  </li>`;
 }
 
 export function requestPage(ctx: PageContext, opts: { requestId: string; row?: FailureRow }): string {
@@ -379,11 +576,12 @@ export function requestPage(ctx: PageContext, opts: { requestId: string; row?: F
 <div class="failure card" data-code="${opts.row.failure.code}">
   <div class="failure-head"><span class="badge code-${opts.row.failure.code}">${opts.row.failure.status} ${opts.row.failure.code}</span> ${when(opts.row.failure.at)}</div>
   <p class="fix">${explain(opts.row)}</p>
-  ${allowButton(ctx, opts.row, back)}
+  ${allowForm(ctx, opts.row, back, sourcesOf([opts.row.failure]))}
   <dl class="facts">
     <dt>Key</dt><dd>${keyCell(opts.row)}</dd>
     <dt>Request</dt><dd><code>${opts.row.failure.method} ${opts.row.failure.path}</code></dd>
     <dt>Origin</dt><dd>${opts.row.failure.origin === null ? html`<span class="muted">None (a server-to-server call)</span>` : html`<code>${opts.row.failure.origin}</code>`}</dd>
+    <dt>Sent by</dt><dd>${sentBy(opts.row.failure)}</dd>
     <dt>Client address</dt><dd>${opts.row.failure.client_ip === null ? html`<span class="muted">Not recorded</span>` : html`<code>${opts.row.failure.client_ip}</code>`}</dd>
     <dt>Message</dt><dd>${opts.row.failure.message}</dd>
   </dl>

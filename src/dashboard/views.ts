@@ -42,6 +42,27 @@ export function when(iso: string | null, never = 'Never'): SafeHtml {
   return html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`;
 }
 
+/** How long before `now` a time was, in words: "4 seconds ago", "3 minutes ago", "2 days ago". */
+export function ago(iso: string, now: number): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  const [n, unit] = seconds < 60 ? [seconds, 'second'] : seconds < 3600 ? [Math.floor(seconds / 60), 'minute']
+    : seconds < 86_400 ? [Math.floor(seconds / 3600), 'hour'] : [Math.floor(seconds / 86_400), 'day'];
+  return `${n} ${unit}${n === 1 ? '' : 's'} ago`;
+}
+
+/** A time to the second, and how long ago it was (the revoke page's last use). */
+export function exactly(iso: string | null, now: number, never = 'Never'): SafeHtml {
+  if (iso === null) return html`<span class="muted">${never}</span>`;
+  return html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time> <span class="muted">(${ago(iso, now)})</span>`;
+}
+
+/** A key's requests per minute as the keys page and the usage page say it. */
+export function limitText(key: ApiKeyRecord, defaultLimit: number): SafeHtml {
+  return key.rate_limit_per_minute === null
+    ? html`${defaultLimit.toLocaleString('en-US')}/min <span class="muted">(default)</span>`
+    : html`${key.rate_limit_per_minute.toLocaleString('en-US')}/min`;
+}
+
 function document(title: string, body: SafeHtml, bodyClass = ''): string {
   return html`<!doctype html>
 <html lang="en">
@@ -158,6 +179,8 @@ export function keysPage(ctx: PageContext, opts: {
   notice?: string;
   /** The create form's single-use token (forms.ts). */
   formToken: string;
+  /** The deployment's requests per minute, for keys without a limit of their own. */
+  defaultLimit: number;
 }): string {
   const create = opts.create ?? { label: '', country: opts.countries[0] ?? '', errors: {} };
   const keysPath = developerPath(ctx.accountId, 'keys');
@@ -196,9 +219,9 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
   ${keys.length === 0
     ? html`<div class="empty"><p><strong>No keys yet.</strong></p><p>Create your first key above: give it a label such as "Website (production)" and pick the country of the listings it should read. You will see the full key once, with a curl line to try it.</p></div>`
     : html`<div class="table-card"><table class="keys">
-    <thead><tr><th scope="col">Label</th><th scope="col">Country</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <thead><tr><th scope="col">Label</th><th scope="col">Country</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Limit</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>
-    ${keys.map((key) => keyRow(ctx, key, opts.relabel?.keyId === key.id ? opts.relabel : undefined))}
+    ${keys.map((key) => keyRow(ctx, key, opts.relabel?.keyId === key.id ? opts.relabel : undefined, opts.defaultLimit))}
     </tbody>
   </table></div>`}
 </section>
@@ -210,7 +233,7 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
 </section>`);
 }
 
-function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | undefined): SafeHtml {
+function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | undefined, defaultLimit: number): SafeHtml {
   const revoked = key.revoked_at !== null;
   const base = `${developerPath(ctx.accountId, 'keys')}/${key.id}`;
   const inputId = `label-${key.id}`;
@@ -221,7 +244,8 @@ function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | unde
       <td data-label="Created">${when(key.created_at)}</td>
       <td data-label="Last used">${when(key.last_used_at)}</td>
       <td data-label="Status">${revoked ? html`<span class="badge revoked">Revoked</span> ${when(key.revoked_at)}` : html`<span class="badge active">Active</span>`}</td>
-      <td class="actions">${revoked ? '' : html`
+      <td data-label="Limit">${limitText(key, defaultLimit)}</td>
+      <td class="actions"><a class="usage-link" href="${developerPath(ctx.accountId, 'usage')}?key=${key.id}#chart-heading">Usage<span class="visually-hidden"> of key ${key.label}</span></a>${revoked ? '' : html`
         <details class="rename"${relabel === undefined ? '' : html` open`}>
           <summary>Rename<span class="visually-hidden"> key ${key.label}</span></summary>
           <form method="post" action="${base}/label" class="mini-form" novalidate>
@@ -287,7 +311,7 @@ export function formUsedPage(ctx: PageContext, key: ApiKeyRecord | undefined): s
 </div>`);
 }
 
-export function revokePage(ctx: PageContext, key: ApiKeyRecord): string {
+export function revokePage(ctx: PageContext, key: ApiKeyRecord, opts: { now: number; limitPerMinute: number }): string {
   const keysPath = developerPath(ctx.accountId, 'keys');
   if (key.revoked_at !== null) {
     return page(ctx, 'keys', 'Key revoked', html`
@@ -301,8 +325,10 @@ export function revokePage(ctx: PageContext, key: ApiKeyRecord): string {
   <dt>Key</dt><dd><code>${keyDisplay(key)}</code></dd>
   <dt>Country</dt><dd>${countryName(key.country)} <span class="cc">${key.country}</span></dd>
   <dt>Created</dt><dd>${when(key.created_at)}</dd>
-  <dt>Last used</dt><dd>${when(key.last_used_at)}</dd>
+  <dt>Last used</dt><dd id="last-used">${exactly(key.last_used_at, opts.now)}</dd>
+  <dt>Limit</dt><dd>${opts.limitPerMinute.toLocaleString('en-US')} requests a minute</dd>
 </dl>
+<p><a href="${developerPath(ctx.accountId, 'usage')}?key=${key.id}#chart-heading">See this key's usage</a> before you revoke it: a key still in use breaks what uses it.</p>
 <div class="alert warning" role="note">
   From the moment you confirm, every request with this key is refused with <code>401 unauthorized</code>.
   This cannot be undone: to restore access, create a new key and put it where this one was used.
@@ -457,11 +483,18 @@ function activityList(entries: AuditEntry[], empty: string): SafeHtml {
   </ol>`;
 }
 
-export function activityPage(ctx: PageContext, entries: AuditEntry[], limit: number): string {
+/** `older`: the id to page back from when there are older entries; `paged`: this is not the newest page. */
+export function activityPage(ctx: PageContext, entries: AuditEntry[], opts: { older?: string; paged: boolean }): string {
+  const path = developerPath(ctx.accountId, 'activity');
+  const pager = opts.older === undefined && !opts.paged ? '' : html`<nav class="pager" aria-label="Activity pages">
+  ${opts.paged ? html`<a href="${path}">Newest entries</a>` : ''}
+  ${opts.older === undefined ? html`<span class="muted">The first entry of your account.</span>` : html`<a href="${path}?before=${opts.older}" rel="next">Older entries</a>`}
+</nav>`;
   return page(ctx, 'activity', 'Activity', html`
 <h1>Activity</h1>
-<p class="lead">Who created, renamed or revoked a key, and who allowed or removed an origin, newest first${entries.length >= limit ? html` (the latest ${limit})` : ''}.</p>
-${activityList(entries, 'Nothing yet. Changes to keys and origins made here will be listed with who made them and when.')}`);
+<p class="lead">Who created, renamed or revoked a key, and who allowed or removed an origin, newest first${opts.paged && entries[0] !== undefined ? html`, from ${when(entries[0].at)} back` : ''}.</p>
+${activityList(entries, 'Nothing yet. Changes to keys and origins made here will be listed with who made them and when.')}
+${pager}`);
 }
 
 // ---------------------------------------------------------------- errors

@@ -90,6 +90,9 @@ export class DashboardClient {
   }
 }
 
+/** The Fetch Metadata a browser sends with a page's cross-origin fetch (what tells it from curl setting Origin). */
+export const FROM_A_PAGE: Readonly<Record<string, string>> = { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' };
+
 /** The path of an account's Settings > Developer page. */
 export const dev = (accountId: string, page = '') => `/accounts/${accountId}/settings/developer${page === '' ? '' : `/${page}`}`;
 

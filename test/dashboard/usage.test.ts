@@ -4,7 +4,7 @@ import { generateKey } from '../../src/auth/key-format.js';
 import { ERROR_REASONS, type ErrorReason } from '../../src/core/api-error.js';
 import { TEST_STORE } from '../support/database.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
-import { dev, signedIn, text, type DashboardClient } from './helpers.js';
+import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
 
 /**
  * Settings > Developer > Usage, Failed requests and the request-id look-up (issue 12), through the
@@ -44,20 +44,23 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.match(failures.body, /<a href="[^"]+\/failures" aria-current="page">Failed requests<\/a>/);
   });
 
-  it('Usage: per key, a chart of the last 24 hours with the limit line and of 30 days, each with a table of the same numbers, and totals', async () => {
+  it('Usage: per key, a chart of the last 24 hours scaled to its traffic (its limit far above it said in words) and of 30 days, each with a table of the same numbers, and totals', async () => {
     for (let i = 0; i < 3; i++) assert.equal((await server.get('/v1/listings', { key: web.key })).status, 200);
     assert.equal((await server.get('/v1/listings?page=0', { key: web.key })).status, 400);
-    assert.equal((await server.get('/v1/listings', { key: web.key, headers: { origin: 'http://localhost:4321' } })).status, 403);
+    // From a page in a browser: its Fetch Metadata with the Origin.
+    assert.equal((await server.get('/v1/listings', { key: web.key, headers: { origin: 'http://localhost:4321', ...FROM_A_PAGE } })).status, 403);
     for (let i = 0; i < 5; i++) assert.equal((await server.get('/v1/listings', { key: otherKey.key, headers: { origin: 'https://theirs.example' } })).status, 403);
     await flush();
 
     const res = await client.get(dev(accountId, 'usage'));
     assert.equal(res.status, 200);
     const page = text(res.body);
-    assert.match(res.body, /<svg class="chart" id="chart-24h"[^>]* role="img"/);
-    assert.match(res.body, /<svg class="chart" id="chart-30d"/);
-    assert.match(res.body, /<line class="limit"/, 'the key\'s limit is drawn');
-    assert.match(page, /limit 60\/min/);
+    assert.match(res.body, /<svg class="chart" id="chart-24h"[^>]* role="img"[^>]* data-axis-max="5"/, 'the axis is scaled to the 5 requests');
+    assert.doesNotMatch(res.body, /<line class="limit"/, 'a limit 60 times the traffic is not drawn over it');
+    assert.match(page, /The limit, 300 per five minutes at this scale \(60\/min × 5\), is off this chart: the busiest five minutes had 5 \(2 % of it\)\./);
+    const month = await client.get(`${dev(accountId, 'usage')}?range=30d`);
+    assert.match(month.body, /<svg class="chart" id="chart-30d"[^>]* role="img"/);
+    assert.match(text(month.body), /Last 30 days: 5/);
     assert.match(page, /Last 24 hours: 5/);
     assert.match(page, /200 OK: 3/);
     assert.match(page, /400 bad_request: 1/);

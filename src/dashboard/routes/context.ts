@@ -20,6 +20,8 @@ export interface RouteDeps {
   onSignIn?: (result: SignInResult) => void;
   /** The API's base URL for a country, for the curl line shown with a new key. */
   apiBaseUrl(country: Country): string;
+  /** This process's last use of a key that is not stored yet (auth/last-used.ts), in ms. */
+  lastUsedOf?: (keyId: string) => number | undefined;
 }
 
 /** A signed-in member on a request of their own account's pages. */
@@ -116,6 +118,16 @@ export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
     flushSeconds: Math.max(1, Math.round(deps.config.usageFlushIntervalMs / 1000)),
     /** A key's requests per minute: its own limit, else the deployment's default. */
     limitOf: (key: ApiKeyRecord) => key.rate_limit_per_minute ?? deps.config.rateLimitPerMinute,
+    /**
+     * Keys with their exact last use: the stored time is written in batches (every 10 s, by each
+     * instance), so this process's own newer use, not written yet, is added to it.
+     */
+    withLastUse: <K extends ApiKeyRecord>(key: K): K => {
+      const pending = deps.lastUsedOf?.(key.id);
+      if (pending === undefined) return key;
+      const at = new Date(pending).toISOString();
+      return key.last_used_at !== null && key.last_used_at >= at ? key : { ...key, last_used_at: at };
+    },
     /** The countries this deployment serves. */
     served: new Set<string>(deps.config.countries),
     send,

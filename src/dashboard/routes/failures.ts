@@ -2,13 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import { redactedExcerpt } from '../../auth/key-format.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
-import { FAILED_REQUESTS_KEPT, type ApiKeyRecord } from '../../storage/index.js';
+import { FAILED_REQUESTS_KEPT, groupKey, type ApiKeyRecord, type FailedRequest } from '../../storage/index.js';
 import * as usageViews from '../usage-views.js';
 import * as views from '../views.js';
 import { field, type DashboardContext } from './context.js';
 import { keyFromQuery } from './key-query.js';
 
-/** Settings > Developer > Failed requests: the list, "allow this origin", and a look-up by request id. */
+/** Groups of alike failed requests per page of the list. */
+export const GROUPS_PER_PAGE = 50;
+/** Requests listed under each group (newest first); any other is found by its request id. */
+export const REQUESTS_PER_GROUP = 20;
+
+/**
+ * Settings > Developer > Failed requests: the list (alike requests grouped, by an SQL GROUP BY, a
+ * page at a time), "allow this origin", and a look-up by request id.
+ */
 export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const { store, config, nowIso, served, send, notFound, audit, settled, memberOf, flushSeconds, limitOf } = ctx;
 
@@ -42,7 +50,16 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     if (key === null) return notFound(reply, member.ctx);
     const code = query.code === undefined || query.code === '' ? undefined : query.code;
     if (code !== undefined && (typeof code !== 'string' || !(usageViews.FAILURE_CODES as readonly string[]).includes(code))) return notFound(reply, member.ctx);
-    const failures = await store.usage.failures(accountId, { keyId: key?.id, code });
+    const pageNumber = query.page === undefined || query.page === '' ? 1 : typeof query.page === 'string' && /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
+    if (pageNumber === undefined) return notFound(reply, member.ctx);
+    const filter = { keyId: key?.id, code };
+    const page = { limit: GROUPS_PER_PAGE, offset: (pageNumber - 1) * GROUPS_PER_PAGE };
+    const { groups, total, requests } = await store.usage.failureGroups(accountId, filter, page);
+    const members = await store.usage.failuresOfGroups(accountId, groups, REQUESTS_PER_GROUP);
+    const byGroup = new Map<string, FailedRequest[]>();
+    for (const row of members) byGroup.set(groupKey(row), [...(byGroup.get(groupKey(row)) ?? []), row]);
+    const newest = groups.map((g) => byGroup.get(groupKey(g))?.[0]).filter((f): f is FailedRequest => f !== undefined);
+    const rows = new Map((await failureRows(accountId, newest, keys)).map((row) => [groupKey(row.failure), row]));
     let notice: string | undefined;
     const { done, country, origin } = query;
     if (typeof country === 'string' && isCountry(country) && typeof origin === 'string' && (done === 'added' || done === 'exists')) {
@@ -53,7 +70,24 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
       }
     }
     return send(reply, 200, usageViews.failuresPage(member.ctx, {
-      rows: await failureRows(accountId, failures, keys), keys, filter: { keyId: key?.id, code }, kept: FAILED_REQUESTS_KEPT, notice, flushSeconds,
+      groups: groups.flatMap((g) => {
+        const latest = rows.get(groupKey(g));
+        return latest === undefined ? [] : [{
+          latest,
+          n: g.n,
+          firstAt: g.first_at,
+          lastAt: g.last_at,
+          sources: { fromBrowser: g.from_browser, notBrowser: g.not_browser },
+          requests: byGroup.get(groupKey(g)) ?? [],
+        }];
+      }),
+      keys,
+      filter,
+      page: { number: pageNumber, size: GROUPS_PER_PAGE, groups: total, requests },
+      shownPerGroup: REQUESTS_PER_GROUP,
+      kept: FAILED_REQUESTS_KEPT,
+      notice,
+      flushSeconds,
     }));
   });
 
@@ -82,7 +116,8 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     target.searchParams.set('done', added ? 'added' : 'exists');
     target.searchParams.set('country', country);
     target.searchParams.set('origin', checked.origin);
-    return reply.redirect(`${target.pathname}${target.search}`, 303);
+    // To the confirmation, wherever the page is scrolled to (a phone's screen is short).
+    return reply.redirect(`${target.pathname}${target.search}#notice`, 303);
   });
 
   scope.get<{ Querystring: { id?: unknown } }>('/requests', async (request, reply) => {

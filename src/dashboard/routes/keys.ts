@@ -26,7 +26,9 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
     // Every rendering of the create form is a new single-use form (forms.ts).
     const formToken = newFormToken(member.sessionId, clock());
-    return views.keysPage(member.ctx, { keys, recent, countries: config.countries, formToken, ...extra });
+    return views.keysPage(member.ctx, {
+      keys: keys.map(ctx.withLastUse), recent, countries: config.countries, formToken, defaultLimit: config.rateLimitPerMinute, ...extra,
+    });
   }
 
   /**
@@ -117,7 +119,7 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     const member = memberOf(request);
     const key = await ownKey(request);
     if (key === undefined) return notFound(reply, member.ctx);
-    return send(reply, 200, views.revokePage(member.ctx, key));
+    return send(reply, 200, views.revokePage(member.ctx, ctx.withLastUse(key), { now: clock(), limitPerMinute: ctx.limitOf(key) }));
   });
 
   scope.post('/keys/:keyId/revoke', async (request, reply) => {

@@ -1,69 +1,83 @@
 import type { FastifyInstance } from 'fastify';
-import { isOutcome, type Outcome } from '../../usage/outcomes.js';
+import type { BucketCount } from '../../storage/index.js';
+import { isOutcome } from '../../usage/outcomes.js';
 import * as usageViews from '../usage-views.js';
 import type { DashboardContext } from './context.js';
 import { keyFromQuery } from './key-query.js';
 
 const FIVE_MINUTES_MS = 300_000;
+const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Settings > Developer > Usage: requests per key and outcome, the last 24 hours and 30 days. */
-export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, clock, send, notFound, memberOf, flushSeconds, limitOf } = ctx;
+/**
+ * Each period's bars and where they are read from: the last 24 hours from the five-minute buckets
+ * (kept 48 hours), 7 days and 30 days from the hourly ones (kept 90 days), 30 days summed per UTC
+ * day by the query itself.
+ */
+const PERIODS = {
+  '24h': { span: 300, barMs: FIVE_MINUTES_MS, bars: 288, byDay: false },
+  '7d': { span: 3600, barMs: HOUR_MS, bars: 168, byDay: false },
+  '30d': { span: 3600, barMs: DAY_MS, bars: 30, byDay: true },
+} as const;
 
-  scope.get('/usage', async (request, reply) => {
+/**
+ * Settings > Developer > Usage: the account's requests by outcome over 24 hours, 7 days or 30 days
+ * (`?range=`), every key together, then per key, then one key's chart with its limit (`?key=`, else
+ * the busiest active key). Every read is a GROUP BY over stored buckets: its cost grows with keys
+ * and bars, never with requests.
+ */
+export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
+  const { store, config, clock, send, notFound, memberOf, flushSeconds, limitOf } = ctx;
+
+  scope.get<{ Querystring: Record<string, unknown> }>('/usage', async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
+    const rangeId = request.query.range === undefined || request.query.range === '' ? '24h' : request.query.range;
+    if (typeof rangeId !== 'string' || !Object.hasOwn(PERIODS, rangeId)) return notFound(reply, member.ctx);
+    const range = usageViews.RANGES[rangeId as keyof typeof PERIODS];
+    const period = PERIODS[range.id];
     const keys = await store.keys.listForAccount(accountId);
     const chosen = await keyFromQuery(request, keys);
     if (chosen === null) return notFound(reply, member.ctx);
+
     const now = clock();
-    // The last 24 hours: 288 five-minute buckets, the current one last; the last 30 days: 30 UTC days, today last.
-    const fiveMinuteStarts = Array.from({ length: 288 }, (_, i) => now - (now % FIVE_MINUTES_MS) - (287 - i) * FIVE_MINUTES_MS);
-    const dayStarts = Array.from({ length: 30 }, (_, i) => now - (now % DAY_MS) - (29 - i) * DAY_MS);
-    const since24h = iso(fiveMinuteStarts[0]!);
-    const since30d = iso(dayStarts[0]!);
-    const [totals24h, totals30d] = await Promise.all([
-      store.usage.totalsOfAccount(accountId, 300, since24h),
-      store.usage.totalsOfAccount(accountId, 3600, since30d),
+    const starts = Array.from({ length: period.bars }, (_, i) => now - (now % period.barMs) - (period.bars - 1 - i) * period.barMs);
+    const since = iso(starts[0]!);
+    const [accountRows, totals] = await Promise.all([
+      store.usage.series(accountId, { span: period.span, since, byDay: period.byDay }),
+      store.usage.totalsOfAccount(accountId, period.span, since),
     ]);
-    const countsOf = (rows: Array<{ key_id: string; outcome: string; n: number }>, keyId: string) => {
-      const counts: usageViews.Counts = {};
-      for (const r of rows) if (r.key_id === keyId && isOutcome(r.outcome)) counts[r.outcome] = (counts[r.outcome] ?? 0) + r.n;
-      return counts;
+    const series = (rows: BucketCount[]): usageViews.Series => {
+      const counts = starts.map((): usageViews.Counts => ({}));
+      for (const r of rows) {
+        const i = Math.floor((Date.parse(r.bucket_start) - starts[0]!) / period.barMs);
+        if (i >= 0 && i < starts.length && isOutcome(r.outcome)) counts[i]![r.outcome] = (counts[i]![r.outcome] ?? 0) + r.n;
+      }
+      return { starts: starts.map(iso), counts };
     };
     const sum = (c: usageViews.Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
-    const keyUsage = keys
-      .map((key) => ({ key, last24h: countsOf(totals24h, key.id), last30d: countsOf(totals30d, key.id) }))
-      .sort((a, b) =>
-        sum(b.last30d) - sum(a.last30d)
-        || (a.key.revoked_at === null ? 0 : 1) - (b.key.revoked_at === null ? 0 : 1)
-        || b.key.created_at.localeCompare(a.key.created_at));
-    // The key asked for, else the busiest one of the last 30 days.
-    const selectedKey = chosen ?? (keyUsage[0] !== undefined && sum(keyUsage[0].last30d) + sum(keyUsage[0].last24h) > 0 ? keyUsage[0].key : undefined);
-    let selected: Parameters<typeof usageViews.usagePage>[1]['selected'];
-    if (selectedKey !== undefined) {
-      const [fine, hourly] = await Promise.all([
-        store.usage.bucketsOfKey(selectedKey.id, 300, since24h),
-        store.usage.bucketsOfKey(selectedKey.id, 3600, since30d),
-      ]);
-      const series = (starts: number[], rows: typeof fine, width: number): usageViews.Series => {
-        const counts = starts.map((): usageViews.Counts => ({}));
-        for (const r of rows) {
-          const i = Math.floor((Date.parse(r.bucket_start) - starts[0]!) / width);
-          const outcome = r.outcome as Outcome;
-          if (i >= 0 && i < starts.length && isOutcome(outcome)) counts[i]![outcome] = (counts[i]![outcome] ?? 0) + Number(r.n);
-        }
-        return { starts: starts.map(iso), counts };
-      };
-      selected = {
-        key: selectedKey,
-        limitPerMinute: limitOf(selectedKey),
-        day: series(fiveMinuteStarts, fine, FIVE_MINUTES_MS),
-        month: series(dayStarts, hourly, DAY_MS),
-      };
-    }
-    return send(reply, 200, usageViews.usagePage(member.ctx, { keys: keyUsage, selected, flushSeconds }));
+    const active = (k: { key: { revoked_at: string | null } }) => (k.key.revoked_at === null ? 0 : 1);
+    const keyUsage: usageViews.KeyUsage[] = keys
+      .map((key) => {
+        const counts: usageViews.Counts = {};
+        for (const r of totals) if (r.key_id === key.id && isOutcome(r.outcome)) counts[r.outcome] = (counts[r.outcome] ?? 0) + r.n;
+        return { key, counts, limitPerMinute: limitOf(key) };
+      })
+      .sort((a, b) => sum(b.counts) - sum(a.counts) || active(a) - active(b) || b.key.created_at.localeCompare(a.key.created_at));
+    // The key asked for; else the busiest active key of the period; else (no active key was used)
+    // the busiest key, a revoked one still being called, say; else none.
+    const used = keyUsage.filter((k) => sum(k.counts) > 0);
+    const selectedUsage = chosen !== undefined ? keyUsage.find((k) => k.key.id === chosen.id) : (used.find((k) => active(k) === 0) ?? used[0]);
+    const selected = selectedUsage === undefined ? undefined : {
+      usage: selectedUsage,
+      series: series(await store.usage.series(accountId, { keyId: selectedUsage.key.id, span: period.span, since, byDay: period.byDay })),
+    };
+    // Only for an empty period: whether there is anything in a longer one.
+    const anyIn30Days = used.length > 0 || (range.id !== '30d' && (await store.usage.totalsOfAccount(accountId, 3600, iso(now - (now % DAY_MS) - 29 * DAY_MS))).length > 0);
+    return send(reply, 200, usageViews.usagePage(member.ctx, {
+      range, keys: keyUsage, account: series(accountRows), selected, chosenKeyId: chosen?.id, anyIn30Days, flushSeconds,
+      defaultLimit: config.rateLimitPerMinute,
+    }));
   });
 }

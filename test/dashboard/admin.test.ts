@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { GROUPS_PER_PAGE } from '../../src/dashboard/routes/failures.js';
+import { ACTIVITY_PAGE } from '../../src/dashboard/routes/activity.js';
+import { chartScale } from '../../src/dashboard/usage-views.js';
+import { TEST_STORE } from '../support/database.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
+
+/**
+ * Issue 33 item 7, the dashboard for an organisation's admin, through the real server: Usage for the
+ * whole account and per key over 24 hours, 7 days or 30 days, scaled to the traffic with the limit
+ * at the bars' scale; Failed requests grouped, counted and paged, telling a browser from curl;
+ * keys with their limit, a link to their usage and their exact last use; Activity paged back.
+ */
+describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
+  let server: TestServer;
+  let accountId: string;
+  let client: DashboardClient;
+  const flush = () => server.service.usage!.flush();
+  const limit = async (keyId: string, perMinute: number) => {
+    await server.service.store.keys.setRateLimit(keyId, perMinute);
+    await server.service.store.broadcastSettled();
+  };
+  const usage = async (query = '') => {
+    const res = await client.get(`${dev(accountId, 'usage')}${query}`);
+    assert.equal(res.status, 200, res.body);
+    return res;
+  };
+  const axisMax = (body: string, id: string) => Number(new RegExp(`<svg class="chart" id="${id}"[^>]* data-axis-max="(\\d+)"`).exec(body)?.[1]);
+
+  before(async () => {
+    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+    accountId = await server.createAccount();
+    await server.addListings(accountId, [{ title: 'One' }]);
+    ({ client } = await signedIn(server, accountId));
+  });
+  after(() => server?.close());
+
+  it('Usage: the axis follows the traffic, not the limit: a 1,000/min key with 150 requests gets an axis of 200 and its limit in words', async () => {
+    const busy = await server.createKey(accountId, 'sg', 'Busy site');
+    await limit(busy.id, 1000);
+    for (let i = 0; i < 150; i++) await server.get('/v1/listings', { key: busy.key });
+    await flush();
+    const res = await usage();
+    assert.equal(axisMax(res.body, 'chart-24h'), 200);
+    assert.equal(axisMax(res.body, 'chart-account'), 200);
+    assert.doesNotMatch(res.body, /<line class="limit"/);
+    assert.match(text(res.body), /The limit, 5,000 per five minutes at this scale \(1,000\/min × 5\), is off this chart: the busiest five minutes had 150 \(3 % of it\)\./);
+    assert.match(text(res.body), /Success rate 100 %/);
+  });
+
+  it('Usage: a 5/min key near its limit has the line at the bars\' scale, labelled as such, and its 429s under it explained', async () => {
+    server.clock.advance(5 * 60_000);
+    const small = await server.createKey(accountId, 'sg', 'Small widget');
+    await limit(small.id, 5);
+    // Three bursts of 7 within one five minutes, two minutes apart: 5 answered and 2 refused in each.
+    const statuses: number[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      for (let i = 0; i < 7; i++) statuses.push((await server.get('/v1/listings', { key: small.key })).status);
+      server.clock.advance(2 * 60_000);
+    }
+    assert.deepEqual(statuses.filter((s) => s === 429).length, 6);
+    await flush();
+    const res = await usage(`?key=${small.id}`);
+    const chart = /<svg class="chart" id="chart-24h"[\s\S]*?<\/svg>/.exec(res.body)![0];
+    assert.equal(axisMax(res.body, 'chart-24h'), 25, 'the axis reaches the limit of 25 per five minutes');
+    assert.match(chart, /<line class="limit"/);
+    assert.match(chart, /<text class="limit-label"[^>]*>limit 25 per 5 min \(5\/min\)<\/text>/);
+    const page = text(res.body);
+    assert.match(page, /The dashed line is the limit at this chart's scale: 5\/min × 5 = 25 per five minutes\./);
+    assert.match(page, /a burst within one minute gets 429 s even when its five minutes stays under the line/);
+    assert.match(page, /Small widget .* Success rate: 71\.4 %/);
+    // 7 days: per hour, the line at 300 for a busiest hour of 21 is off the chart.
+    const week = await usage(`?range=7d&key=${small.id}`);
+    assert.equal(axisMax(week.body, 'chart-7d'), 25);
+    assert.match(text(week.body), /The limit, 300 per hour at this scale \(5\/min × 60\), is off this chart: the busiest hour had 21 \(7 % of it\)/);
+    assert.match(week.body, /aria-current="page">Last 7 days<\/a>/);
+  });
+
+  it('Usage: every key together with a breakdown per key and the success rate; it opens on the busiest active key, never a revoked one', async () => {
+    const old = await server.createKey(accountId, 'sg', 'Old site');
+    await limit(old.id, 1000);
+    for (let i = 0; i < 300; i++) await server.get('/v1/listings', { key: old.key });
+    await server.service.store.keys.revoke(old.id, new Date(server.clock.now()).toISOString());
+    await server.service.store.broadcastSettled();
+    assert.equal((await server.get('/v1/listings', { key: old.key })).status, 401);
+    await flush();
+    const res = await usage();
+    const page = text(res.body);
+    // 150 + 21 + 300 + 1 requests, of which 6 got 429 and 1 got 401.
+    assert.match(page, /Requests 472 Success rate 98\.5 % 200 and 304 Failed 7/);
+    assert.match(text(/<h2 id="chart-heading">[\s\S]*?<\/h2>/.exec(res.body)![0]), /^Busy site/, 'the busiest active key, not the busier revoked one');
+    const rows = [...res.body.matchAll(/<tr(?: class="selected" aria-current="true")?>\s*<th scope="row" class="label-cell">([^<]+)/g)].map((m) => m[1]!.trim());
+    assert.deepEqual(rows.slice(0, 3), ['Old site', 'Busy site', 'Small widget'], 'the breakdown, busiest first');
+    const breakdown = text(/<table class="usage-keys">[\s\S]*?<\/table>/.exec(res.body)![0]);
+    assert.match(breakdown, /Old site sg_live_\w{4}…\w{4} Revoked Singapore sg 301 99\.6 % 1 1,000\/min Show/);
+    assert.match(breakdown, /Small widget sg_live_\w{4}…\w{4} Singapore sg 21 71\.4 % 6 5\/min Show/);
+    // The period is kept when another key is shown, and the key when the period changes.
+    assert.match(res.body, new RegExp(`href="${dev(accountId, 'usage')}\\?key=${old.id}#chart-heading"`));
+    const month = await usage(`?range=30d&key=${old.id}`);
+    assert.match(month.body, new RegExp(`href="${dev(accountId, 'usage')}\\?range=7d&amp;key=${old.id}" *>Last 7 days`));
+    assert.equal(axisMax(month.body, 'chart-account'), 500);
+    for (const bad of ['?range=1y', '?range=24h&key=nope']) assert.equal((await client.get(`${dev(accountId, 'usage')}${bad}`)).status, 404, bad);
+  });
+
+  it('Usage: the account-wide chart reads stored buckets only (a GROUP BY), the same numbers as the keys summed', async () => {
+    const rows = await server.service.store.usage.series(accountId, { span: 3600, since: '2026-10-01T00:00:00.000Z', byDay: true });
+    const byOutcome = new Map<string, number>();
+    for (const r of rows) byOutcome.set(r.outcome, (byOutcome.get(r.outcome) ?? 0) + r.n);
+    assert.deepEqual(Object.fromEntries(byOutcome), { '200': 465, rate_limited: 6, unauthorized: 1 });
+    assert.ok(rows.every((r) => /^\d{4}-\d{2}-\d{2}$/.test(r.bucket_start)), 'summed per UTC day by the query');
+    assert.deepEqual(chartScale(0), { max: 5, limitShown: false });
+    assert.deepEqual(chartScale(30, 25), { max: 50, limitShown: true });
+    assert.deepEqual(chartScale(13, 25), { max: 25, limitShown: true });
+    assert.deepEqual(chartScale(12, 25), { max: 20, limitShown: false });
+  });
+
+  it('Failed requests: eleven alike 429s are one group with its count, first and last seen, and each request listed under it', async () => {
+    const poller = await server.createKey(accountId, 'sg', 'Poller');
+    await limit(poller.id, 1);
+    assert.equal((await server.get('/v1/listings', { key: poller.key })).status, 200);
+    const ids: string[] = [];
+    for (let i = 0; i < 11; i++) {
+      const res = await server.get('/v1/listings', { key: poller.key });
+      assert.equal(res.status, 429);
+      ids.push(String(res.headers['x-request-id']));
+      server.clock.advance(1000);
+    }
+    await flush();
+    const res = await client.get(`${dev(accountId, 'failures')}?key=${poller.id}`);
+    assert.equal(res.status, 200);
+    assert.equal((res.body.match(/<li class="failure"/g) ?? []).length, 1, 'one group');
+    const group = text(res.body.split('<li class="failure"')[1]!);
+    assert.match(group, /^.*429 rate_limited 2026-11-22 \d\d:\d\d UTC 11 requests Poller/);
+    assert.match(group, /First seen 2026-11-22 \d\d:\d\d UTC Last seen 2026-11-22 \d\d:\d\d UTC/);
+    assert.match(group, /All 11 requests/);
+    for (const id of ids) assert.ok(group.includes(id), `request ${id} is listed in its group`);
+    assert.match(text(res.body), /11 failed requests in 1 group\./);
+  });
+
+  it('Failed requests: paged by groups (an SQL GROUP BY with LIMIT and OFFSET), filters kept from page to page', async () => {
+    const key = await server.createKey(accountId, 'sg', 'Many origins');
+    const at = (i: number) => new Date(server.clock.now() + i * 1000).toISOString();
+    const origins = GROUPS_PER_PAGE + 7;
+    await server.service.store.usage.recordBatch({
+      counts: [],
+      failures: Array.from({ length: origins }, (_, i) => ({
+        account_id: accountId, key_id: key.id, at: at(i), status: 403, code: 'origin_not_allowed', method: 'GET', path: '/v1/listings',
+        origin: `https://site-${String(i).padStart(3, '0')}.example`, request_id: `req_many_${i}`, message: 'Origin not allowed.', reason: 'origin_not_registered',
+        client_ip: '203.0.113.7', sec_fetch: 'cross-site cors empty',
+      })),
+    });
+    const path = `${dev(accountId, 'failures')}?key=${key.id}&code=origin_not_allowed`;
+    const first = await client.get(path);
+    assert.equal((first.body.match(/<li class="failure"/g) ?? []).length, GROUPS_PER_PAGE);
+    assert.match(text(first.body), new RegExp(`${origins} failed requests in ${origins} groups, groups 1–${GROUPS_PER_PAGE} shown\\. .*Page 1 of 2`));
+    assert.ok(first.body.includes(`https://site-${String(origins - 1).padStart(3, '0')}.example`) && !first.body.includes('https://site-000.example'), 'the most recently seen first');
+    const next = /<a href="([^"]+)" rel="next">Older<\/a>/.exec(first.body)![1]!.replace(/&amp;/g, '&');
+    assert.equal(next, `${path}&page=2`);
+    const second = await client.get(next);
+    assert.equal((second.body.match(/<li class="failure"/g) ?? []).length, 7);
+    assert.ok(second.body.includes('https://site-000.example'));
+    assert.match(second.body, /rel="prev">Newer<\/a>/);
+    // The "back" of each Allow form returns to this page of this filter.
+    assert.ok(second.body.includes(`name="back" value="${`${path}&page=2`.replace(/&/g, '&amp;')}"`));
+    assert.match(text((await client.get(`${path}&page=9`)).body), /There is no page 9\./);
+    for (const bad of ['0', 'x', '-1', '99999']) assert.equal((await client.get(`${path}&page=${bad}`)).status, 404, bad);
+    const groups = await server.service.store.usage.failureGroups(accountId, { keyId: key.id }, { limit: 5, offset: 55 });
+    assert.deepEqual(groups.groups.map((g) => g.origin), ['https://site-001.example', 'https://site-000.example']);
+    assert.equal(groups.total, origins);
+  });
+
+  it('Allow this origin says whether a browser sent the request: a forged curl Origin is told apart from a real page', async () => {
+    const key = await server.createKey(accountId, 'sg', 'Shop');
+    const fromCurl = await server.get('/v1/listings', { key: key.key, headers: { origin: 'https://evil.example' } });
+    const fromPage = await server.get('/v1/listings', { key: key.key, headers: { origin: 'https://shop.example', ...FROM_A_PAGE } });
+    assert.equal(fromCurl.status, 403);
+    assert.equal(fromPage.status, 403);
+    await flush();
+    const res = await client.get(`${dev(accountId, 'failures')}?key=${key.id}`);
+    const groups = res.body.split('<li class="failure"').slice(1).map((g) => g.split('</li>', 1)[0]!);
+    const curl = groups.find((g) => g.includes('https://evil.example'))!;
+    const real = groups.find((g) => g.includes('https://shop.example'))!;
+    assert.match(text(curl), /Not from a browser: sent without the Sec-Fetch-\* headers every current browser adds, so by curl, a script or a server that set Origin itself\./);
+    assert.doesNotMatch(curl, /class="primary small">Allow this origin/);
+    assert.match(curl, /class="secondary small">Allow anyway/);
+    assert.match(text(real), /Sent by a browser: a page on https:\/\/shop\.example called the API/);
+    assert.match(real, /class="primary small">Allow this origin/);
+    // The look-up of each says it too.
+    const lookUp = async (r: typeof fromCurl) => text((await client.get(`${dev(accountId, 'requests')}?id=${r.headers['x-request-id']}`)).body);
+    assert.match(await lookUp(fromCurl), /Sent by Not a browser \(no Sec-Fetch-\* headers\)/);
+    assert.match(await lookUp(fromPage), /Sent by A browser \( Sec-Fetch-Site: cross-site , Mode: cors , Dest: empty \)/);
+    const stored = await server.service.store.usage.failureByRequestId(accountId, String(fromPage.headers['x-request-id']));
+    assert.equal(stored?.sec_fetch, 'cross-site cors empty');
+  });
+
+  it('after Allow this origin the confirmation is at the top of the page, and the redirect takes the browser to it', async () => {
+    await client.get(dev(accountId, 'failures'));
+    const res = await client.post(`${dev(accountId, 'failures')}/allow-origin`, { country: 'sg', origin: 'https://shop.example', back: `${dev(accountId, 'failures')}?page=1` });
+    assert.equal(res.status, 303);
+    assert.match(res.location!, /#notice$/);
+    const after = await client.get(res.location!);
+    assert.match(after.body, /<h1>Failed requests<\/h1>\s*<div class="alert success" role="status" id="notice"[^>]*>Allowed https:\/\/shop\.example for Singapore\./);
+  });
+
+  it('Keys: each key\'s limit and a link to its usage; the revoke page shows the last use to the second, before it is written', async () => {
+    const key = await server.createKey(accountId, 'sg', 'Used just now');
+    await limit(key.id, 250);
+    assert.equal((await server.get('/v1/listings', { key: key.key })).status, 200);
+    const usedAt = new Date(server.clock.now()).toISOString();
+    server.clock.advance(4000);
+    assert.equal((await server.service.store.keys.get(key.id))!.last_used_at, null, 'not written yet: last-used times are written in batches');
+    const revoke = await client.get(`${dev(accountId, 'keys')}/${key.id}/revoke`);
+    assert.match(text(revoke.body), new RegExp(`Last used ${usedAt.slice(0, 10)} ${usedAt.slice(11, 19)} UTC \\(4 seconds ago\\)`));
+    assert.match(text(revoke.body), /Limit 250 requests a minute/);
+    assert.match(revoke.body, new RegExp(`href="${dev(accountId, 'usage')}\\?key=${key.id}#chart-heading">See this key's usage</a>`));
+
+    const keys = await client.get(dev(accountId, 'keys'));
+    const row = keys.body.split(`<tr id="key-${key.id}"`)[1]!.split('</tr>', 1)[0]!;
+    assert.match(row, new RegExp(`<td data-label="Last used"><time datetime="${usedAt}">`));
+    assert.match(row, /<td data-label="Limit">250\/min<\/td>/);
+    assert.match(row, new RegExp(`<a class="usage-link" href="${dev(accountId, 'usage')}\\?key=${key.id}#chart-heading">Usage`));
+    assert.match(text(keys.body), /60\/min \(default\)/);
+    const opened = await usage(`?key=${key.id}`);
+    assert.match(text(/<h2 id="chart-heading">[\s\S]*?<\/h2>/.exec(opened.body)![0]), /^Used just now/);
+
+    // Once written, the same.
+    await server.service.lastUsed.flush();
+    assert.equal((await server.service.store.keys.get(key.id))!.last_used_at, usedAt);
+    assert.match(text((await client.get(`${dev(accountId, 'keys')}/${key.id}/revoke`)).body), new RegExp(`Last used ${usedAt.slice(0, 10)} ${usedAt.slice(11, 19)} UTC`));
+    const unused = await server.createKey(accountId, 'sg', 'Never used');
+    assert.match(text((await client.get(`${dev(accountId, 'keys')}/${unused.id}/revoke`)).body), /Last used Never/);
+  });
+
+  it(`Activity pages back past 200 entries, ${ACTIVITY_PAGE} a page, to the first`, async () => {
+    const own = await server.createAccount();
+    const { client: member } = await signedIn(server, own);
+    const entries = 230;
+    for (let i = 0; i < entries; i++) {
+      await server.service.store.audit.record({
+        account_id: own, at: new Date(Date.parse('2026-01-01T00:00:00.000Z') + i * 60_000).toISOString(), actor_user_id: null, actor_email: 'operator (CLI)',
+        action: 'origin.added', key_id: null, key_display: null, key_label: null, previous_label: null, country: 'sg', origin: `https://n${i}.example`,
+      });
+    }
+    const seen: string[] = [];
+    let path: string | undefined = dev(own, 'activity');
+    let pages = 0;
+    while (path !== undefined) {
+      const res = await member.get(path);
+      assert.equal(res.status, 200);
+      seen.push(...[...res.body.matchAll(/allowed origin <code>https:\/\/n(\d+)\.example<\/code>/g)].map((m) => m[1]!));
+      path = /<a href="([^"]+)" rel="next">Older entries<\/a>/.exec(res.body)?.[1];
+      if (path === undefined) assert.match(text(res.body), /The first entry of your account\./);
+      if (pages > 0) assert.match(res.body, new RegExp(`<a href="${dev(own, 'activity')}">Newest entries</a>`));
+      pages++;
+    }
+    assert.equal(pages, Math.ceil(entries / ACTIVITY_PAGE));
+    assert.deepEqual(seen, Array.from({ length: entries }, (_, i) => String(entries - 1 - i)), 'every entry once, newest first');
+    // Another account's entry as the cursor, or no entry: 404, as for anything that does not exist.
+    const theirs = (await server.service.store.audit.listForAccount(accountId, 1))[0]!;
+    for (const cursor of [theirs.id, randomUUID(), 'nope']) assert.equal((await member.get(`${dev(own, 'activity')}?before=${cursor}`)).status, 404, cursor);
+  });
+});
