@@ -41,7 +41,7 @@ export interface Listing {
   building_name: string | null;
   /** The building's street address. */
   street_address: string | null;
-  /** Public, watermarked image URLs (absolute https); fetching them needs no key and no CORS. [] means no photos. */
+  /** Public, watermarked image URLs (absolute https; plain http only on a loopback host such as a local server's localhost); fetching them needs no key and no CORS. [] means no photos. */
   images: string[];
   /** The cover image is `images[cover_image_index]`; 0 when there are no images. */
   cover_image_index: number;

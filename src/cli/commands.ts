@@ -1,10 +1,11 @@
 import { createReadStream } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { curlLine } from '../config/urls.js';
+import { apiBaseUrl, curlLine } from '../config/urls.js';
 import { ensureDemo } from '../demo/demo-data.js';
 import { importListings, ImportError, type ImportFile } from '../import/import.js';
-import type { ImportCounts } from '../storage/index.js';
+import type { ImportCounts, Store } from '../storage/index.js';
+import type { Config } from '../config/index.js';
 import { CliError, emit } from './output.js';
 import { StatementTimeoutError, withStore } from './store.js';
 
@@ -57,7 +58,9 @@ export async function importCommand(file: string, opts: { json: boolean }): Prom
 }
 
 export async function demoCommand(opts: { json: boolean }): Promise<void> {
-  const { result, config } = await withStore(async (store, config) => ({ result: await ensureDemo(store, new Date()), config }), { create: true });
+  // The demo's photos point at where `serve` answers with this configuration (http/demo-images.ts).
+  const demo = (store: Store, config: Config) => ensureDemo(store, new Date(), apiBaseUrl(config.countries[0]!, config));
+  const { result, config } = await withStore(async (store, config) => ({ result: await demo(store, config), config }), { create: true });
   const curl = curlLine(config, result.key);
   emit(opts.json, { account_id: result.accountId, key_id: result.keyId, key: result.key, curl, created: result.created }, () =>
     [

@@ -92,8 +92,9 @@ function listeningLines(config: Config, workers: number, ports: { api?: number; 
  * (a port in use) prints no credentials and revokes no key, which may be the demo key of the
  * server that holds the port, on the same database.
  */
-async function demoBanner(store: Store, config: Config): Promise<string[]> {
-  const demo = await ensureDemo(store, new Date());
+async function demoBanner(store: Store, config: Config, apiPort?: number): Promise<string[]> {
+  // The demo's photos are served here (src/http/demo-images.ts), at the address the banner prints.
+  const demo = await ensureDemo(store, new Date(), apiBaseUrl(config.countries[0]!, config, apiPort));
   const lines = [
     '',
     `${demo.created ? 'Created the demo data set' : 'Using the existing demo data set'}: organisation "Demo Realty Pte Ltd", account id ${demo.accountId}.`,
@@ -134,7 +135,7 @@ async function serveOne(config: Config, demo: boolean): Promise<void> {
   const service = await createService(config);
   try {
     await service.listen();
-    if (demo) for (const line of await demoBanner(service.store, config)) tell(line);
+    if (demo) for (const line of await demoBanner(service.store, config, service.apiPort())) tell(line);
   } catch (error) {
     await service.close().catch(() => undefined);
     throw error;

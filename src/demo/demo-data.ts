@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { auditedKey, issueKey } from '../auth/keys.js';
 import { COUNTRY_CURRENCY, type Country } from '../core/countries.js';
+import type { PriceBasis } from '../listings/fields.js';
+import { demoImageName } from '../http/demo-images.js';
 import { addMember, setMemberPassword } from '../dashboard/members.js';
 import { generatePassword } from '../dashboard/passwords.js';
 import { importListings } from '../import/import.js';
@@ -31,59 +33,107 @@ function demoId(name: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const BUILDINGS: Record<Country, Array<[string, string]>> = {
-  sg: [['Marina Bay Link', '8 Marina Boulevard'], ['Orchard Gateway', '277 Orchard Road'], ['Tanjong Pagar Centre', '7 Wallich Street']],
-  my: [['Menara Mercu', '1 Jalan Sultan Ismail, Kuala Lumpur'], ['Bangsar Village', '1 Jalan Telawi 1, Kuala Lumpur']],
-  uk: [['Shoreditch Works', '32 Great Eastern Street, London']],
-  in: [], us: [], ca: [], au: [], nz: [],
+/** Buildings per country: name and street address. */
+const BUILDINGS: Partial<Record<Country, Array<[string, string]>>> = {
+  sg: [
+    ['Marina Bay Link', '8 Marina Boulevard'], ['Orchard Gateway', '277 Orchard Road'], ['Tanjong Pagar Centre', '7 Wallich Street'],
+    ['Telok Ayer Point', '18 Telok Ayer Street'], ['Jurong Logistics Hub', '21 Pioneer Road'], ['Novena Medical Centre', '10 Sinaran Drive'],
+  ],
+  my: [['Menara Mercu', '1 Jalan Sultan Ismail, Kuala Lumpur'], ['Bangsar Village', '1 Jalan Telawi 1, Kuala Lumpur'], ['Shah Alam Industrial Park', '5 Jalan Utas, Shah Alam']],
+  uk: [['Shoreditch Works', '32 Great Eastern Street, London'], ['Borough Yards', '13 Dirty Lane, London']],
+  au: [['Barangaroo House', '35 Barangaroo Avenue, Sydney']],
+  us: [['Pike Place Lofts', '1501 Pike Place, Seattle']],
+  in: [['BKC Trade Centre', 'G Block, Bandra Kurla Complex, Mumbai']],
+  ca: [['King West Exchange', '620 King Street West, Toronto']],
+  nz: [['Britomart Quarter', '1 Galway Street, Auckland']],
 };
 
-const USAGES: string[][] = [['Retail', 'Shop'], ['Office'], ['F&B', 'Cafe'], ['Office', 'Shared Office'], ['F&B', 'Restaurant'], ['Retail', 'Kiosk'], ['Clinic'], ['Industrial', 'Warehouse']];
+/** Listings per country: most in sg (the demo key's), some in every other country. */
+const COUNTS: Partial<Record<Country, number>> = { sg: 34, my: 9, uk: 6, au: 3, us: 3, in: 2, ca: 2, nz: 2 };
 
-/** NDJSON lines of the demo data set, through the same import path operators use. */
-function demoLines(now: Date): string[] {
+/**
+ * Every row of the taxonomy (spec 2.2), with a headline and how such space is usually priced
+ * (D25): per square foot per month for most, the whole unit per month for kiosks, cloud kitchens,
+ * shared offices and warehouses. `rent`: a typical asking rent in SGD on that basis.
+ */
+const KINDS: Array<{ usage: string[]; title: string; basis: PriceBasis; rent: number; size: number }> = [
+  { usage: ['Office'], title: 'Grade A office floor with harbour views', basis: 'per_sqft_per_month', rent: 11.5, size: 2400 },
+  { usage: ['Office', 'Shared Office'], title: 'Private room for 8 in a coworking space', basis: 'per_month', rent: 6800, size: 320 },
+  { usage: ['F&B'], title: 'Corner F&B unit with grease trap', basis: 'per_sqft_per_month', rent: 9.8, size: 1100 },
+  { usage: ['F&B', 'Pub'], title: 'Fitted pub with a late-night licence', basis: 'per_sqft_per_month', rent: 8.5, size: 1800 },
+  { usage: ['F&B', 'Cafe'], title: 'Ground-floor cafe with outdoor seating', basis: 'per_sqft_per_month', rent: 12.5, size: 850 },
+  { usage: ['F&B', 'Restaurant'], title: 'Restaurant space with a full kitchen', basis: 'per_sqft_per_month', rent: 10.2, size: 2600 },
+  { usage: ['F&B', 'Cloud Kitchen'], title: 'Cloud kitchen station, delivery-ready', basis: 'per_month', rent: 4200, size: 250 },
+  { usage: ['Industrial'], title: 'Light industrial unit with loading bay', basis: 'per_sqft_per_month', rent: 2.4, size: 5200 },
+  { usage: ['Industrial', 'Food Factory'], title: 'Food factory with cold room', basis: 'per_sqft_per_month', rent: 3.1, size: 3800 },
+  { usage: ['Industrial', 'Warehouse'], title: 'Ramp-up warehouse, 12 m ceilings', basis: 'per_month', rent: 30000, size: 12000 },
+  { usage: ['Retail'], title: 'Street-front retail unit', basis: 'per_sqft_per_month', rent: 14.0, size: 900 },
+  { usage: ['Retail', 'Kiosk'], title: 'Atrium kiosk near the MRT exit', basis: 'per_month', rent: 3500, size: 80 },
+  { usage: ['Retail', 'Shop'], title: 'Mall shop on the main concourse', basis: 'per_sqft_per_month', rent: 16.8, size: 650 },
+  { usage: ['Retail', 'Anchor'], title: 'Anchor space over two floors', basis: 'per_sqft_per_month', rent: 7.2, size: 18000 },
+  { usage: ['Clinic'], title: 'Clinic suite with a treatment room', basis: 'per_sqft_per_month', rent: 9.0, size: 1000 },
+];
+
+/** Rents in each country's currency, relative to SGD: the demo's prices look like that market's. */
+const RENT_SCALE: Record<Country, number> = { sg: 1, my: 1.6, uk: 0.45, in: 30, us: 0.55, ca: 0.75, au: 0.8, nz: 0.85 };
+
+/** The base URL of the demo's photos when no server address is given (the default `npm start`). */
+export const DEFAULT_DEMO_IMAGE_BASE = 'http://api.localhost:3000';
+
+/**
+ * NDJSON lines of the demo data set, through the same import path operators use: about 60
+ * listings over every usage type and country, featured and takeover listings, some without a
+ * price, a basis, a size or photos, one leased and one expired (D10), and an individual
+ * landlord's (D1). Photos are served by this program (http/demo-images.ts) at `imageBase`.
+ */
+export function demoLines(now: Date, imageBase = DEFAULT_DEMO_IMAGE_BASE): string[] {
   const lines: string[] = [];
   const day = 86_400_000;
-  const counts: Partial<Record<Country, number>> = { sg: 12, my: 5, uk: 3 };
-  for (const [country, count] of Object.entries(counts) as Array<[Country, number]>) {
-    const buildings = BUILDINGS[country];
-    for (let i = 0; i < count; i++) {
+  let n = 0;
+  for (const [country, count] of Object.entries(COUNTS) as Array<[Country, number]>) {
+    const buildings = BUILDINGS[country]!;
+    for (let i = 0; i < count; i++, n++) {
       const [buildingName, street] = buildings[i % buildings.length]!;
       const id = demoId(`demo-${country}-${i}`);
-      const usage = USAGES[i % USAGES.length]!;
-      const images = Array.from({ length: i % 4 }, (_, n) => `https://images.example.com/listings/${id}/${n + 1}.jpg`);
+      const kind = KINDS[n % KINDS.length]!;
+      const photos = n % 5 === 3 ? 0 : 1 + (n % 3);
+      const images = Array.from({ length: photos }, (_, p) => `${imageBase}/demo/images/${demoImageName(kind.usage.at(-1)!, p + 1)}`);
+      // Every seventh without a price ("price on request"), and one priced listing without a basis.
+      const rent = n % 7 === 6 ? null : kind.rent * RENT_SCALE[country] * (0.85 + ((n * 7) % 9) * 0.04);
+      const price = rent === null ? null : kind.basis === 'per_month' ? Math.round(rent / 100) * 100 : Math.round(rent * 100) / 100;
       lines.push(JSON.stringify({
         id,
         owner_account_id: DEMO_ORG_ID,
         country,
         building_id: demoId(`building-${country}-${buildingName}`),
-        title: `${usage.at(-1)} space at ${buildingName}`,
-        size_sqft: 400 + 150 * i,
-        usage_types: usage,
-        price: i % 5 === 4 ? null : Math.round((5 + i * 0.75) * 100) / 100,
+        title: `${kind.title}, ${buildingName}`,
+        size_sqft: n % 11 === 10 ? null : Math.round(kind.size * (0.8 + (n % 4) * 0.15)),
+        usage_types: kind.usage,
+        price,
+        price_basis: price === null || n === 22 ? null : kind.basis,
         currency: COUNTRY_CURRENCY[country],
-        is_takeover: i % 6 === 5,
-        is_featured: i % 5 === 0,
+        is_takeover: n % 8 === 5,
+        is_featured: n % 6 === 0,
         // A leased and an expired listing show that only visible ones are returned (D10).
-        status: i === count - 1 && country === 'sg' ? 'leased' : 'active',
-        expiry_date: i === count - 2 && country === 'sg' ? new Date(now.getTime() - day).toISOString() : new Date(now.getTime() + 90 * day).toISOString(),
-        available_from: new Date(now.getTime() + (i % 3) * 30 * day).toISOString(),
-        min_lease_tenure: `${12 * (1 + (i % 3))} months`,
-        view_count: 40 * i,
-        inquiry_count: i,
+        status: country === 'sg' && i === count - 1 ? 'leased' : 'active',
+        expiry_date: country === 'sg' && i === count - 2 ? new Date(now.getTime() - day).toISOString() : new Date(now.getTime() + (60 + n) * day).toISOString(),
+        available_from: new Date(now.getTime() + (n % 4) * 30 * day).toISOString(),
+        min_lease_tenure: n % 9 === 8 ? null : `${12 * (1 + (n % 3))} months`,
+        view_count: (n * 137) % 2000,
+        inquiry_count: (n * 7) % 41,
         building_name: buildingName,
         street_address: street,
         images,
         cover_image_index: images.length > 1 ? 1 : 0,
         url: `https://www.example.com/listings/${id}`,
-        created_at: new Date(now.getTime() - (i + 1) * day).toISOString(),
+        created_at: new Date(now.getTime() - (n + 1) * day).toISOString(),
       }));
     }
   }
   // An individual landlord's listing: org_id is null (D1), and the demo organisation's key never sees it.
   lines.push(JSON.stringify({
     id: demoId('demo-landlord-sg-0'), owner_account_id: DEMO_LANDLORD_ID, country: 'sg', building_id: demoId('building-landlord'),
-    title: 'Shophouse unit, Joo Chiat', size_sqft: 900, usage_types: ['F&B', 'Pub'], price: 9.5, currency: 'SGD', status: 'active',
+    title: 'Shophouse unit, Joo Chiat', size_sqft: 900, usage_types: ['F&B', 'Pub'], price: 9.5, price_basis: 'per_sqft_per_month', currency: 'SGD', status: 'active',
     building_name: null, street_address: '120 Joo Chiat Road', url: `https://www.example.com/listings/${demoId('demo-landlord-sg-0')}`,
   }));
   return lines;
@@ -108,9 +158,10 @@ export interface DemoResult {
  * Creates the demo data set if it is not there (OPERATIONS `demo`) and issues a fresh `sg` key:
  * keys are stored only as hashes (D2), so an earlier demo key cannot be shown again. That earlier
  * key is revoked, so that restarts do not pile up active keys nobody can tell apart.
+ * `imageBase`: where this server answers (its photos are under /demo/images there).
  */
-export async function ensureDemo(store: Store, now: Date): Promise<DemoResult> {
-  const created = await ensureDemoDataSet(store, now);
+export async function ensureDemo(store: Store, now: Date, imageBase = DEFAULT_DEMO_IMAGE_BASE): Promise<DemoResult> {
+  const created = await ensureDemoDataSet(store, now, imageBase);
   const addedOrigins = await ensureDemoOrigins(store, now);
   const { id, key } = await issueKey(store, { accountId: DEMO_ORG_ID, country: 'sg', label: DEMO_KEY_LABEL, now });
   await recordDemoChange(store, now, { action: 'key.created' }, (await store.keys.get(id))!);
@@ -118,14 +169,27 @@ export async function ensureDemo(store: Store, now: Date): Promise<DemoResult> {
   return { created, accountId: DEMO_ORG_ID, keyId: id, key, revokedKeyIds, addedOrigins };
 }
 
-/** The accounts and listings of the demo, once; true when this call created them. */
-async function ensureDemoDataSet(store: Store, now: Date): Promise<boolean> {
-  if ((await store.accounts.get(DEMO_ORG_ID)) !== undefined) return false;
-  const at = now.toISOString();
-  await store.accounts.create({ id: DEMO_ORG_ID, name: 'Demo Realty Pte Ltd', kind: 'organisation', created_at: at });
-  await store.accounts.create({ id: DEMO_LANDLORD_ID, name: 'Demo Landlord', kind: 'individual', created_at: at });
-  await importListings(store, Readable.from(demoLines(now).join('\n')), now);
-  return true;
+/** A demo listing with photos: where they point tells whether the data set is this release's, for this address. */
+const PHOTO_PROBE_ID = demoId('demo-sg-0');
+
+/**
+ * The accounts and listings of the demo, once; true when this call created them. A data set made
+ * by an earlier release, or for another address (`PORT=3001 npm start` after `npm start`), has its
+ * listings imported again, so that every photo loads from the server that runs now.
+ */
+async function ensureDemoDataSet(store: Store, now: Date, imageBase: string): Promise<boolean> {
+  const exists = (await store.accounts.get(DEMO_ORG_ID)) !== undefined;
+  if (exists) {
+    const [probe] = await store.listings.rows([PHOTO_PROBE_ID]);
+    const photo = probe === undefined ? undefined : (JSON.parse(probe.body) as { images?: string[] }).images?.[0];
+    if (photo?.startsWith(`${imageBase}/demo/images/`)) return false;
+  } else {
+    const at = now.toISOString();
+    await store.accounts.create({ id: DEMO_ORG_ID, name: 'Demo Realty Pte Ltd', kind: 'organisation', created_at: at });
+    await store.accounts.create({ id: DEMO_LANDLORD_ID, name: 'Demo Landlord', kind: 'individual', created_at: at });
+  }
+  await importListings(store, Readable.from(demoLines(now, imageBase).join('\n')), now);
+  return !exists;
 }
 
 /**

@@ -7,6 +7,8 @@ import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
 import { targetProblem } from './request-target.js';
 import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
+import { demoImageRoutes } from './demo-images.js';
+import { docsRoutes } from './docs.js';
 import type { Readiness } from './readiness.js';
 import { messageOf } from '../core/outage-log.js';
 import { buildOpenApiDocument, openApiPath } from './openapi.js';
@@ -150,6 +152,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const port = /:(\d{1,5})$/.exec(request.host)?.[1] ?? '';
     return reply.type('application/json; charset=utf-8').send(openApiBody(port));
   });
+  // The interactive reference of that document (docs.ts), and the demo listings' photos
+  // (demo-images.ts): any host, no key.
+  await app.register(docsRoutes);
+  await app.register(demoImageRoutes);
   await app.register(v1Routes, opts);
   return app;
 }

@@ -65,10 +65,16 @@ export function parseIsoDate(value: string): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
+/**
+ * An absolute http(s) URL. `httpsOnly` (images, D13) also takes plain http on a loopback host
+ * (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`): browsers treat those as secure, and it is
+ * how a local server (the demo, src/http/demo-images.ts) serves photos with no TLS and no network.
+ */
 function httpUrl(value: string, httpsOnly: boolean): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'https:' || (!httpsOnly && url.protocol === 'http:')) && url.hostname !== '';
+    const loopback = url.hostname === 'localhost' || url.hostname.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(url.hostname) || url.hostname === '[::1]';
+    return (url.protocol === 'https:' || (url.protocol === 'http:' && (!httpsOnly || loopback))) && url.hostname !== '';
   } catch {
     return false;
   }
@@ -167,7 +173,7 @@ const KINDS = {
   images: {
     ...strings((list) => {
       const bad = list.findIndex((url) => !httpUrl(url, true));
-      return bad === -1 ? undefined : `entry ${bad} is not an absolute https URL: ${show(list[bad])}`;
+      return bad === -1 ? undefined : `entry ${bad} is not an absolute https URL (http only on a loopback host such as localhost): ${show(list[bad])}`;
     }),
     schema: { type: 'array', items: { type: 'string', format: 'uri' } },
     fallback: '[]',
@@ -232,7 +238,7 @@ export const LISTING_FIELDS = {
   street_address: { kind: 'text', nullable: true, description: 'The building\'s street address.', examples: ['18 Telok Ayer Street'] },
   images: {
     kind: 'images', nullable: false, nullMeansDefault: true,
-    description: 'Public, watermarked image URLs (absolute https); fetching them needs no key and no CORS. [] means no photos.',
+    description: 'Public, watermarked image URLs (absolute https; plain http only on a loopback host such as a local server\'s localhost); fetching them needs no key and no CORS. [] means no photos.',
     examples: [['https://cdn.example.com/listings/3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71/1.jpg'], []],
   },
   cover_image_index: { kind: 'count', nullable: false, description: 'The cover image is `images[cover_image_index]`; 0 when there are no images.', examples: [1] },

@@ -359,6 +359,16 @@ describe('parseImportLine (OPERATIONS "Import format")', () => {
     refusedField({ images: ['ftp://img.example.com/1.jpg'] }, 'images');
     refusedField({ images: ['//img.example.com/1.jpg'] }, 'images');
     refusedField({ images: [''] }, 'images');
+    // Plain http only on a loopback host, which browsers treat as secure (the demo's own photos).
+    for (const host of ['localhost.example.com', '128.0.0.1', '10.0.0.1', 'mylocalhost', '[::2]']) {
+      refusedField({ images: [`http://${host}/1.jpg`] }, 'images', /entry 0 is not an absolute https URL/);
+    }
+  });
+
+  it('takes plain http image URLs on a loopback host (a local server, the demo)', () => {
+    const hosts = ['localhost:3000', 'api.localhost:3000', '127.0.0.1', '127.1.2.3:8080', '[::1]:3000'];
+    const images = hosts.map((host) => `http://${host}/demo/images/cafe-1.svg`);
+    assert.equal(parse(minimal({ images })).row.images, JSON.stringify(images));
   });
 
   it('refuses cover_image_index outside images', () => {
