@@ -64,7 +64,9 @@ describe('example website in a real browser (Chromium): listings, images, filter
       return {
         title: i === 2 ? null : [`Harbour View office suite`, `Corner cafe, Telok Ayer`, `Ground-floor shop, Orchard`][i % 3] + ` ${i + 1}`,
         size_sqft: i === 2 ? null : 650 + i * 125,
-        price: i === 2 ? null : Math.round((4.5 + i * 0.6) * 100) / 100,
+        // Cafes are let whole, at a monthly rent; the rest per square foot (D25).
+        price: i === 2 ? null : i % 3 === 1 ? 3000 + i * 100 : Math.round((4.5 + i * 0.6) * 100) / 100,
+        price_basis: i % 3 === 1 ? 'per_month' : 'per_sqft_per_month',
         usage_types: kinds[i % 3],
         images,
         cover_image_index: images.length > 1 ? 1 : 0,
@@ -108,7 +110,7 @@ describe('example website in a real browser (Chromium): listings, images, filter
     const first = page.locator('.card').first();
     assert.equal(await first.locator('.card-title').textContent(), 'Harbour View office suite 1');
     assert.equal(await first.locator('.size').textContent(), '650 sq ft');
-    assert.equal(await first.locator('.price').textContent(), 'SGD 4.50');
+    assert.equal(await first.locator('.price').textContent(), 'SGD 4.50 psf/mo');
     assert.deepEqual(await first.locator('.tags li').allTextContents(), ['Office']);
     // The cover (images[cover_image_index]) is loaded, lazily.
     const cover = first.locator('img');
@@ -151,6 +153,10 @@ describe('example website in a real browser (Chromium): listings, images, filter
     assert.deepEqual(apiCalls, ['/api/v1/listings?page=2&per_page=12']);
     assert.equal(await page.locator('[data-load-more]').count(), 0, 'the last page: nothing more to load');
     assert.equal(await page.locator('.card').nth(13).locator('.thumb-note').textContent(), 'Photo unavailable');
+    // A loaded card words its price as the server's do (the same format module), and the line
+    // above the cards no longer says "page 1 of 2".
+    assert.equal(await page.locator('.card').nth(13).locator('.price').textContent(), 'SGD 4,300 /mo');
+    assert.equal(await page.textContent('#count'), '15 listings, all shown');
   });
 
   it('opens a listing: all its images, its facts, and schema.org RealEstateListing JSON-LD with an Offer', async () => {

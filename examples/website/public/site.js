@@ -2,6 +2,7 @@
 // which reads the next page through the site's own proxy (/api) with the SDK, in the browser.
 // Without it the page works the same, with plain links.
 import { ListingsClient } from '/assets/sdk/index.js';
+import { countLine, displayPrice, displaySize, displayTitle } from '/assets/format.js';
 
 const markBroken = (img) => img.closest('.thumb')?.classList.add('broken');
 document.addEventListener('error', (event) => { if (event.target instanceof HTMLImageElement) markBroken(event.target); }, true);
@@ -13,6 +14,7 @@ if (more && list) {
   // No key here: the site's server adds it. Same origin, so no CORS either.
   const client = new ListingsClient({ baseUrl: `${location.origin}/api` });
   const status = document.getElementById('status');
+  const count = document.getElementById('count');
   more.textContent = 'Load more';
   more.previousElementSibling?.remove(); // "Previous page" makes no sense once pages pile up
   more.addEventListener('click', async (event) => {
@@ -29,6 +31,8 @@ if (more && list) {
         ...(more.dataset.usage ? { usageType: more.dataset.usage } : {}),
       });
       for (const listing of answer.items) list.append(card(listing));
+      // The line above the cards said "page 1 of N": it now says how many of them are shown.
+      if (count) count.textContent = countLine(answer, list.children.length);
       if (answer.page >= answer.pages) more.remove();
       else {
         more.dataset.page = String(page + 1);
@@ -52,19 +56,6 @@ function el(tag, className, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
-function title(l) {
-  if (l.title && l.title.trim()) return l.title.trim();
-  const kind = l.usage_types.at(-1) ?? 'Commercial';
-  return l.building_name ? `${kind} space at ${l.building_name}` : `${kind} space`;
-}
-function price(l) {
-  if (l.price === null) return 'Price on request';
-  try {
-    return new Intl.NumberFormat('en', { style: 'currency', currency: l.currency, currencyDisplay: 'code' }).format(l.price).replace(/\u00a0/g, ' ');
-  } catch {
-    return `${l.currency} ${l.price}`;
-  }
-}
 function card(l) {
   const li = el('li', 'card');
   const a = el('a', 'card-link');
@@ -77,9 +68,9 @@ function card(l) {
     Object.assign(img, { src, alt: '', loading: 'lazy', decoding: 'async', width: 640, height: 480 });
     thumb.append(img);
   } else thumb.append(el('span', 'thumb-note', 'No photo'));
-  a.append(thumb, el('h2', 'card-title', title(l)));
+  a.append(thumb, el('h2', 'card-title', displayTitle(l)));
   const facts = el('p', 'facts');
-  facts.append(el('span', 'size', l.size_sqft === null ? 'Size on request' : `${new Intl.NumberFormat('en').format(l.size_sqft)} sq ft`), el('span', 'price', price(l)));
+  facts.append(el('span', 'size', displaySize(l.size_sqft)), el('span', 'price', displayPrice(l)));
   const tags = el('ul', 'tags');
   for (const u of l.usage_types) tags.append(el('li', undefined, u));
   li.append(a, facts, tags);

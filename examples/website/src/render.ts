@@ -1,4 +1,5 @@
 import type { Listing, ListingPage, UsageType } from '@listings-api/sdk';
+import { countLine, displayPrice, displaySize, displayTitle } from './format.js';
 
 /**
  * The pages, as template functions. Every value from the API goes through `text()` or `attr()`
@@ -33,27 +34,7 @@ export const USAGE_CHOICES = ['Office', 'Retail', 'F&B', 'Industrial', 'Clinic']
 export type UsageChoice = (typeof USAGE_CHOICES)[number];
 export const isUsageChoice = (value: string): value is UsageChoice => (USAGE_CHOICES as readonly string[]).includes(value);
 
-/** A title for every listing: its own, or what it is and where. */
-export function displayTitle(listing: Pick<Listing, 'title' | 'usage_types' | 'building_name'>): string {
-  const own = listing.title?.trim();
-  if (own) return own;
-  const kind = listing.usage_types.at(-1) ?? 'Commercial';
-  return listing.building_name ? `${kind} space at ${listing.building_name}` : `${kind} space`;
-}
-
-export function displaySize(size: number | null): string {
-  return size === null ? 'Size on request' : `${new Intl.NumberFormat('en').format(size)} sq ft`;
-}
-
-/** The price with its currency (`SGD 9.50`), or "Price on request". */
-export function displayPrice(price: number | null, currency: string): string {
-  if (price === null) return 'Price on request';
-  try {
-    return new Intl.NumberFormat('en', { style: 'currency', currency, currencyDisplay: 'code' }).format(price).replace(/\u00a0/g, ' ');
-  } catch {
-    return `${currency} ${price}`;
-  }
-}
+export { countLine, displayPrice, displaySize, displayTitle } from './format.js';
 
 /** The cover image (images[cover_image_index]), if it is a usable URL. */
 export function coverOf(listing: Pick<Listing, 'images' | 'cover_image_index'>): string | undefined {
@@ -74,7 +55,7 @@ export function card(listing: Listing): string {
   const href = `/listings/${encodeURIComponent(listing.id)}`;
   return `<li class="card">
   <a class="card-link" href="${attr(href)}">${picture(coverOf(listing))}<h2 class="card-title">${text(displayTitle(listing))}</h2></a>
-  <p class="facts"><span class="size">${text(displaySize(listing.size_sqft))}</span><span class="price">${text(displayPrice(listing.price, listing.currency))}</span></p>
+  <p class="facts"><span class="size">${text(displaySize(listing.size_sqft))}</span><span class="price">${text(displayPrice(listing))}</span></p>
   ${tags(listing.usage_types)}
 </li>`;
 }
@@ -129,7 +110,7 @@ export function listPage({ page, usage, perPage }: ListPageModel): string {
 <button type="submit">Filter</button>
 </form>
 </div>
-<p class="count" id="count">${page.total} ${page.total === 1 ? 'listing' : 'listings'}${page.pages > 1 ? `, page ${page.page} of ${page.pages}` : ''}</p>
+<p class="count" id="count">${text(countLine(page))}</p>
 ${items}
 <nav class="pager" aria-label="Pages">${previous}${more}</nav>
 <p class="status" id="status" role="status"></p>`,
@@ -146,6 +127,16 @@ export function jsonLd(listing: Listing, pageUrl: string): Record<string, unknow
     availability: 'https://schema.org/InStock',
   };
   if (listing.price !== null) offer.price = listing.price;
+  // What the price is per (the API's price_basis): UN/CEFACT MON is a month, FTK a square foot.
+  if (listing.price !== null && listing.price_basis !== null) {
+    offer.priceSpecification = {
+      '@type': 'UnitPriceSpecification',
+      price: listing.price,
+      priceCurrency: listing.currency,
+      unitCode: 'MON',
+      ...(listing.price_basis === 'per_sqft_per_month' && { referenceQuantity: { '@type': 'QuantitativeValue', value: 1, unitCode: 'FTK' } }),
+    };
+  }
   if (listing.available_from !== null) offer.availabilityStarts = listing.available_from;
   if (listing.expiry_date !== null) offer.validThrough = listing.expiry_date;
   const data: Record<string, unknown> = {
@@ -172,7 +163,7 @@ export function detailPage(listing: Listing, pageUrl: string): string {
   const gallery = images.length === 0 ? picture(undefined) : `<ul class="gallery">${images.map((u, i) => `<li>${picture(u, i === 0)}</li>`).join('')}</ul>`;
   const facts: Array<[string, string | null]> = [
     ['Size', displaySize(listing.size_sqft)],
-    ['Asking rent', displayPrice(listing.price, listing.currency)],
+    ['Asking rent', displayPrice(listing)],
     ['Available from', listing.available_from ? listing.available_from.slice(0, 10) : null],
     ['Minimum lease', listing.min_lease_tenure],
     ['Building', listing.building_name],

@@ -40,9 +40,10 @@ export interface Site {
 
 const PUBLIC = fileURLToPath(new URL('../public/', import.meta.url));
 /** The SDK's browser build is its ESM dist/, served as it is. */
+const FORMAT_MODULE = fileURLToPath(new URL('./format.js', import.meta.url));
 const SDK_DIST = dirname(fileURLToPath(import.meta.resolve('@listings-api/sdk')));
 
-const CSP = "default-src 'none'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP = "default-src 'none'; img-src 'self' https: data: http://localhost:* http://*.localhost:* http://127.0.0.1:*; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': type, 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin', ...extra });
@@ -59,6 +60,8 @@ function asset(res: ServerResponse, path: string): boolean {
   let m: RegExpExecArray | null;
   if ((m = /^\/assets\/(site\.(?:css|js))$/.exec(path))) file = join(PUBLIC, m[1]!);
   else if ((m = /^\/assets\/sdk\/([a-z-]+\.js)$/.exec(path))) file = join(SDK_DIST, m[1]!);
+  // The wording of cards (format.ts, as compiled), shared by the server's pages and "Load more".
+  else if (path === '/assets/format.js') file = FORMAT_MODULE;
   if (file === undefined) return false;
   let body: Buffer;
   try {

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Listing } from '@listings-api/sdk';
-import { card, detailPage, displayPrice, displaySize, displayTitle, jsonForScript, jsonLd, listPage, picture, safeUrl, text } from '@listings-api/example-website';
+import { card, countLine, detailPage, displayPrice, displaySize, displayTitle, jsonForScript, jsonLd, listPage, picture, safeUrl, text } from '@listings-api/example-website';
 
 /** The example site's templates: escaping, null fields, placeholders, links without script, JSON-LD. */
 
 function listing(overrides: Partial<Listing> = {}): Listing {
   return {
     id: '3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71', building_id: '9a1d7c3e-5f2b-4a86-b0e4-7c6d2e8f1a35', org_id: null,
-    title: 'Corner cafe', size_sqft: 1250, usage_types: ['F&B', 'Cafe'], price: 9.5, currency: 'SGD',
+    title: 'Corner cafe', size_sqft: 1250, usage_types: ['F&B', 'Cafe'], price: 9.5, price_basis: 'per_sqft_per_month', currency: 'SGD',
     is_takeover: false, is_featured: false, status: 'active', expiry_date: null, available_from: '2026-12-01T00:00:00.000Z',
     min_lease_tenure: '24 months', view_count: 0, inquiry_count: 0, building_name: 'Telok Ayer Point', street_address: '18 Telok Ayer Street',
     images: ['https://images.example.com/1.jpg', 'https://images.example.com/2.jpg'], cover_image_index: 1,
@@ -38,10 +38,29 @@ describe('example website templates', () => {
     assert.equal(displayTitle(listing({ title: '  ', building_name: null, usage_types: ['Office'] })), 'Office space');
     assert.equal(displaySize(null), 'Size on request');
     assert.equal(displaySize(12500), '12,500 sq ft');
-    assert.equal(displayPrice(null, 'SGD'), 'Price on request');
-    assert.equal(displayPrice(9.5, 'SGD'), 'SGD 9.50');
-    assert.equal(displayPrice(1200, 'GBP'), 'GBP 1,200.00');
-    assert.equal(displayPrice(3, 'NOT-A-CODE'), 'NOT-A-CODE 3');
+    assert.equal(displayPrice({ price: null, currency: 'SGD', price_basis: 'per_month' }), 'Price on request');
+    assert.equal(displayPrice({ price: 3, currency: 'NOT-A-CODE', price_basis: 'per_month' }), 'NOT-A-CODE 3 /mo');
+  });
+
+  it('say what a price is per (D25): psf/mo, /mo in whole units, or the amount alone', () => {
+    assert.equal(displayPrice({ price: 12.5, currency: 'SGD', price_basis: 'per_sqft_per_month' }), 'SGD 12.50 psf/mo');
+    assert.equal(displayPrice({ price: 30000, currency: 'SGD', price_basis: 'per_month' }), 'SGD 30,000 /mo');
+    assert.equal(displayPrice({ price: 4199.5, currency: 'MYR', price_basis: 'per_month' }), 'MYR 4,199.50 /mo');
+    assert.equal(displayPrice({ price: 9.5, currency: 'SGD', price_basis: null }), 'SGD 9.50');
+    assert.equal(displayPrice({ price: 1200, currency: 'GBP', price_basis: null }), 'GBP 1,200.00');
+    assert.match(card(listing()), /<span class="price">SGD 9\.50 psf\/mo<\/span>/);
+    const ld = jsonLd(listing({ price: 30000, price_basis: 'per_month' }), 'http://localhost:4000/listings/1');
+    assert.deepEqual((ld.offers as Record<string, unknown>).priceSpecification, { '@type': 'UnitPriceSpecification', price: 30000, priceCurrency: 'SGD', unitCode: 'MON' });
+    const perFoot = jsonLd(listing(), 'http://localhost:4000/listings/1');
+    assert.deepEqual(((perFoot.offers as Record<string, unknown>).priceSpecification as Record<string, unknown>).referenceQuantity, { '@type': 'QuantitativeValue', value: 1, unitCode: 'FTK' });
+    assert.equal((jsonLd(listing({ price_basis: null }), 'x').offers as Record<string, unknown>).priceSpecification, undefined);
+  });
+
+  it('the count line says the page, and once "Load more" has added pages, how many are shown', () => {
+    assert.equal(countLine({ total: 35, page: 1, pages: 3 }), '35 listings, page 1 of 3');
+    assert.equal(countLine({ total: 1, page: 1, pages: 1 }), '1 listing');
+    assert.equal(countLine({ total: 35, page: 2, pages: 3 }, 24), '35 listings, 24 shown');
+    assert.equal(countLine({ total: 35, page: 3, pages: 3 }, 35), '35 listings, all shown');
   });
 
   it('use the cover image, lazily loaded, with a placeholder behind it; "No photo" without images', () => {
@@ -72,6 +91,10 @@ describe('example website templates', () => {
     assert.deepEqual(ld.offers, {
       '@type': 'Offer', businessFunction: 'http://purl.org/goodrelations/v1#LeaseOut', priceCurrency: 'SGD',
       availability: 'https://schema.org/InStock', price: 9.5, availabilityStarts: '2026-12-01T00:00:00.000Z',
+      priceSpecification: {
+        '@type': 'UnitPriceSpecification', price: 9.5, priceCurrency: 'SGD', unitCode: 'MON',
+        referenceQuantity: { '@type': 'QuantitativeValue', value: 1, unitCode: 'FTK' },
+      },
     });
     assert.deepEqual(ld.floorSize, { '@type': 'QuantitativeValue', value: 1250, unitCode: 'FTK' });
   });
