@@ -42,9 +42,11 @@ export interface ListingsHandlerOptions {
    * platform vouches for (e.g. Cloudflare's `CF-Connecting-IP`), never a header any client can set.
    * Without it, or when it returns undefined, all Fetch API requests share one budget. The node
    * adapter does not use it: it takes `req.ip` (Express, after its `trust proxy` setting), else the
-   * socket's address (see `visitorOf`).
+   * socket's address (see `visitorOf`). `context` is what the framework passed the handler after the
+   * request: Hono's `c.env` through `app.mount` (on @hono/node-server, `{ incoming }`, whose
+   * `incoming.socket.remoteAddress` is the peer), Next.js's `{ params }`, a Worker's `env`.
    */
-  visitorKey?: ((request: Request) => string | undefined) | undefined;
+  visitorKey?: ((request: Request, context: unknown) => string | undefined) | undefined;
   /**
    * Sees every upstream failure: each failed look-up (no answer, a timeout, 401, 403, 429, 5xx, an
    * answer that is not the API's JSON) with what the visitors got instead (`stale` or `error`), and
@@ -122,7 +124,8 @@ export interface ProxyStats {
  * Bun, Cloudflare Workers), with a node:http / Express adapter and the same shared copy for server code.
  */
 export interface ListingsHandler {
-  (request: Request): Promise<Response>;
+  /** `context`: whatever the framework passes after the request, handed to `visitorKey`. */
+  (request: Request, context?: unknown): Promise<Response>;
   /** For node:http and Express: `createServer(handler.node)` or `app.use(handler.node)`. Outside basePath it calls `next` (404 without one). */
   node(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void;
   /**
@@ -392,7 +395,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     return { status: 200, headers, body: method === 'HEAD' ? null : entry.good.text };
   }
 
-  const handler = async function handleListings(request: Request): Promise<Response> {
+  const handler = async function handleListings(request: Request, context?: unknown): Promise<Response> {
     const url = new URL(request.url);
     const result = await answer({
       method: request.method,
@@ -401,7 +404,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       rest: underBase(url.pathname) ?? url.pathname,
       query: url.search.slice(1),
       ifNoneMatch: request.headers.get('if-none-match'),
-      visitor: visitorKey?.(request) ?? '',
+      visitor: visitorKey?.(request, context) ?? '',
     });
     return new Response(result.body, { status: result.status, headers: result.headers });
   } as ListingsHandler;

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { serve, type ServerType } from '@hono/node-server';
+import { serve, type HttpBindings, type ServerType } from '@hono/node-server';
 import express from 'express';
 import { Hono } from 'hono';
 import { createListingsHandler, ListingsClient, type ListingsHandler } from '@listings-api/sdk';
@@ -97,7 +97,19 @@ describe('the proxy handler in Express, Hono and Next.js (real servers)', () => 
   it('Hono: app.mount("/api", handler) (the prefix removed before the handler sees it) and a route passing c.req.raw (not removed)', async () => {
     const app = new Hono();
     app.get('/', (c) => c.text('home page'));
-    app.mount('/api', handlerAt('/api'));
+    // The README's recipe: the visitor is the peer address, from the node server's bindings that
+    // app.mount passes after the request.
+    const visitors = new Set<string | undefined>();
+    const mounted = createListingsHandler({
+      client: new ListingsClient({ apiKey: key, baseUrl: apiUrl() }),
+      visitorKey: (_request, env) => {
+        const visitor = (env as HttpBindings | undefined)?.incoming.socket.remoteAddress;
+        visitors.add(visitor);
+        return visitor;
+      },
+      onError: () => {},
+    });
+    app.mount('/api', mounted);
     const routed = handlerAt('/v2-api');
     app.all('/v2-api/*', (c) => routed(c.req.raw));
     let port = 0;
@@ -109,6 +121,7 @@ describe('the proxy handler in Express, Hono and Next.js (real servers)', () => 
     });
     try {
       await browse(port, '/api');
+      assert.deepEqual([...visitors], ['127.0.0.1']);
       await browse(port, '/v2-api');
       assert.equal((await httpCall(port, '/')).body, 'home page');
       assert.equal((await httpCall(port, '/about')).status, 404);
