@@ -546,7 +546,7 @@ function failureGroup(ctx: PageContext, group: FailureGroupRow, back: string, sh
     <dl class="facts small">
       ${f.origin === null ? '' : html`<dt>Origin</dt><dd><code>${f.origin}</code></dd>`}
       ${group.n === 1 ? '' : html`<dt>First seen</dt><dd>${when(group.firstAt)}</dd><dt>Last seen</dt><dd>${when(group.lastAt)}</dd>`}
-      <dt>${group.n === 1 ? 'Request' : 'Latest'}</dt><dd><code>${f.method} ${f.path}</code></dd>
+      <dt>${group.n === 1 ? 'Request' : 'Latest request'}</dt><dd><code>${f.method} ${f.path}</code></dd>
       ${f.client_ip === null ? '' : html`<dt>Client address</dt><dd><code>${f.client_ip}</code></dd>`}
       <dt>Request id</dt><dd>${requestLink(f)}</dd>
       ${f.message === '' ? '' : html`<dt>Message</dt><dd>${f.message}</dd>`}

@@ -244,8 +244,9 @@ function keyRow(ctx: PageContext, key: ApiKeyRecord, relabel: RelabelForm | unde
       <td data-label="Created">${when(key.created_at)}</td>
       <td data-label="Last used">${when(key.last_used_at)}</td>
       <td data-label="Status">${revoked ? html`<span class="badge revoked">Revoked</span> ${when(key.revoked_at)}` : html`<span class="badge active">Active</span>`}</td>
-      <td data-label="Limit">${limitText(key, defaultLimit)}</td>
-      <td class="actions"><a class="usage-link" href="${developerPath(ctx.accountId, 'usage')}?key=${key.id}#chart-heading">Usage<span class="visually-hidden"> of key ${key.label}</span></a>${revoked ? '' : html`
+      <td data-label="Limit">${limitText(key, defaultLimit)}
+        <a class="usage-link" href="${developerPath(ctx.accountId, 'usage')}?key=${key.id}#chart-heading">Usage<span class="visually-hidden"> of key ${key.label}</span></a></td>
+      <td class="actions">${revoked ? '' : html`
         <details class="rename"${relabel === undefined ? '' : html` open`}>
           <summary>Rename<span class="visually-hidden"> key ${key.label}</span></summary>
           <form method="post" action="${base}/label" class="mini-form" novalidate>

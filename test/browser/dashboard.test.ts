@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { addMember } from '../dashboard/helpers.js';
+import { addMember, FROM_A_PAGE } from '../dashboard/helpers.js';
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -121,8 +121,14 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
   it('signs in with email and password and lands on the keys page, which says what to do first', async () => {
     await page.goto(dashboard('/'));
     assert.equal(new URL(page.url()).pathname, '/sign-in');
+    // A wrong password first: the email is kept and the cursor is in the password field, to type it again.
     await page.fill('#email', member.email);
-    await page.fill('#password', member.password);
+    await page.fill('#password', 'not the password');
+    await page.press('#password', 'Enter');
+    await page.waitForSelector('#sign-in-error');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'password');
+    assert.equal(await page.inputValue('#email'), member.email);
+    await page.keyboard.type(member.password);
     await page.press('#password', 'Enter');
     await page.waitForURL(`**/accounts/${accountId}/settings/developer/keys`);
     assert.equal(await page.textContent('h1'), 'API keys');
@@ -214,6 +220,8 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     const row = page.locator(`li.failure:has(dd code:text-is("${origin}"))`).first();
     assert.match(await row.locator('.fix').innerText(), new RegExp(`The origin ${origin.replace(/\./g, '\\.')} is not registered for Singapore`));
     assert.match(await row.locator('.failure-head').innerText(), /403 origin_not_allowed[\s\S]*Website \(production\)/);
+    // Chromium sent its Fetch Metadata: the list says a page on the origin called the API.
+    assert.match(await row.locator('.source').innerText(), new RegExp(`^Sent by a browser: a page on ${origin.replace(/\./g, '\\.')} called the API`));
     await row.locator('button:has-text("Allow this origin")').click();
     await page.waitForSelector('.alert.success');
     assert.match((await page.textContent('.alert.success'))!, new RegExp(`Allowed ${origin.replace(/\./g, '\\.')} for Singapore`));
@@ -236,6 +244,8 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     await page.click('a:has-text("Revoke key Website (production)")');
     await page.waitForSelector('h1:has-text("Revoke key")');
     assert.equal(await page.textContent('h1'), 'Revoke key "Website (production)"?');
+    // Used by the pages above a moment ago: to the second, whether or not its batch was written yet.
+    assert.match((await page.textContent('#last-used'))!, /^2026-11-22 \d\d:\d\d:\d\d UTC \(\d+ seconds? ago\)$/);
     assert.equal((await server.get('/v1/listings', { key })).status, 200, 'not yet: only asked');
     await page.click('button:has-text("Revoke key")');
     await page.waitForSelector('.alert.success');
@@ -255,7 +265,7 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     assert.ok(existsSync(SCREENSHOT));
   });
 
-  it('Usage and Failed requests after a day of a widget\'s traffic: charts per five minutes (with the limit line) and per day, totals, and the failures with their fixes', async () => {
+  it('Usage and Failed requests after a day of a widget\'s traffic: the account and the busiest active key over 24 hours (the limit at the bars\' scale) and 7 days, and the failures grouped', async () => {
     // A day of real requests, made by moving the injected clock through it (the API only: the
     // dashboard session is not touched until the clock is back).
     const now = server.clock.ms;
@@ -269,8 +279,11 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
       const busy = Math.round(4 + 14 * Math.max(0, Math.sin(((hour - 6) / 16) * Math.PI)));
       for (let i = 0; i < busy; i++) await server.get('/v1/listings', { key: widget.key });
       for (let i = 0; i < Math.round(busy / 2); i++) await server.get('/v1/listings', { key: widget.key, headers: { 'if-none-match': etag } });
-      if (step === 40) for (let i = 0; i < 25; i++) await server.get('/v1/listings', { key: widget.key }); // a polling loop: past the limit
-      if (step % 9 === 4) await server.get('/v1/listings', { key: widget.key, headers: { origin: refused } });
+      if (step === 40) for (let i = 0; i < 60; i++) await server.get('/v1/listings', { key: widget.key }); // a polling loop: past the limit
+      // The widget on the organisation's new site, in visitors' browsers (their Fetch Metadata with the Origin).
+      if (step % 9 === 4) await server.get('/v1/listings', { key: widget.key, headers: { origin: refused, ...FROM_A_PAGE } });
+      // Someone trying the key with curl and a made-up Origin: no Fetch Metadata.
+      if (step === 30 || step === 31) await server.get('/v1/listings', { key: widget.key, headers: { origin: 'https://evil.example' } });
       if (step % 17 === 8) await server.get('/v1/listings?per_page=abc', { key: widget.key });
       server.clock.advance(20 * 60_000);
     }
@@ -280,15 +293,27 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
 
     await page.click('nav.tabs >> text=Usage');
     await page.waitForSelector('svg#chart-24h');
+    // It opens on the busiest active key (the revoked one was called too), under the account's chart.
     assert.match((await page.textContent('#chart-heading'))!, /Listings widget/);
+    assert.ok(await page.locator('svg#chart-account rect.o-200').count() > 50, 'every key together');
+    assert.match((await page.locator('ul.stats').innerText()), /Requests\s+[\d,]+\s+Success rate\s+\d+\.\d %/);
+    assert.equal(await page.locator('table.usage-keys tbody tr').count(), 3);
+    // The axis reaches the limit (100 per five minutes for 20/min), and the line says so.
+    assert.equal(await page.locator('svg#chart-24h').getAttribute('data-axis-max'), '100');
     assert.ok(await page.locator('svg#chart-24h line.limit').count() === 1, 'the limit line');
+    assert.equal(await page.textContent('svg#chart-24h text.limit-label'), 'limit 100 per 5 min (20/min)');
+    assert.match((await page.textContent('.chart-note'))!, /a burst within one minute gets 429s even when its five minutes stays under the line/);
     assert.ok(await page.locator('svg#chart-24h rect.o-200').count() > 50);
     assert.ok(await page.locator('svg#chart-24h rect.o-rate_limited').count() >= 1);
     assert.match((await page.textContent('.totals-grid'))!, /429 rate_limited: \d+/);
-    await page.click('details.numbers summary');
+    await page.locator('details.numbers summary').first().click();
     assert.ok(await page.locator('table.numbers-table tbody tr').first().isVisible(), 'the table of the same numbers opens');
-    await page.click('details.numbers summary');
+    await page.locator('details.numbers summary').first().click();
     await page.screenshot({ path: screenshotPath('usage-page'), fullPage: true });
+    await page.click('nav.segmented >> text=Last 7 days');
+    await page.waitForSelector('svg#chart-7d');
+    assert.equal(await page.getAttribute('nav.segmented a[aria-current="page"]', 'href'), `/accounts/${accountId}/settings/developer/usage?range=7d`);
+    assert.match((await page.textContent('#chart-heading'))!, /Listings widget/);
 
     await page.click('nav.tabs >> text=Failed requests');
     await page.waitForSelector('ol.failures');
@@ -302,9 +327,26 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
     await page.selectOption('#filter-key', widget.id);
     await page.click('button:has-text("Filter")');
     await page.waitForSelector('ol.failures');
-    assert.equal(await page.locator('li.failure').first().getAttribute('data-code'), 'origin_not_allowed');
-    assert.ok(await page.locator('li.failure button:has-text("Allow this origin")').first().isVisible());
-    await page.screenshot({ path: screenshotPath('failed-requests-page'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1500 } });
+    // Grouped: the refused origin (7 requests from visitors' browsers; the eighth came in the polling
+    // loop's minute and got 429), the made-up one from curl, the polling loop's 429s.
+    const first = page.locator('li.failure').first();
+    assert.equal(await first.getAttribute('data-code'), 'origin_not_allowed');
+    assert.equal(await first.getAttribute('data-count'), '7');
+    assert.match(await first.locator('.source').innerText(), /^Sent by a browser/);
+    assert.ok(await first.locator('button:has-text("Allow this origin")').isVisible());
+    const forged = page.locator('li.failure:has(dd code:text-is("https://evil.example"))');
+    assert.equal(await forged.getAttribute('data-count'), '2');
+    assert.match(await forged.locator('.source').innerText(), /^Not from a browser/);
+    assert.equal(await forged.locator('button:has-text("Allow this origin")').count(), 0);
+    assert.ok(await forged.locator('button:has-text("Allow anyway")').isVisible());
+    // (The visitor's request in that minute is a 429 group of its own: it has an origin.)
+    const limited = page.locator('li.failure[data-code="rate_limited"]').filter({ hasNot: page.locator('dt:text-is("Origin")') });
+    assert.equal(await limited.count(), 1, 'the polling loop\'s 429s are one group');
+    assert.ok(Number(await limited.getAttribute('data-count')) > 20);
+    await limited.locator('details.group-requests summary').click();
+    assert.ok(await limited.locator('table.requests-table tbody tr').first().isVisible(), 'its requests open under it');
+    await limited.locator('details.group-requests summary').click();
+    await page.screenshot({ path: screenshotPath('failed-requests-page'), fullPage: true });
   });
 
   it('Webhooks: adds an endpoint, copies its secret once, sends a test event and sees the attempt (D24)', async () => {
@@ -368,7 +410,8 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
       }
       // Each cell is labelled with its column's name (the header row is hidden on a phone).
       const labels = await rows.first().locator('td[data-label]').evaluateAll((cells) => cells.map((c) => getComputedStyle(c, '::before').content));
-      assert.deepEqual(labels, ['"Country"', '"Key"', '"Created"', '"Last used"', '"Status"']);
+      assert.deepEqual(labels, ['"Country"', '"Key"', '"Created"', '"Last used"', '"Status"', '"Limit"']);
+      await inView(rows.first().locator('a.usage-link'), 'the link to the key\'s usage');
 
       // The rename panel opens within the card.
       await rows.first().locator('summary').click();
@@ -392,6 +435,61 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
       assert.match((await phone.textContent('.alert.warning'))!, /This form was already used to create key sg_live_\w{4}…\w{4} "Phone app"\./);
       assert.equal((await server.service.store.keys.listForAccount(accountId)).length, before + 1);
       assert.ok(await pageWidth() <= PHONE.width);
+    });
+
+    it('every tab of the tab bar is in view, none cut short', async () => {
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/keys`));
+      const tabs = phone.locator('nav.tabs a');
+      assert.equal(await tabs.count(), 6);
+      for (let i = 0; i < 6; i++) {
+        const tab = tabs.nth(i);
+        await inView(tab, `the tab ${await tab.innerText()}`);
+        assert.ok(await tab.evaluate((a) => a.scrollWidth <= a.clientWidth), `${await tab.innerText()} is not cut short`);
+      }
+      assert.ok(await phone.locator('nav.tabs').evaluate((nav) => nav.scrollWidth <= nav.clientWidth), 'the tab bar does not scroll');
+    });
+
+    it('the Usage and Activity pages fit: no sideways scrolling', async () => {
+      for (const path of ['activity', 'usage?range=30d', 'usage']) {
+        await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/${path}`));
+        assert.ok(await pageWidth() <= PHONE.width, `${path}: page is ${await pageWidth()} px wide`);
+      }
+      await inView(phone.locator('svg#chart-account'), 'the account\'s chart');
+      await inView(phone.locator('svg#chart-24h'), 'the key\'s chart');
+      await inView(phone.locator('nav.segmented'), 'the periods');
+    });
+
+    it('Failed requests fits, filtered by a long key label; Allow this origin then shows its confirmation on screen', async () => {
+      const origin = 'https://www.harbourfront-realty-singapore-listings.example';
+      const kiosk = (await server.service.store.keys.listForAccount(accountId)).find((k) => k.label.startsWith('Kiosk-'))!;
+      const widget = (await server.service.store.keys.listForAccount(accountId)).find((k) => k.label === 'Website (production) for the Orchard Road flagship store and its booking widget')!;
+      const issued = await server.createKey(accountId, 'sg', 'Phone widget');
+      for (let i = 0; i < 3; i++) await server.get('/v1/listings', { key: issued.key, headers: { origin, ...FROM_A_PAGE } });
+      await server.service.usage!.flush();
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/failures?key=${kiosk.id}`));
+      assert.ok(await pageWidth() <= PHONE.width, `page is ${await pageWidth()} px wide`);
+      await inView(phone.locator('#filter-key'), 'the key filter');
+      await phone.selectOption('#filter-key', widget.id);
+      await phone.click('button:has-text("Filter")');
+      await phone.waitForSelector('text=No failed requests match this filter.');
+      const filter = (await phone.locator('.filters button:has-text("Filter")').boundingBox())!;
+      const clear = (await phone.locator('.filters a:has-text("Clear")').boundingBox())!;
+      assert.ok(Math.abs((filter.y + filter.height / 2) - (clear.y + clear.height / 2)) < 4, `Clear is beside Filter: ${JSON.stringify({ filter, clear })}`);
+      assert.ok(await pageWidth() <= PHONE.width);
+
+      await phone.goto(dashboard(`/accounts/${accountId}/settings/developer/failures?key=${issued.id}`));
+      assert.ok(await pageWidth() <= PHONE.width, `page is ${await pageWidth()} px wide`);
+      const group = phone.locator('li.failure').first();
+      assert.equal(await group.getAttribute('data-count'), '3');
+      await group.locator('details.group-requests summary').click();
+      assert.ok(await pageWidth() <= PHONE.width, 'its requests, opened, fit too');
+      await group.locator('button:has-text("Allow this origin")').scrollIntoViewIfNeeded();
+      await group.locator('button:has-text("Allow this origin")').click();
+      await phone.waitForSelector('.alert.success');
+      const box = (await phone.locator('.alert.success').boundingBox())!;
+      assert.ok(box.y >= 0 && box.y + box.height <= PHONE.height, `the confirmation is on screen: ${JSON.stringify(box)}`);
+      assert.match((await phone.textContent('.alert.success'))!, /^Allowed https:\/\/www\.harbourfront-realty-singapore-listings\.example for Singapore/);
+      await server.service.store.keys.revoke(issued.id, new Date(server.clock.now()).toISOString());
     });
 
     it('the webhooks page fits: no sideways scrolling, each action in view', async () => {
