@@ -145,7 +145,10 @@ export function generate(document) {
   const usage = parameterRule(document, listParams.find((p) => p.name === 'usage_type'));
   out += `/** The usage types of the taxonomy, main types and sub-types: the names \`usage_type\` takes. */\n`;
   out += `export const USAGE_TYPES = ${literal(usage.items.enum)} as const;\n`;
-  out += `export type UsageType = (typeof USAGE_TYPES)[number];\n\n`;
+  // A document that names the taxonomy as a schema of its own (components.schemas.UsageType, which
+  // Listing.usage_types can then reference) has given the type above already.
+  if (document.components.schemas.UsageType === undefined) out += `export type UsageType = (typeof USAGE_TYPES)[number];\n`;
+  out += '\n';
   out += `/**
  * What decides whether the API takes a query parameter's value, from its schema and style in the
  * document: the proxy handler refuses locally what the API would refuse. \`integer\`: base-10 digits

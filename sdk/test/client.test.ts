@@ -401,6 +401,17 @@ describe('types from openapi.json', () => {
     const text = generate(moved);
     assert.equal(rulesOf(text), rules);
     assert.match(text, /export type UsageName = 'Office' \| 'Shared Office' \| /);
+    // The taxonomy as components.schemas.UsageType, referenced by the parameter and by
+    // Listing.usage_types: the listing's field is typed by the union too, declared once.
+    const named = structuredClone(document);
+    named.components.schemas.UsageType = named.components.parameters.usage_type.schema.items;
+    named.components.parameters.usage_type.schema.items = { $ref: '#/components/schemas/UsageType' };
+    named.components.schemas.Listing.properties.usage_types.items = { $ref: '#/components/schemas/UsageType' };
+    const namedText = generate(named);
+    assert.equal(rulesOf(namedText), rules);
+    assert.match(namedText, /usage_types: UsageType\[\];/);
+    assert.equal(namedText.match(/export type UsageType = /g)!.length, 1);
+    assert.match(namedText, /export type UsageType = 'Office' \| 'Shared Office' \| /);
     // Another delimiter style is another separator.
     const piped = structuredClone(document);
     piped.components.parameters.usage_type.style = 'pipeDelimited';
