@@ -386,6 +386,42 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     }
   });
 
+  it('the README\'s cache rules: a stale copy or a kept error is not asked about again for freshMs; staleIfErrorMs counts from the last 200 or 304', async () => {
+    const { up, clock, handler } = setup({ freshMs: 1000, staleIfErrorMs: 5000, visitorLookupsPerMinute: Infinity });
+    const get = async (path: string) => {
+      const res = await handler(new Request(`https://www.example.test/api${path}`));
+      return { status: res.status, how: res.headers.get('x-listings-cache') };
+    };
+    assert.deepEqual(await get('/v1/listings'), { status: 200, how: 'miss' }); // confirmed at 0
+    clock.advance(2000);
+    assert.deepEqual(await get('/v1/listings'), { status: 200, how: 'revalidated' }); // a 304: confirmed at 2000
+    up.state.down = true;
+    clock.advance(2000);
+    const sent = up.sent.length;
+    assert.deepEqual(await get('/v1/listings'), { status: 200, how: 'stale' }); // rule 5, at 4000
+    clock.advance(500);
+    assert.deepEqual(await get('/v1/listings'), { status: 200, how: 'hit' }); // rule 1: not asked again
+    assert.equal(up.sent.length, sent + 1);
+    clock.advance(2000);
+    assert.deepEqual(await get('/v1/listings'), { status: 200, how: 'stale' }); // 6500: 4500 after the 304
+    clock.advance(1000);
+    assert.deepEqual(await get('/v1/listings'), { status: 502, how: 'error' }); // 7500: too old
+    clock.advance(500);
+    assert.deepEqual(await get('/v1/listings'), { status: 502, how: 'error' }); // rule 6: kept, not asked
+    assert.equal(up.sent.length, sent + 3);
+
+    // Rule 7: a visitor whose budget is spent gets the copy (confirmed less than staleIfErrorMs ago), nothing asked.
+    const budget = setup({ freshMs: 1000, staleIfErrorMs: 5000, visitorLookupsPerMinute: 1, visitorKey: () => 'one visitor' });
+    const first = await budget.handler(new Request('https://www.example.test/api/v1/listings?per_page=2'));
+    assert.equal(first.status, 200);
+    budget.clock.advance(2000);
+    const limited = await budget.handler(new Request('https://www.example.test/api/v1/listings?per_page=2'));
+    assert.deepEqual([limited.status, limited.headers.get('x-listings-cache')], [200, 'stale']);
+    assert.equal(budget.up.sent.length, 1);
+    const other = await budget.handler(new Request('https://www.example.test/api/v1/listings?per_page=3'));
+    assert.deepEqual([other.status, other.headers.get('x-listings-cache')], [429, 'limited']);
+  });
+
   it('a key revoked after a copy was kept: the next look-up is a 502, never the older copy (401 is not a failure to hide)', async () => {
     const created = await api.createKey(accountId, 'sg', 'soon revoked');
     const clock = new TestClock();
