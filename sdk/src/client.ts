@@ -487,7 +487,8 @@ export class Listings {
         else if (event.type === 'listing.removed') await store.delete(event.id);
       }
       const caughtUp = !answer.has_more && answer.next_cursor === cursor;
-      if (state !== undefined) {
+      // A 304 of the answer the store holds changes nothing there: no write.
+      if (state !== undefined && !(raw.notModified && kept !== undefined)) {
         // The answer is kept only when it is the one the next run asks for (nothing new: a small body).
         const record: SyncRecord = { cursor: answer.next_cursor };
         if (caughtUp && raw.etag !== undefined) record.answer = { cursor: answer.next_cursor, etag: raw.etag, text: raw.text };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
 import { after, before, describe, it } from 'node:test';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileStateStore, ListingsApiError, ListingsClient, type Listing } from '@listings-api/sdk';
@@ -156,6 +156,7 @@ describe('SDK against a real server', () => {
       // The key's whole limit is now spent: a request that counted would be refused (maxRetries 0).
       await server.service.store.keys.setRateLimit(cronKey.id, 3);
 
+      const written = statSync(path).mtimeMs;
       // The second run: a new client and a new store object, only the file shared.
       const before = server.logs.lines.length;
       const secondRun = new ListingsClient({ apiKey: cronKey.key, baseUrl: base, maxRetries: 0 });
@@ -163,6 +164,8 @@ describe('SDK against a real server', () => {
       const sent = server.logs.lines.slice(before).filter((l) => String(l.path).startsWith('/v1/'));
       assert.deepEqual(sent.map((l) => [l.path, l.status]), [['/v1/listings/changes', 304]]);
       assert.equal(secondRun.rateLimit!.remaining, 0, 'the 304 was admitted with nothing left, and counted nothing');
+      // Nothing new: the state file is as the first run left it (a run with nothing new writes nothing).
+      assert.equal(statSync(path).mtimeMs, written);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
