@@ -14,7 +14,7 @@ export interface Listing {
   /** Floor area in square feet. */
   size_sqft: number | null;
   /** Usage tags: the main type, then the sub-type where one is set. Main types and their sub-types: Office (Shared Office); F&B (Pub, Cafe, Restaurant, Cloud Kitchen); Industrial (Food Factory, Warehouse); Retail (Kiosk, Shop, Anchor); Clinic (none). */
-  usage_types: string[];
+  usage_types: UsageType[];
   /** Asking rent in `currency`, per `price_basis` (typically per square foot per month). There is no formatted price string. */
   price: number | null;
   /** What `price` is per: `per_sqft_per_month` (rent per square foot per month) or `per_month` (rent for the whole unit per month); null when not set. Filters and sorts on `price` compare the number as given, whatever its basis. */
@@ -50,6 +50,9 @@ export interface Listing {
   /** When the listing was created. ISO 8601 in UTC, always with milliseconds and a trailing Z, e.g. 2026-10-01T08:30:00.000Z. */
   created_at: string;
 }
+
+/** A usage type of the taxonomy: a main type (Office, F&B, Industrial, Retail, Clinic) or one of its sub-types. */
+export type UsageType = 'Office' | 'Shared Office' | 'F&B' | 'Pub' | 'Cafe' | 'Restaurant' | 'Cloud Kitchen' | 'Industrial' | 'Food Factory' | 'Warehouse' | 'Retail' | 'Kiosk' | 'Shop' | 'Anchor' | 'Clinic';
 
 /** A page of listings. New fields may be added within v1: ignore fields you do not know. */
 export interface ListingPage {
@@ -192,7 +195,6 @@ export type SortKey = 'price' | '-price' | 'size_sqft' | '-size_sqft' | 'created
 
 /** The usage types of the taxonomy, main types and sub-types: the names `usage_type` takes. */
 export const USAGE_TYPES = ['Office', 'Shared Office', 'F&B', 'Pub', 'Cafe', 'Restaurant', 'Cloud Kitchen', 'Industrial', 'Food Factory', 'Warehouse', 'Retail', 'Kiosk', 'Shop', 'Anchor', 'Clinic'] as const;
-export type UsageType = (typeof USAGE_TYPES)[number];
 
 /**
  * What decides whether the API takes a query parameter's value, from its schema and style in the

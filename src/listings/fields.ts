@@ -169,7 +169,8 @@ const KINDS = {
         ? { problem: `expected one of ${PRICE_BASES.map((b) => `"${b}"`).join(', ')} or null, got ${show(v)}` }
         : { value: v as PriceBasis },
   } satisfies Kind<PriceBasis, PriceBasis>,
-  usageTypes: strings(usageTypesProblem),
+  // Each item a name of the taxonomy: the `UsageType` schema (listing.ts), by reference.
+  usageTypes: { ...strings(usageTypesProblem), schema: { type: 'array', items: { $ref: 'UsageType#' } } },
   images: {
     ...strings((list) => {
       const bad = list.findIndex((url) => !httpUrl(url, true));

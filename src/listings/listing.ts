@@ -1,6 +1,7 @@
 import { ERROR_CODES } from '../core/api-error.js';
 import { UUID_PATTERN } from '../core/formats.js';
 import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
+import { USAGE_NAMES } from './taxonomy.js';
 
 export { toListing, type Listing } from './fields.js';
 
@@ -19,6 +20,14 @@ export const listingSchema = {
   required: LISTING_FIELD_NAMES,
   properties: listingProperties(),
   additionalProperties: false,
+} as const;
+
+/** A name of the usage taxonomy (spec 2.2): named, so that generated clients have it as one type. */
+export const usageTypeSchema = {
+  $id: 'UsageType',
+  type: 'string',
+  enum: USAGE_NAMES,
+  description: 'A usage type of the taxonomy: a main type (Office, F&B, Industrial, Retail, Clinic) or one of its sub-types.',
 } as const;
 
 export const pageSchema = {

@@ -9,7 +9,8 @@ import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../
 import { buildOpenApiDocument, CACHE_CONTROL, ID_PATTERN, openApiPath } from '../../src/http/openapi.js';
 import { ENDPOINTS } from '../../src/http/v1/endpoints/index.js';
 import { ERROR_EXAMPLES } from '../../src/http/v1/examples.js';
-import { errorSchema, listingSchema, pageSchema } from '../../src/listings/listing.js';
+import { errorSchema, listingSchema, pageSchema, usageTypeSchema } from '../../src/listings/listing.js';
+import { USAGE_NAMES } from '../../src/listings/taxonomy.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 
 /**
@@ -71,7 +72,7 @@ ajv.addSchema(doc, DOC_ID);
  */
 const strictAjv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
 addFormats.default(strictAjv);
-strictAjv.addSchema([listingSchema, pageSchema, errorSchema] as Json[]);
+strictAjv.addSchema([listingSchema, usageTypeSchema, pageSchema, errorSchema] as Json[]);
 const strictListing = strictAjv.getSchema('Listing')!;
 const strictPage = strictAjv.getSchema('ListingPage')!;
 const LISTING_FIELDS = Object.keys(listingSchema.properties);
@@ -257,8 +258,12 @@ describe('OpenAPI document (item 10)', () => {
         'BadRequestError', 'ChangePage', 'ErrorBody', 'InternalErrorError', 'Listing', 'ListingPage', 'ListingRemoved', 'ListingUpserted',
         // The webhook messages (D24), for the document's `webhooks`.
         'ListingsChangedMessage', 'ListingsResyncMessage',
-        'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError', 'WebhookTestMessage',
+        'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError',
+        // The taxonomy's names, one type for generated clients (Listing.usage_types references it).
+        'UsageType', 'WebhookTestMessage',
       ]);
+      assert.deepEqual(doc.components.schemas.Listing.properties.usage_types.items, { $ref: '#/components/schemas/UsageType' });
+      assert.deepEqual(doc.components.schemas.UsageType.enum, USAGE_NAMES);
       // The feed's events: a union told apart by `type`, which code generators read.
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.discriminator.propertyName, 'type');
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.oneOf, [{ $ref: '#/components/schemas/ListingUpserted' }, { $ref: '#/components/schemas/ListingRemoved' }]);
@@ -506,6 +511,7 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(isValid(listingRef, { ...listing, status: 'leased' }), false);
       assert.equal(isValid(listingRef, { ...listing, price_basis: 'per_month' }), true);
       assert.equal(isValid(listingRef, { ...listing, price_basis: 'psf' }), false, 'the price bases are an enum (D25)');
+      assert.equal(isValid(listingRef, { ...listing, usage_types: ['Offices'] }), false, 'usage types are the taxonomy\'s names');
       const notFoundRef = `${pointer('paths', DETAIL, 'get', 'responses', '404')}/content/application~1json/schema`;
       assert.equal(isValid(notFoundRef, { error: 'not_found', message: 'x' }), true);
       assert.equal(isValid(notFoundRef, { error: 'unauthorized', message: 'x' }), false);
