@@ -73,13 +73,14 @@ describe('the packed SDK in a fresh project (npm pack, npm install <tarball>, no
     if (project) rmSync(project, { recursive: true, force: true });
   });
 
-  it('ships only dist/ (JavaScript, declarations, the browser build), README, CHANGELOG and package.json, and has no dependencies', () => {
+  it('ships only dist/ (JavaScript, declarations, the browser build), README, CHANGELOG, LICENSE (MIT) and package.json, and has no dependencies', () => {
     const listed = spawnSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).stdout.trim().split('\n').map((p) => p.replace(/^package\//, ''));
-    assert.ok(listed.every((p) => /^dist\/[a-z-]+\.(js|d\.ts)$/.test(p) || ['dist/browser/index.js', 'README.md', 'CHANGELOG.md', 'package.json'].includes(p)), listed.join(', '));
-    for (const file of ['dist/index.d.ts', 'dist/index.js', 'dist/browser/index.js', 'README.md', 'CHANGELOG.md']) assert.ok(listed.includes(file), file);
+    assert.ok(listed.every((p) => /^dist\/[a-z-]+\.(js|d\.ts)$/.test(p) || ['dist/browser/index.js', 'README.md', 'CHANGELOG.md', 'LICENSE', 'package.json'].includes(p)), listed.join(', '));
+    for (const file of ['dist/index.d.ts', 'dist/index.js', 'dist/browser/index.js', 'README.md', 'CHANGELOG.md', 'LICENSE']) assert.ok(listed.includes(file), file);
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules/@listings-api/sdk/package.json'), 'utf8')) as Record<string, any>;
     assert.equal(manifest.dependencies, undefined);
     assert.equal(manifest.private, undefined, 'publishable');
+    assert.equal(manifest.license, 'MIT', 'a license that lets any site use it');
     assert.deepEqual(manifest.exports['.'].browser, { types: './dist/index.d.ts', default: './dist/browser/index.js' });
     assert.deepEqual(manifest.exports['.'].node, { types: './dist/index.d.ts', default: './dist/index.js' });
     assert.deepEqual(readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.')), ['@listings-api']);
