@@ -183,4 +183,12 @@ export class ReadCache<V> {
   get size(): number {
     return this.lru.size;
   }
+
+  /**
+   * Resolves once every load under way now has ended (stored, or failed): refreshes ahead run in
+   * the background, and a test that moves its clock waits for them here instead of polling.
+   */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.inflight.values()]);
+  }
 }

@@ -62,6 +62,11 @@ export interface ListingReads extends AuthReads {
    */
   warm(tenant: Tenant): Promise<number>;
   stats(): ReadStats;
+  /**
+   * Resolves once the reads started in the background so far (refreshes ahead of a cache entry's
+   * expiry) have landed: for tests that move a clock, and for anything that must not race them.
+   */
+  settled(): Promise<void>;
 }
 
 export interface ReadModelOptions {
@@ -191,6 +196,9 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     },
 
 
+    async settled() {
+      await Promise.all([listingBodies.settled(), ...Object.values(caches).map((cache) => cache.settled())]);
+    },
     stats() {
       let listings = 0;
       for (const index of indexes.values()) listings += index.size;

@@ -42,8 +42,9 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
    * that found it due answers from memory: at whatever change the listing is now (an older one
    * is never answered for a newer index entry, see `bodyAt`).
    */
+  const refreshing = new Set<Promise<void>>();
   const refreshAhead = (id: string): void => {
-    rowById(id).then(
+    const refresh = rowById(id).then(
       (row) => {
         if (row !== undefined) remember(row);
       },
@@ -51,11 +52,17 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
       // reads it itself, and answers the error if there still is one.
       () => undefined,
     );
+    refreshing.add(refresh);
+    void refresh.finally(() => refreshing.delete(refresh));
   };
 
   return {
     get rowReads() {
       return rowReads;
+    },
+    /** Resolves once the refreshes ahead under way now have landed. */
+    async settled(): Promise<void> {
+      await Promise.all([...refreshing, cache.settled()]);
     },
 
     /** The cached body of an entry, at its change; a read of it starts ahead when due. */

@@ -123,13 +123,11 @@ describe('read path: per-tenant versions', () => {
     server.clock.advance(1); // the last quarter of the TTL
     assert.equal((await detail()).body, first.body, 'due: answered from memory while it is read again');
     assert.equal(stats().refreshedAhead, before.refreshedAhead + 2, 'the listing, and the key (read again at `first` too)');
-    // The read in the background lands (polled in process: no request, no rate limit spent).
-    const cached = () => {
-      const body = server.service.reads.detail(tenantOf(a, 'sg'), id);
-      return body instanceof Promise || body === undefined ? undefined : body.bytes.toString();
-    };
-    for (let i = 0; i < 2000 && cached() !== edited; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-    assert.equal(cached(), edited, 'what the database holds now, within the TTL of the first read');
+    // The read in the background lands (awaited in process: no request, no rate limit spent).
+    await server.service.reads.settled();
+    const body = server.service.reads.detail(tenantOf(a, 'sg'), id);
+    assert.ok(body !== undefined && !(body instanceof Promise), 'in the cache');
+    assert.equal(body.bytes.toString(), edited, 'what the database holds now, within the TTL of the first read');
 
     server.clock.advance(ttl * 0.25 + 1); // past the TTL of the first read
     const later = await detail();
@@ -210,11 +208,9 @@ describe('read path: the safety TTL bounds what a cached page shows', () => {
     const before = stats();
     server.clock.advance(ttl * 0.75);
     assert.equal((await page()).body, first.body, 'due: answered from memory while it is built again');
-    const cached = () => {
-      const body = server.service.reads.listPage(tenantOf(account, 'sg'), 1, 3);
-      return body instanceof Promise ? undefined : body.bytes.toString();
-    };
-    for (let i = 0; i < 2000 && !(cached() ?? '').includes('Edited by hand'); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await server.service.reads.settled();
+    const cached = server.service.reads.listPage(tenantOf(account, 'sg'), 1, 3);
+    assert.ok(!(cached instanceof Promise) && cached.bytes.toString().includes('Edited by hand'), 'built again in the background, before the TTL ends');
     server.clock.advance(ttl * 0.25); // the first read's TTL has passed
     const later = await page();
     assert.equal(later.json.items[1].title, 'Edited by hand');

@@ -31,6 +31,27 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
     assert.deepEqual({ hits: cache.hits, misses: cache.misses }, { hits: 1, misses: 2 });
   });
 
+  it('settled() waits for the refreshes ahead under way, whether they land or fail', async () => {
+    const { clock, advance } = manualClock();
+    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    cache.remember('a', 'old a');
+    cache.remember('b', 'old b');
+    await cache.settled(); // nothing under way: resolves at once
+    advance(3000); // the last quarter of the TTL: both are due
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    assert.equal(cache.getOrLoad('a', async () => (await gate, { value: 'new a' })), 'old a', 'answered from memory while read again');
+    assert.equal(cache.getOrLoad('b', async () => { await gate; throw new Error('database down'); }), 'old b');
+    let settled = false;
+    const waiting = cache.settled().then(() => (settled = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, false, 'the reads are still under way');
+    release();
+    await waiting;
+    assert.equal(cache.getOrLoad('a', async () => ({ value: 'unused' })), 'new a');
+    assert.equal(cache.getOrLoad('b', async () => ({ value: 'unused' })), 'old b', 'a failed refresh leaves the entry until it expires');
+  });
+
   it('expired entries nobody reads again are dropped as new ones are stored, two for each; valid ones stay', () => {
     const { clock, advance } = manualClock();
     const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 1000 });
