@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /**
  * Text formats shared by the API, the import, the CLI and the dashboard, declared once.
  */
@@ -42,3 +44,15 @@ export function canonicalUuid(value: unknown): string | undefined {
 
 /** The largest signed 32-bit integer: the bound of every integer the API and the import accept (D7). */
 export const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * A loopback host by its name or literal address (`localhost`, `*.localhost`, 127.0.0.0/8, `::1`,
+ * bracketed or not): where plain `http` is allowed, because browsers treat these as secure and
+ * local servers have no TLS (webhook URLs, D24; the images of a listing, D13).
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}

@@ -1,4 +1,4 @@
-import { canonicalUuid, MAX_INT32, UUID_PATTERN } from '../core/formats.js';
+import { canonicalUuid, isLoopbackHost, MAX_INT32, UUID_PATTERN } from '../core/formats.js';
 import { usageTypesProblem } from './taxonomy.js';
 
 /**
@@ -73,8 +73,7 @@ export function parseIsoDate(value: string): string | undefined {
 function httpUrl(value: string, httpsOnly: boolean): boolean {
   try {
     const url = new URL(value);
-    const loopback = url.hostname === 'localhost' || url.hostname.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(url.hostname) || url.hostname === '[::1]';
-    return (url.protocol === 'https:' || (url.protocol === 'http:' && (!httpsOnly || loopback))) && url.hostname !== '';
+    return (url.protocol === 'https:' || (url.protocol === 'http:' && (!httpsOnly || isLoopbackHost(url.hostname)))) && url.hostname !== '';
   } catch {
     return false;
   }

@@ -1,15 +1,7 @@
-import { isIP } from 'node:net';
+import { isLoopbackHost } from '../core/formats.js';
 
 /** D24: at most this many characters. */
 export const MAX_WEBHOOK_URL_LENGTH = 2000;
-
-/** A loopback host by its name or literal address: the only hosts `http` is allowed for (D24). */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1';
-}
 
 /**
  * Why a webhook URL is refused (D24), in one sentence naming the problem, or undefined when it is
