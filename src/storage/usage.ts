@@ -66,6 +66,13 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
  * change (that would only empty its caches).
  */
 export function createUsageRepository(db: Kysely<Database>, write: Write) {
+  /** The account's kept failed requests, of one key and one error code when the filter says so. */
+  const failedRequestsOf = (accountId: string, filter: FailureFilter) => {
+    let query = db.selectFrom('api_failed_requests').where('account_id', '=', accountId);
+    if (filter.keyId !== undefined) query = query.where('key_id', '=', filter.keyId);
+    if (filter.code !== undefined) query = query.where('code', '=', filter.code);
+    return query;
+  };
   return {
     /**
      * One transaction: adds the counts (an upsert that adds, so instances sum) and keeps the
@@ -176,10 +183,7 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
 
     /** The account's kept failed requests, newest first, optionally of one key and one error code. */
     async failures(accountId: string, filter: FailureFilter = {}): Promise<FailedRequest[]> {
-      let query = db.selectFrom('api_failed_requests').selectAll().where('account_id', '=', accountId);
-      if (filter.keyId !== undefined) query = query.where('key_id', '=', filter.keyId);
-      if (filter.code !== undefined) query = query.where('code', '=', filter.code);
-      return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT).execute();
+      return failedRequestsOf(accountId, filter).selectAll().orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT).execute();
     },
 
     /**
@@ -192,9 +196,7 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
       filter: FailureFilter,
       page: { limit: number; offset: number },
     ): Promise<{ groups: FailureGroup[]; total: number; requests: number }> {
-      let base = db.selectFrom('api_failed_requests').where('account_id', '=', accountId);
-      if (filter.keyId !== undefined) base = base.where('key_id', '=', filter.keyId);
-      if (filter.code !== undefined) base = base.where('code', '=', filter.code);
+      const base = failedRequestsOf(accountId, filter);
       const columns = ['key_id', 'status', 'code', 'reason', 'origin'] as const;
       const [rows, counts] = await Promise.all([
         base
