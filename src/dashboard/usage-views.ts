@@ -33,7 +33,8 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 
 /** Counts of one bucket (or one period) by outcome. */
 export type Counts = Partial<Record<Outcome, number>>;
-const total = (c: Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
+/** All requests of one bucket or period, whatever their outcome. */
+export const total = (c: Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
 const errors = (c: Counts) => FAILURE_CODES.reduce((a, o) => a + (c[o] ?? 0), 0);
 
 export interface Series {

@@ -56,7 +56,6 @@ export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext)
       }
       return { starts: starts.map(iso), counts };
     };
-    const sum = (c: usageViews.Counts) => Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
     const active = (k: { key: { revoked_at: string | null } }) => (k.key.revoked_at === null ? 0 : 1);
     const keyUsage: usageViews.KeyUsage[] = keys
       .map((key) => {
@@ -64,10 +63,10 @@ export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext)
         for (const r of totals) if (r.key_id === key.id && isOutcome(r.outcome)) counts[r.outcome] = (counts[r.outcome] ?? 0) + r.n;
         return { key, counts, limitPerMinute: limitOf(key) };
       })
-      .sort((a, b) => sum(b.counts) - sum(a.counts) || active(a) - active(b) || b.key.created_at.localeCompare(a.key.created_at));
+      .sort((a, b) => usageViews.total(b.counts) - usageViews.total(a.counts) || active(a) - active(b) || b.key.created_at.localeCompare(a.key.created_at));
     // The key asked for; else the busiest active key of the period; else (no active key was used)
     // the busiest key, a revoked one still being called, say; else none.
-    const used = keyUsage.filter((k) => sum(k.counts) > 0);
+    const used = keyUsage.filter((k) => usageViews.total(k.counts) > 0);
     const selectedUsage = chosen !== undefined ? keyUsage.find((k) => k.key.id === chosen.id) : (used.find((k) => active(k) === 0) ?? used[0]);
     const selected = selectedUsage === undefined ? undefined : {
       usage: selectedUsage,
