@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { issueKey } from '../src/auth/keys.js';
 import { importListings } from '../src/import/import.js';
 import { USAGE_TAXONOMY } from '../src/listings/taxonomy.js';
-import { openStore } from '../src/storage/index.js';
+import { openStore, type Store } from '../src/storage/index.js';
 import { prng } from '../test/support/random.js';
 
 /**
@@ -105,6 +105,26 @@ export function benchDataset(count: number, now = new Date()): BenchDataset {
   return { ownerAccountId, now, ...listingLines(ownerAccountId, count, now) };
 }
 
+/** An organisation of the benchmarks, with its `sg` key. */
+export interface BenchAccount {
+  accountId: string;
+  keyId: string;
+  /** The full key, whose per-key limit is so high that the limiter (which still runs) never refuses. */
+  key: string;
+}
+
+/** Creates an organisation and issues it an `sg` key through the real code, its limit raised out of the way. */
+export async function createBenchAccount(
+  store: Store,
+  options: { name: string; label: string; now: Date; accountId?: string },
+): Promise<BenchAccount> {
+  const { name, label, now, accountId = randomUUID() } = options;
+  await store.accounts.create({ id: accountId, name, kind: 'organisation', created_at: now.toISOString() });
+  const { id: keyId, key } = await issueKey(store, { accountId, country: 'sg', label, now });
+  await store.keys.setRateLimit(keyId, 1_000_000_000);
+  return { accountId, keyId, key };
+}
+
 /**
  * Creates the owner, imports the listings in one all-or-nothing import, and issues an `sg` key
  * whose per-key limit is raised so far that the limiter always allows (the limiter still runs).
@@ -115,10 +135,8 @@ export async function seed(databaseUrl: string, data: BenchDataset): Promise<See
   try {
     await store.migrate();
     const { ownerAccountId, now } = data;
-    await store.accounts.create({ id: ownerAccountId, name: 'Benchmark Realty Pte Ltd', kind: 'organisation', created_at: now.toISOString() });
+    const { key } = await createBenchAccount(store, { name: 'Benchmark Realty Pte Ltd', label: 'benchmark', now, accountId: ownerAccountId });
     await importListings(store, Readable.from(data.lines.join('\n')), now);
-    const { id: keyId, key } = await issueKey(store, { accountId: ownerAccountId, country: 'sg', label: 'benchmark', now });
-    await store.keys.setRateLimit(keyId, 1_000_000_000);
     return { ownerAccountId, key, listingIds: data.ids };
   } finally {
     await store.close();

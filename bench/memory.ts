@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { issueKey } from '../src/auth/keys.js';
 import { importListings } from '../src/import/import.js';
 import { openStore } from '../src/storage/index.js';
-import { generateListings } from './dataset.js';
+import { createBenchAccount, generateListings } from './dataset.js';
 import { runEach } from './load.js';
 import { probe, type Probe, type Server } from './probe.js';
 import { freePort, serviceEnv, startChild, stopAll } from './processes.js';
@@ -139,10 +137,7 @@ async function createTenants(databaseUrl: string, size: number, count: number, n
     await store.migrate();
     const tenants: Tenant[] = [];
     for (let i = 0; i < count; i++) {
-      const accountId = randomUUID();
-      await store.accounts.create({ id: accountId, name: `Memory Realty ${i + 1}`, kind: 'organisation', created_at: now.toISOString() });
-      const { id, key } = await issueKey(store, { accountId, country: 'sg', label: 'memory', now });
-      await store.keys.setRateLimit(id, 1_000_000_000);
+      const { accountId, key } = await createBenchAccount(store, { name: `Memory Realty ${i + 1}`, label: 'memory', now });
       tenants.push({ accountId, key, listings: Math.floor(size / count) + (i < size % count ? 1 : 0) });
     }
     return tenants;

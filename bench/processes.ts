@@ -141,6 +141,23 @@ export function killAllNow(): void {
   running.clear();
 }
 
+/**
+ * When the benchmark ends, however it ends (done, a crash, Ctrl-C, SIGTERM): every child is
+ * killed, then `cleanUp` runs (the temp data, the benchmark's own children).
+ */
+export function cleanUpOnExit(cleanUp: () => void): void {
+  process.once('exit', () => {
+    killAllNow();
+    cleanUp();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\n${signal}: stopping the benchmark\n`);
+      process.exit(130);
+    });
+  }
+}
+
 export interface HttpResult {
   status: number;
   contentType: string;

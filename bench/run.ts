@@ -7,7 +7,7 @@ import { runLoad as runAutocannonLoad, type LoadOptions, type LoadResult } from 
 import { runWrkLoad } from './wrk.js';
 import { modeNamed, type PreparedMode } from './modes.js';
 import type { CapturedRouteJson } from './captured-routes.js';
-import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { cleanUpOnExit, countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { combine, loadGeneratorEnv, median, numberEnv, spread } from './settings.js';
 import { TARGETS, type Target } from './targets.js';
 
@@ -118,16 +118,7 @@ async function main(): Promise<number> {
   const removeWorkDir = () => {
     if (!s.keep) rmSync(workDir, { recursive: true, force: true });
   };
-  process.once('exit', () => {
-    killAllNow();
-    removeWorkDir();
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      process.stderr.write(`\n${signal}: stopping the benchmark\n`);
-      process.exit(130);
-    });
-  }
+  cleanUpOnExit(removeWorkDir);
 
   try {
     log(`Benchmark: mode ${s.mode} (${mode.description}); load from ${s.loadGenerator}, ${s.connections} connections; per target, each server warmed up for ${s.warmupS} s, then ${s.rounds} rounds of ${s.durationS} s that take the servers in turn`);

@@ -4,12 +4,11 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { issueKey } from '../src/auth/keys.js';
 import { openStore } from '../src/storage/index.js';
 import { prng } from '../test/support/random.js';
-import { generateListings } from './dataset.js';
+import { createBenchAccount, generateListings } from './dataset.js';
 import { runEach, runLoad, runWhile, type ClientResult, type LoadRequest, type LoadResult } from './load.js';
-import { countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll } from './processes.js';
+import { cleanUpOnExit, countLines, freePort, httpGet, serviceEnv, startChild, stopAll } from './processes.js';
 import { probe, type Probe, type Server } from './probe.js';
 import { median, numberEnv, spread } from './settings.js';
 
@@ -272,17 +271,10 @@ export async function runScale(): Promise<number> {
     for (const child of cliChildren) child.kill('SIGKILL');
     cliChildren.clear();
   };
-  process.once('exit', () => {
+  cleanUpOnExit(() => {
     killCliNow();
-    killAllNow();
     removeWorkDir();
   });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      process.stderr.write(`\n${signal}: stopping the benchmark\n`);
-      process.exit(130);
-    });
-  }
 
   const results: Record<string, unknown> = { settings: s };
   const eldRows: Array<{ phase: string; probe: Probe }> = [];
@@ -306,10 +298,7 @@ export async function runScale(): Promise<number> {
     let t0 = Date.now();
     const store = openStore(dbUrl, { poolSize: 2 });
     const makeTenant = async (name: string, listings: number): Promise<Tenant> => {
-      const accountId = randomUUID();
-      await store.accounts.create({ id: accountId, name, kind: 'organisation', created_at: now.toISOString() });
-      const { id: keyId, key } = await issueKey(store, { accountId, country: 'sg', label: 'scale benchmark', now });
-      await store.keys.setRateLimit(keyId, 1_000_000_000);
+      const { accountId, keyId, key } = await createBenchAccount(store, { name, label: 'scale benchmark', now });
       return { name, accountId, key, keyId, listings, ids: [] };
     };
     let big: Tenant;

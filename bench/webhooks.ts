@@ -1,15 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { issueKey } from '../src/auth/keys.js';
 import { importListings } from '../src/import/import.js';
 import { openStore, type Store } from '../src/storage/index.js';
 import { addWebhook } from '../src/webhooks/endpoints.js';
-import { generateListings, listingLines } from './dataset.js';
+import { createBenchAccount, generateListings, listingLines } from './dataset.js';
 import { freePort, serviceEnv, startChild, stopAll } from './processes.js';
 import { median, numberEnv } from './settings.js';
 import { runWrkLoad } from './wrk.js';
@@ -179,10 +177,7 @@ export async function runWebhooks(): Promise<number> {
 async function createTenants(store: Store, count: number, now: Date): Promise<Tenant[]> {
   const tenants: Tenant[] = [];
   for (let i = 0; i < count; i++) {
-    const accountId = randomUUID();
-    await store.accounts.create({ id: accountId, name: `Webhook Realty ${i + 1}`, kind: 'organisation', created_at: now.toISOString() });
-    const { id, key } = await issueKey(store, { accountId, country: 'sg', label: 'bench', now });
-    await store.keys.setRateLimit(id, 1_000_000_000);
+    const { accountId, key } = await createBenchAccount(store, { name: `Webhook Realty ${i + 1}`, label: 'bench', now });
     tenants.push({ accountId, key });
   }
   return tenants;
