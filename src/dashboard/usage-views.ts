@@ -203,7 +203,7 @@ function sumCounts(list: readonly Counts[]): Counts {
 
 // ---------------------------------------------------------------- usage page
 
-export function usagePage(ctx: PageContext, opts: {
+interface UsagePageOptions {
   range: Range;
   /** Every key of the account with its requests in the period, the busiest first. */
   keys: KeyUsage[];
@@ -217,34 +217,38 @@ export function usagePage(ctx: PageContext, opts: {
   anyIn30Days: boolean;
   flushSeconds: number;
   defaultLimit: number;
-}): string {
-  const { range } = opts;
-  const usagePath = developerPath(ctx.accountId, 'usage');
-  const failuresPath = developerPath(ctx.accountId, 'failures');
-  const query = (params: Record<string, string | undefined>) => {
-    const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
-    return q.size === 0 ? usagePath : `${usagePath}?${q}`;
-  };
-  const selectedId = opts.selected?.usage.key.id;
-  const ranges = html`<nav class="segmented" aria-label="Period">${Object.values(RANGES).map((r) => html`<a href="${query({ range: r.id === '24h' ? undefined : r.id, key: opts.chosenKeyId })}"${r.id === range.id ? html` aria-current="page"` : ''}>${r.label}</a>`)}</nav>`;
-  const intro = html`<h1>Usage</h1>
-<p class="lead">Requests made with your keys, by outcome: all keys together, then each key with its limit. Counts reach this page within about ${opts.flushSeconds} seconds.</p>`;
+}
 
-  if (opts.keys.length === 0) {
-    return page(ctx, 'usage', 'Usage', html`${intro}
-<div class="empty"><p><strong>No keys yet, so no usage.</strong></p><p><a href="${developerPath(ctx.accountId, 'keys')}">Create a key</a>, call the API with it (the page that shows the key gives you a curl line), and its requests appear here.</p></div>`);
-  }
+/** The Usage page's address for a period and a key; the default period (24 hours) is left out of it. */
+function usageHref(accountId: string, rangeId: Range['id'], keyId: string | undefined): string {
+  const usagePath = developerPath(accountId, 'usage');
+  const params = { range: rangeId === '24h' ? undefined : rangeId, key: keyId };
+  const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
+  return q.size === 0 ? usagePath : `${usagePath}?${q}`;
+}
 
-  const accountCounts = sumCounts(opts.account.counts);
+/** The period picker: each period's link keeps the key named in the address. */
+function periodPicker(ctx: PageContext, range: Range, chosenKeyId: string | undefined): SafeHtml {
+  return html`<nav class="segmented" aria-label="Period">${Object.values(RANGES).map((r) => html`<a href="${usageHref(ctx.accountId, r.id, chosenKeyId)}"${r.id === range.id ? html` aria-current="page"` : ''}>${r.label}</a>`)}</nav>`;
+}
+
+/** The account's figures for the period, every key together. */
+function accountSummary(ctx: PageContext, range: Range, accountCounts: Counts): SafeHtml {
   const failed = errors(accountCounts);
-  const stats = html`<ul class="stats" aria-label="${range.label}, all keys">
+  return html`<ul class="stats" aria-label="${range.label}, all keys">
   <li><span class="stat-label">Requests</span> <strong class="stat-value">${fmt(total(accountCounts))}</strong></li>
   <li><span class="stat-label">Success rate</span> <strong class="stat-value">${successRate(accountCounts)}</strong> <span class="muted">200 and 304</span></li>
-  <li><span class="stat-label">Failed</span> <strong class="stat-value">${failed === 0 ? '0' : html`<a href="${failuresPath}">${fmt(failed)}</a>`}</strong></li>
+  <li><span class="stat-label">Failed</span> <strong class="stat-value">${failed === 0 ? '0' : html`<a href="${developerPath(ctx.accountId, 'failures')}">${fmt(failed)}</a>`}</strong></li>
   <li><span class="stat-label">Not modified (free)</span> <strong class="stat-value">${fmt(accountCounts['304'] ?? 0)}</strong></li>
 </ul>`;
+}
 
-  const breakdown = html`<section aria-labelledby="keys-usage-heading">
+/** The table of every key's requests in the period, each with a link to its chart. */
+function perKeyTable(ctx: PageContext, opts: UsagePageOptions): SafeHtml {
+  const { range } = opts;
+  const failuresPath = developerPath(ctx.accountId, 'failures');
+  const selectedId = opts.selected?.usage.key.id;
+  return html`<section aria-labelledby="keys-usage-heading">
   <h2 id="keys-usage-heading">By key</h2>
   <div class="table-card"><table class="usage-keys">
     <thead><tr><th scope="col">Key</th><th scope="col">Country</th><th scope="col">Requests</th><th scope="col">Success rate</th><th scope="col">Failed</th><th scope="col">Limit</th><th scope="col"><span class="visually-hidden">Chart</span></th></tr></thead>
@@ -255,44 +259,46 @@ export function usagePage(ctx: PageContext, opts: {
       <td data-label="Success rate">${successRate(counts)}</td>
       <td data-label="Failed">${errors(counts) === 0 ? '0' : html`<a href="${failuresPath}?key=${key.id}">${fmt(errors(counts))}</a>`}</td>
       <td data-label="Limit">${limitText(key, opts.defaultLimit)}</td>
-      <td class="actions">${selectedId === key.id ? html`<span class="muted">Shown below</span>` : html`<a href="${query({ range: range.id === '24h' ? undefined : range.id, key: key.id })}#chart-heading">Show<span class="visually-hidden"> the usage of ${key.label}</span></a>`}</td>
+      <td class="actions">${selectedId === key.id ? html`<span class="muted">Shown below</span>` : html`<a href="${usageHref(ctx.accountId, range.id, key.id)}#chart-heading">Show<span class="visually-hidden"> the usage of ${key.label}</span></a>`}</td>
     </tr>`)}</tbody>
   </table></div>
 </section>`;
+}
 
-  if (total(accountCounts) === 0 && opts.selected === undefined) {
-    return page(ctx, 'usage', 'Usage', html`${intro}
-${ranges}
-${opts.anyIn30Days
-  ? html`<div class="empty"><p><strong>No requests in the ${range.label.toLowerCase()}.</strong></p><p>Choose a longer period above to see the earlier ones.</p></div>`
-  : html`<div class="empty"><p><strong>No requests counted yet.</strong></p><p>Call the API with one of your keys, for example <code>curl -H "Authorization: Bearer $KEY" …/v1/listings</code>, then reload this page: each key's requests are counted by outcome (200, 304 and each error code). If a call fails, <a href="${failuresPath}">Failed requests</a> says why and how to fix it.</p></div>`}
-${breakdown}`);
-  }
+/** What a period without a request says: choose a longer one, or how to make a first request. */
+function emptyPeriod(ctx: PageContext, range: Range, anyIn30Days: boolean): SafeHtml {
+  return anyIn30Days
+    ? html`<div class="empty"><p><strong>No requests in the ${range.label.toLowerCase()}.</strong></p><p>Choose a longer period above to see the earlier ones.</p></div>`
+    : html`<div class="empty"><p><strong>No requests counted yet.</strong></p><p>Call the API with one of your keys, for example <code>curl -H "Authorization: Bearer $KEY" …/v1/listings</code>, then reload this page: each key's requests are counted by outcome (200, 304 and each error code). If a call fails, <a href="${developerPath(ctx.accountId, 'failures')}">Failed requests</a> says why and how to fix it.</p></div>`;
+}
 
-  const accountOutcomes = present(opts.account.counts);
+/** The chart of every key together, with its table. */
+function accountChartSection(range: Range, account: Series): SafeHtml {
+  const accountOutcomes = present(account.counts);
   const accountChart = barChart('chart-account', `Requests of all keys per ${range.per}, ${range.label.toLowerCase()}`,
-    `Stacked bars by outcome, one per ${range.per}, every key of the account together. The table below holds the same numbers.`, opts.account, range);
-  const accountSection = html`<section class="card" aria-labelledby="account-chart-heading">
+    `Stacked bars by outcome, one per ${range.per}, every key of the account together. The table below holds the same numbers.`, account, range);
+  return html`<section class="card" aria-labelledby="account-chart-heading">
   <h2 id="account-chart-heading">All keys</h2>
   ${legend(accountOutcomes.length === 0 ? ['200'] : accountOutcomes)}
   ${accountChart}
-  ${seriesTable(`Requests of all keys per ${range.per}, ${range.label.toLowerCase()}`, opts.account, range.row)}
+  ${seriesTable(`Requests of all keys per ${range.per}, ${range.label.toLowerCase()}`, account, range.row)}
 </section>`;
+}
 
-  let keySection: SafeHtml | string = '';
-  if (opts.selected !== undefined) {
-    const { usage: { key, counts, limitPerMinute }, series } = opts.selected;
-    const perBar = limitPerMinute * range.minutes;
-    const busiest = Math.max(0, ...series.counts.map(total));
-    const { limitShown } = chartScale(busiest, perBar);
-    const limitWords = `${fmt(limitPerMinute)} a minute, at most ${fmt(perBar)} per ${range.per}`;
-    const chart = barChart(`chart-${range.id}`, `Requests of ${key.label} per ${range.per}, ${range.label.toLowerCase()}`,
-      `Stacked bars by outcome, one per ${range.per}. ${limitShown
-        ? `The dashed line is the key's limit at this scale: ${limitWords}.`
-        : `The key's limit (${limitWords}) is far above the busiest ${range.per} (${fmt(busiest)}), so it is not drawn.`} The table below holds the same numbers.`,
-      series, range, { value: perBar, label: `limit ${fmt(perBar)} per ${range.perShort} (${fmt(limitPerMinute)}/min)` });
-    const outcomes = present(series.counts);
-    keySection = html`<section class="card" aria-labelledby="chart-heading">
+/** One key's chart, with its limit at the bars' scale (drawn, or said in words when far above), its table and totals. */
+function keyChartSection(ctx: PageContext, range: Range, selected: { usage: KeyUsage; series: Series }): SafeHtml {
+  const { usage: { key, counts, limitPerMinute }, series } = selected;
+  const perBar = limitPerMinute * range.minutes;
+  const busiest = Math.max(0, ...series.counts.map(total));
+  const { limitShown } = chartScale(busiest, perBar);
+  const limitWords = `${fmt(limitPerMinute)} a minute, at most ${fmt(perBar)} per ${range.per}`;
+  const chart = barChart(`chart-${range.id}`, `Requests of ${key.label} per ${range.per}, ${range.label.toLowerCase()}`,
+    `Stacked bars by outcome, one per ${range.per}. ${limitShown
+      ? `The dashed line is the key's limit at this scale: ${limitWords}.`
+      : `The key's limit (${limitWords}) is far above the busiest ${range.per} (${fmt(busiest)}), so it is not drawn.`} The table below holds the same numbers.`,
+    series, range, { value: perBar, label: `limit ${fmt(perBar)} per ${range.perShort} (${fmt(limitPerMinute)}/min)` });
+  const outcomes = present(series.counts);
+  return html`<section class="card" aria-labelledby="chart-heading">
   <h2 id="chart-heading">${key.label} <code class="key-display">${keyDisplay(key)}</code> <span class="cc">${key.country}</span>${key.revoked_at === null ? '' : html` <span class="badge revoked">Revoked</span>`}</h2>
   <p class="hint">Limit: ${fmt(limitPerMinute)} requests in any rolling minute (a 304 is free and never counts against it). Success rate: ${successRate(counts)}.</p>
   ${legend(outcomes.length === 0 ? ['200'] : outcomes)}
@@ -305,16 +311,40 @@ ${breakdown}`);
   <div class="totals-grid">
     <div><h3>${range.label}: ${fmt(total(counts))}</h3>${totalsList(counts)}</div>
   </div>
-  ${errors(counts) > 0 ? html`<p><a href="${failuresPath}?key=${key.id}">See the failed requests of this key</a></p>` : ''}
+  ${errors(counts) > 0 ? html`<p><a href="${developerPath(ctx.accountId, 'failures')}?key=${key.id}">See the failed requests of this key</a></p>` : ''}
 </section>`;
+}
+
+/**
+ * The Usage page: the period picker, the account's figures and chart, the per-key table, then one
+ * key's chart. Without keys, or without a request in the period, it says what to do instead.
+ */
+export function usagePage(ctx: PageContext, opts: UsagePageOptions): string {
+  const { range } = opts;
+  const intro = html`<h1>Usage</h1>
+<p class="lead">Requests made with your keys, by outcome: all keys together, then each key with its limit. Counts reach this page within about ${opts.flushSeconds} seconds.</p>`;
+
+  if (opts.keys.length === 0) {
+    return page(ctx, 'usage', 'Usage', html`${intro}
+<div class="empty"><p><strong>No keys yet, so no usage.</strong></p><p><a href="${developerPath(ctx.accountId, 'keys')}">Create a key</a>, call the API with it (the page that shows the key gives you a curl line), and its requests appear here.</p></div>`);
+  }
+
+  const accountCounts = sumCounts(opts.account.counts);
+  const ranges = periodPicker(ctx, range, opts.chosenKeyId);
+  const breakdown = perKeyTable(ctx, opts);
+  if (total(accountCounts) === 0 && opts.selected === undefined) {
+    return page(ctx, 'usage', 'Usage', html`${intro}
+${ranges}
+${emptyPeriod(ctx, range, opts.anyIn30Days)}
+${breakdown}`);
   }
 
   return page(ctx, 'usage', 'Usage', html`${intro}
 ${ranges}
-${stats}
-${accountSection}
+${accountSummary(ctx, range, accountCounts)}
+${accountChartSection(range, opts.account)}
 ${breakdown}
-${keySection}`);
+${opts.selected === undefined ? '' : keyChartSection(ctx, range, opts.selected)}`);
 }
 
 // ---------------------------------------------------------------- failed requests
