@@ -1,7 +1,10 @@
-import { listQuery, REQUEST, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
+import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
 import { ListingsApiError } from './errors.js';
 import { LIST_CHANGES_RANGES, LIST_CHANGES_RULES, LIST_LISTINGS_RANGES, LIST_LISTINGS_RULES, type ChangePage, type Listing, type ListingPage, type QueryRule } from './openapi.js';
 import { checkQuery, parseQuery } from './query.js';
+import { SharedCopies, type How, type ProxyStats, type UpstreamFailure } from './shared-copies.js';
+
+export type { ProxyStats, UpstreamFailure } from './shared-copies.js';
 
 export interface ListingsHandlerOptions {
   /** The client that holds the key; only the server ever sees it. */
@@ -59,15 +62,6 @@ export interface ListingsHandlerOptions {
   now?: (() => number) | undefined;
 }
 
-/** An upstream failure, as `onError` sees it. */
-export interface UpstreamFailure {
-  /** `status` (0 without an answer), `code` (`unauthorized`, `rate_limited`, `timeout`, `network_error`, ...), `message`, `requestId`, `retryAfter`. */
-  error: ListingsApiError;
-  /** The API request, path and query (`/v1/listings?page=2`); never the key or the host. */
-  path: string;
-  /** What came of it: the client tries again; the visitors got an older copy; they got an error. */
-  outcome: 'retrying' | 'stale' | 'error';
-}
 
 /** Per server-side read. */
 export interface ServerReadOptions {
@@ -96,28 +90,6 @@ export interface NodeResponseLike {
   end(body?: Uint8Array | string): unknown;
 }
 
-/** What the handler did: answers by how they were served, and the look-ups it sent to the API. */
-export interface ProxyStats {
-  /** Requests the handler answered (browser calls and server-side reads). */
-  requests: number;
-  /**
-   * Look-ups sent to the API: one per copy due, however many visitors wait for it (each may be
-   * more than one HTTP request when the client retries).
-   */
-  refreshes: number;
-  /** Answered from the shared copy without asking the API. */
-  hits: number;
-  /** Answered after asking the API, with a new body (a 200, counted by the API's limit). */
-  misses: number;
-  /** Answered after asking the API, unchanged (a 304, free, D21). */
-  revalidated: number;
-  /** Answered with an older copy because the API failed, or because the visitor's budget of look-ups was spent. */
-  stale: number;
-  /** Answered with an error. */
-  errors: number;
-  /** Refused (429) because the visitor's budget of look-ups was spent and no copy was kept. */
-  limited: number;
-}
 
 /**
  * A Fetch API handler, `(request: Request) => Promise<Response>` (Next.js route handlers, Hono, Deno,
@@ -150,22 +122,6 @@ export interface ListingsHandler {
   readonly basePath: string;
 }
 
-interface Good {
-  text: string;
-  etag: string | undefined;
-  fetchedAt: number;
-}
-interface Entry {
-  good: Good | undefined;
-  /** The answer to give while the entry is fresh, when the last look-up failed with no copy to show. */
-  failure: ListingsApiError | undefined;
-  checkedAt: number;
-}
-type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error' | 'limited';
-interface Read {
-  entry: Entry;
-  how: How;
-}
 /** One visitor's request, as the handler looks at it. */
 interface Visit {
   method: string;
@@ -216,157 +172,93 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
         'Give it the key (e.g. apiKey: process.env.LISTINGS_API_KEY) and check that the variable is set where this server runs.',
     );
   }
-  const onError = options.onError ?? logFailure;
-  const basePath = `/${(options.basePath ?? '/api').replace(/^\/+|\/+$/g, '')}`.replace(/^\/$/, '');
   const freshMs = options.freshMs ?? 10_000;
-  const staleIfErrorMs = options.staleIfErrorMs ?? 600_000;
-  const maxEntries = options.maxEntries ?? 1000;
-  const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 10_000;
-  const cacheControl = options.cacheControl ?? `public, max-age=${Math.floor(freshMs / 1000)}`;
-  const now = options.now ?? Date.now;
   const lookupsPerMinute = options.visitorLookupsPerMinute ?? 20;
   if (!(lookupsPerMinute >= 1)) throw new TypeError('visitorLookupsPerMinute must be 1 or more (Infinity turns the budget off).');
-  const budget = new VisitorBudget(lookupsPerMinute, now);
-  const visitorKey = options.visitorKey;
-  const entries = new Map<string, Entry>();
-  const pending = new Map<string, Promise<Read>>();
-  const stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0, limited: 0 };
+  const copies = new SharedCopies(client, {
+    freshMs,
+    staleIfErrorMs: options.staleIfErrorMs ?? 600_000,
+    maxEntries: options.maxEntries ?? 1000,
+    upstreamTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
+    lookupsPerMinute,
+    onError: options.onError ?? logFailure,
+    now: options.now ?? Date.now,
+  });
+  const basePath = `/${(options.basePath ?? '/api').replace(/^\/+|\/+$/g, '')}`.replace(/^\/$/, '');
+  const answer = answerer(copies, options.cacheControl ?? `public, max-age=${Math.floor(freshMs / 1000)}`);
+  const { visitorKey } = options;
 
-  function remember(key: string, entry: Entry): void {
-    entries.delete(key);
-    entries.set(key, entry);
-    while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+  const handler = async function handleListings(request: Request, context?: unknown): Promise<Response> {
+    const url = new URL(request.url);
+    const result = await answer({
+      method: request.method,
+      // The framework called this handler for this request, so a path outside basePath is one whose
+      // prefix the framework removed (Hono's app.mount): read all of it.
+      rest: underBase(basePath, url.pathname) ?? url.pathname,
+      query: url.search.slice(1),
+      ifNoneMatch: request.headers.get('if-none-match'),
+      visitor: visitorKey?.(request, context) ?? '',
+    });
+    return new Response(result.body, { status: result.status, headers: result.headers });
+  } as ListingsHandler;
+
+  Object.defineProperties(handler, {
+    stats: { value: copies.stats, enumerable: true },
+    basePath: { value: basePath, enumerable: true },
+    listings: { enumerable: true, value: serverReads(copies) },
+    visitorOf: { enumerable: true, value: visitorOf },
+    forget: { enumerable: true, value: (ids: readonly string[] | 'all'): number => copies.forget(ids) },
+    node: { enumerable: true, value: nodeAdapter(basePath, answer) },
+  });
+  return handler;
+}
+
+/** The path after basePath, or undefined when it is not under it. */
+function underBase(basePath: string, pathname: string): string | undefined {
+  if (pathname === basePath) return '';
+  return pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : undefined;
+}
+
+/**
+ * The route of a path under basePath, and the API query built from the visitor's raw query: the
+ * known parameters only, read as the API reads them (a `+` is a plus sign), and checked by the
+ * rules the document gives them, so that what the API would refuse (a 400 that counts against
+ * the key's limit) is refused here without asking.
+ */
+function route(rest: string, rawQuery: string): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
+  if (rest === '/v1/listings') {
+    const query = checkQuery(parseQuery(rawQuery), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES);
+    return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
   }
-
-  function report(error: ListingsApiError, key: string, outcome: UpstreamFailure['outcome']): void {
+  if (rest === '/v1/listings/changes') {
+    const query = checkQuery(parseQuery(rawQuery), LIST_CHANGES_RULES, LIST_CHANGES_RANGES);
+    return query instanceof ListingsApiError ? query : { path: '/v1/listings/changes', query };
+  }
+  const detail = /^\/v1\/listings\/([^/]+)$/.exec(rest);
+  if (detail !== null) {
+    let id: string;
     try {
-      onError({ error, path: key.replace(/\?$/, ''), outcome });
+      id = decodeURIComponent(detail[1]!);
     } catch {
-      // A logger that throws must not change what visitors get.
+      id = '';
     }
+    if (!UUID.test(id)) return notFoundListing();
+    return { path: `/v1/listings/${id.toLowerCase()}`, query: {} };
   }
+  return undefined;
+}
 
-  async function refresh(key: string, path: string, query: Record<string, string>, previous: Entry | undefined): Promise<Read> {
-    stats.refreshes++;
-    try {
-      const onRetry = (failure: ListingsApiError) => report(failure, key, 'retrying');
-      const answer = await client[REQUEST](path, query, { signal: AbortSignal.timeout(upstreamTimeoutMs) }, { onRetry });
-      const at = now();
-      const entry: Entry = { good: { text: answer.text, etag: answer.etag, fetchedAt: at }, failure: undefined, checkedAt: at };
-      remember(key, entry);
-      return { entry, how: answer.notModified ? 'revalidated' : 'miss' };
-    } catch (error) {
-      const failure = asApiError(error);
-      const at = now();
-      // A malformed request or a missing listing is the answer; so is a refused key (401) or origin
-      // (403): a revoked key must stop the site's listings, never hide behind an older copy.
-      if (failure.status === 400 || failure.status === 404 || failure.status === 401 || failure.status === 403) {
-        if (failure.status === 401 || failure.status === 403) report(failure, key, 'error');
-        const entry: Entry = { good: undefined, failure, checkedAt: at };
-        remember(key, entry);
-        return { entry, how: 'error' };
-      }
-      const good = previous?.good;
-      if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) {
-        // Serve the last copy, and ask again only once it is due again.
-        report(failure, key, 'stale');
-        const entry: Entry = { good, failure: undefined, checkedAt: at };
-        remember(key, entry);
-        return { entry, how: 'stale' };
-      }
-      // No copy to show: the error itself is kept while fresh, so that a failing API is not asked once per visitor.
-      report(failure, key, 'error');
-      const entry: Entry = { good, failure, checkedAt: at };
-      remember(key, entry);
-      return { entry, how: 'error' };
-    }
-  }
+function notFoundListing(): ListingsApiError {
+  return new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' });
+}
 
-  /**
-   * The answer to a read: the fresh copy, the look-up under way, or a new look-up, which spends one
-   * of the visitor's budget (none for the server's own reads, `visitor` undefined).
-   */
-  function read(path: string, query: Record<string, string>, visitor: string | undefined): Promise<Read> {
-    const key = `${path}?${new URLSearchParams(query)}`;
-    const entry = entries.get(key);
-    const at = now();
-    if (entry !== undefined && at - entry.checkedAt < freshMs) {
-      entries.delete(key);
-      entries.set(key, entry);
-      return Promise.resolve({ entry, how: entry.failure === undefined ? 'hit' : 'error' });
-    }
-    let flight = pending.get(key);
-    if (flight === undefined) {
-      const wait = visitor === undefined ? 0 : budget.take(visitor);
-      if (wait > 0) {
-        const good = entry?.good;
-        if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) return Promise.resolve({ entry: { good, failure: undefined, checkedAt: entry!.checkedAt }, how: 'stale' });
-        const retryAfter = Math.max(1, Math.ceil(wait / 1000));
-        const failure = new ListingsApiError({
-          status: 429,
-          code: 'rate_limited',
-          message: `Too many requests for listings not viewed lately (at most ${lookupsPerMinute} a minute per visitor); try again in ${retryAfter} s.`,
-          retryAfter,
-        });
-        return Promise.resolve({ entry: { good: undefined, failure, checkedAt: at }, how: 'limited' });
-      }
-      flight = refresh(key, path, query, entry).finally(() => pending.delete(key));
-      pending.set(key, flight);
-    }
-    return flight;
-  }
-
-  /** The path after basePath, or undefined when it is not under it. */
-  function underBase(pathname: string): string | undefined {
-    if (pathname === basePath) return '';
-    return pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : undefined;
-  }
-
-  function count(how: How): void {
-    stats.requests++;
-    if (how === 'hit') stats.hits++;
-    else if (how === 'miss') stats.misses++;
-    else if (how === 'revalidated') stats.revalidated++;
-    else if (how === 'stale') stats.stale++;
-    else if (how === 'limited') stats.limited++;
-    else stats.errors++;
-  }
-
-  /**
-   * The route of a path under basePath, and the API query built from the visitor's raw query: the
-   * known parameters only, read as the API reads them (a `+` is a plus sign), and checked by the
-   * rules the document gives them, so that what the API would refuse (a 400 that counts against
-   * the key's limit) is refused here without asking.
-   */
-  function route(rest: string, rawQuery: string): { path: string; query: Record<string, string> } | ListingsApiError | undefined {
-    if (rest === '/v1/listings') {
-      const query = checkQuery(parseQuery(rawQuery), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES);
-      return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
-    }
-    if (rest === '/v1/listings/changes') {
-      const query = checkQuery(parseQuery(rawQuery), LIST_CHANGES_RULES, LIST_CHANGES_RANGES);
-      return query instanceof ListingsApiError ? query : { path: '/v1/listings/changes', query };
-    }
-    const detail = /^\/v1\/listings\/([^/]+)$/.exec(rest);
-    if (detail !== null) {
-      let id: string;
-      try {
-        id = decodeURIComponent(detail[1]!);
-      } catch {
-        id = '';
-      }
-      if (!UUID.test(id)) return new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' });
-      return { path: `/v1/listings/${id.toLowerCase()}`, query: {} };
-    }
-    return undefined;
-  }
-
-  /**
-   * The answer to one visitor's request: method, path and raw query as they came, plus the browser's
-   * If-None-Match. Shared by the Fetch API handler and the node adapter, so that the adapter never
-   * builds a `Request` (whose constructor throws on methods such as TRACE).
-   */
-  async function answer(visit: Visit): Promise<Answer> {
+/**
+ * The answer to one visitor's request: method, path and raw query as they came, plus the browser's
+ * If-None-Match. Shared by the Fetch API handler and the node adapter, so that the adapter never
+ * builds a `Request` (whose constructor throws on methods such as TRACE).
+ */
+function answerer(copies: SharedCopies, cacheControl: string): (visit: Visit) => Promise<Answer> {
+  return async function answer(visit: Visit): Promise<Answer> {
     const { method } = visit;
     const found = route(visit.rest, visit.query);
     if (found === undefined) return errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), method);
@@ -376,11 +268,11 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       return refused;
     }
     if (found instanceof ListingsApiError) {
-      count('error');
+      copies.count('error');
       return errorAnswer(found, method);
     }
-    const { entry, how } = await read(found.path, found.query, visit.visitor);
-    count(how);
+    const { entry, how } = await copies.read(found.path, found.query, visit.visitor);
+    copies.count(how);
     if (entry.failure !== undefined || entry.good === undefined) return errorAnswer(entry.failure!, method, how);
     const headers: Record<string, string> = {
       'content-type': 'application/json; charset=utf-8',
@@ -393,105 +285,70 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       if (etagMatches(visit.ifNoneMatch, entry.good.etag)) return { status: 304, headers, body: null };
     }
     return { status: 200, headers, body: method === 'HEAD' ? null : entry.good.text };
-  }
+  };
+}
 
-  const handler = async function handleListings(request: Request, context?: unknown): Promise<Response> {
-    const url = new URL(request.url);
-    const result = await answer({
-      method: request.method,
-      // The framework called this handler for this request, so a path outside basePath is one whose
-      // prefix the framework removed (Hono's app.mount): read all of it.
-      rest: underBase(url.pathname) ?? url.pathname,
-      query: url.search.slice(1),
-      ifNoneMatch: request.headers.get('if-none-match'),
-      visitor: visitorKey?.(request, context) ?? '',
-    });
-    return new Response(result.body, { status: result.status, headers: result.headers });
-  } as ListingsHandler;
-
+/** `handler.listings`: the server's own reads, through the same copies as the browsers'. */
+function serverReads(copies: SharedCopies): ListingsHandler['listings'] {
   async function serverRead<T>(path: string, query: Record<string, string> | ListingsApiError, options: ServerReadOptions): Promise<T> {
     if (query instanceof ListingsApiError) {
-      count('error');
+      copies.count('error');
       throw query;
     }
-    const { entry, how } = await read(path, query, options.visitor);
-    count(how);
+    const { entry, how } = await copies.read(path, query, options.visitor);
+    copies.count(how);
     if (entry.failure !== undefined || entry.good === undefined) throw entry.failure;
     return JSON.parse(entry.good.text) as T;
   }
+  return {
+    list: (params: ListParams = {}, options: ServerReadOptions = {}) => serverRead<ListingPage>('/v1/listings', checked(listQuery(params), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES), options),
+    get: (id: string, options: ServerReadOptions = {}) => {
+      if (!UUID.test(id)) return Promise.reject(notFoundListing());
+      return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {}, options);
+    },
+    changes: (params: ChangesParams = {}, options: ServerReadOptions = {}) => {
+      const query: Record<string, string> = {};
+      if (params.cursor !== undefined) query.cursor = params.cursor;
+      if (params.limit !== undefined) query.limit = String(params.limit);
+      return serverRead<ChangePage>('/v1/listings/changes', checked(query, LIST_CHANGES_RULES, LIST_CHANGES_RANGES), options);
+    },
+  };
+}
 
-  Object.defineProperties(handler, {
-    stats: { value: stats, enumerable: true },
-    basePath: { value: basePath, enumerable: true },
-    listings: {
-      enumerable: true,
-      value: {
-        list: (params: ListParams = {}, options: ServerReadOptions = {}) => serverRead<ListingPage>('/v1/listings', checked(listQuery(params), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES), options),
-        get: (id: string, options: ServerReadOptions = {}) => {
-          if (!UUID.test(id)) return Promise.reject(new ListingsApiError({ status: 404, code: 'not_found', message: 'No active listing with this id is visible to this key.' }));
-          return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {}, options);
-        },
-        changes: (params: ChangesParams = {}, options: ServerReadOptions = {}) => {
-          const query: Record<string, string> = {};
-          if (params.cursor !== undefined) query.cursor = params.cursor;
-          if (params.limit !== undefined) query.limit = String(params.limit);
-          return serverRead<ChangePage>('/v1/listings/changes', checked(query, LIST_CHANGES_RULES, LIST_CHANGES_RANGES), options);
-        },
-      },
-    },
-    visitorOf: { enumerable: true, value: visitorOf },
-    forget: {
-      enumerable: true,
-      value(ids: readonly string[] | 'all'): number {
-        const details = ids === 'all' ? undefined : new Set(ids.map((id) => `/v1/listings/${id.toLowerCase()}?`));
-        let n = 0;
-        for (const [key, entry] of entries) {
-          // A detail is `/v1/listings/<id>?`; list pages and feed answers are everything else.
-          const isDetail = key.startsWith('/v1/listings/') && !key.startsWith('/v1/listings/changes?');
-          if (details !== undefined && isDetail && !details.has(key)) continue;
-          entry.checkedAt = -Infinity;
-          n++;
-        }
-        return n;
-      },
-    },
-    node: {
-      enumerable: true,
-      value(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
-        // Nothing a visitor sends may throw out of here: a throw in a request listener ends the
-        // process. Every input is answered (or passed to `next`); the catch is the last resort.
-        try {
-          const target = parseTarget(req.originalUrl ?? req.url ?? '/');
-          let rest = target === undefined ? undefined : underBase(target.pathname);
-          // Mounted under a prefix that the framework removed from req.url (Express's
-          // app.use('/prefix', handler.node)): the path after that prefix.
-          if (target !== undefined && rest === undefined && req.originalUrl !== undefined && req.url !== undefined && req.url !== req.originalUrl) {
-            rest = parseTarget(req.url)?.pathname;
-          }
-          if (target === undefined || rest === undefined) {
-            if (next !== undefined) return next();
-            if (target === undefined) return send(res, errorAnswer(new ListingsApiError({ status: 400, code: 'bad_request', message: 'The request target is not a valid URL.' }), req.method ?? 'GET'));
-            return send(res, errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), req.method ?? 'GET'));
-          }
-          // Only what the handler looks at is carried over: the path, the method and If-None-Match
-          // (for a 304 to this browser; it is never sent upstream).
-          const inm = req.headers['if-none-match'];
-          answer({
-            method: req.method ?? 'GET',
-            rest,
-            query: target.query,
-            ifNoneMatch: typeof inm === 'string' ? inm : Array.isArray(inm) ? inm.join(', ') : null,
-            visitor: visitorOf(req),
-          })
-            .then((result) => send(res, result))
-            .catch((error: unknown) => fail(res, error, next));
-        } catch (error) {
-          fail(res, error, next);
-        }
-      },
-    },
-  });
-  return handler;
+/** `handler.node`: the adapter for node:http and Express. */
+function nodeAdapter(basePath: string, answer: (visit: Visit) => Promise<Answer>): ListingsHandler['node'] {
+  return function node(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
+    // Nothing a visitor sends may throw out of here: a throw in a request listener ends the
+    // process. Every input is answered (or passed to `next`); the catch is the last resort.
+    try {
+      const target = parseTarget(req.originalUrl ?? req.url ?? '/');
+      let rest = target === undefined ? undefined : underBase(basePath, target.pathname);
+      // Mounted under a prefix that the framework removed from req.url (Express's
+      // app.use('/prefix', handler.node)): the path after that prefix.
+      if (target !== undefined && rest === undefined && req.originalUrl !== undefined && req.url !== undefined && req.url !== req.originalUrl) {
+        rest = parseTarget(req.url)?.pathname;
+      }
+      if (target === undefined || rest === undefined) {
+        if (next !== undefined) return next();
+        if (target === undefined) return send(res, errorAnswer(new ListingsApiError({ status: 400, code: 'bad_request', message: 'The request target is not a valid URL.' }), req.method ?? 'GET'));
+        return send(res, errorAnswer(new ListingsApiError({ status: 404, code: 'not_found', message: 'Not found.' }), req.method ?? 'GET'));
+      }
+      // Only what the handler looks at is carried over: the path, the method and If-None-Match
+      // (for a 304 to this browser; it is never sent upstream).
+      const inm = req.headers['if-none-match'];
+      answer({
+        method: req.method ?? 'GET',
+        rest,
+        query: target.query,
+        ifNoneMatch: typeof inm === 'string' ? inm : Array.isArray(inm) ? inm.join(', ') : null,
+        visitor: visitorOf(req),
+      })
+        .then((result) => send(res, result))
+        .catch((error: unknown) => fail(res, error, next));
+    } catch (error) {
+      fail(res, error, next);
+    }
+  };
 }
 
 /**
@@ -505,14 +362,6 @@ function checked(
   ranges: ReadonlyArray<readonly [string, string]>,
 ): Record<string, string> | ListingsApiError {
   return checkQuery(new Map(Object.entries(query).map(([name, value]) => [name, [value]])), rules, ranges);
-}
-
-function asApiError(error: unknown): ListingsApiError {
-  if (error instanceof ListingsApiError) return error;
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return new ListingsApiError({ status: 0, code: 'timeout', message: 'The Listings API did not answer in time.', cause: error });
-  }
-  return new ListingsApiError({ status: 0, code: 'network_error', message: 'The Listings API could not be reached.', cause: error });
 }
 
 function etagMatches(header: string | null, etag: string): boolean {
@@ -549,38 +398,6 @@ function addressKey(address: string): string {
   return `${network.map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
 }
 
-/**
- * Look-ups per visitor: a token bucket per key, `perMinute` deep, refilled evenly over the minute,
- * so that a visitor may look up `perMinute` URLs at once and then one every 60 s / `perMinute`. At
- * most MAX_VISITORS keys are kept, the least recently seen dropped first (a dropped visitor starts
- * again with a full budget, as a new one would).
- */
-class VisitorBudget {
-  static readonly MAX_VISITORS = 10_000;
-  readonly #buckets = new Map<string, { tokens: number; at: number }>();
-  readonly #perMs: number;
-
-  constructor(private readonly perMinute: number, private readonly now: () => number) {
-    this.#perMs = perMinute / 60_000;
-  }
-
-  /** Spends one look-up of `visitor`: 0 when it could, else the milliseconds until it can. */
-  take(visitor: string): number {
-    if (this.perMinute === Infinity) return 0;
-    const at = this.now();
-    const bucket = this.#buckets.get(visitor);
-    // A clock that went back refills nothing.
-    const tokens = bucket === undefined ? this.perMinute : Math.min(this.perMinute, bucket.tokens + Math.max(0, at - bucket.at) * this.#perMs);
-    this.#buckets.delete(visitor);
-    if (tokens < 1) {
-      this.#buckets.set(visitor, { tokens, at });
-      return Math.ceil((1 - tokens) / this.#perMs);
-    }
-    this.#buckets.set(visitor, { tokens: tokens - 1, at });
-    if (this.#buckets.size > VisitorBudget.MAX_VISITORS) this.#buckets.delete(this.#buckets.keys().next().value!);
-    return 0;
-  }
-}
 
 /**
  * What the browser gets when the API could not give an answer: the API's own status and code for
