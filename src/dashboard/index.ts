@@ -83,6 +83,28 @@ class DashboardLog extends LogController {
   }
 }
 
+/**
+ * Every error is answered with a page of the dashboard: a busy database (503, the write was rolled
+ * back), a request it cannot read (4xx), anything else (500, with the request id to give the operator).
+ */
+function sendErrorPage(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.type('text/html; charset=utf-8');
+  if (error instanceof StoreBusyError) {
+    // Another writer (an import being applied) held the database longer than this write waits:
+    // say so plainly; the write was rolled back whole.
+    request.log.warn({ err: error }, 'dashboard write waited too long for the database');
+    reply.header('retry-after', '5');
+    return reply.code(503).send(errorPage(503, 'The database is busy', 'Another change (an import of listings, probably) is being saved right now. Nothing was changed; try again in a few seconds.'));
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const message = status === 413 ? 'That form was too large.' : status === 415 ? 'Send the form from the dashboard page.' : 'That request could not be read.';
+    return reply.code(status).send(errorPage(status, 'Request not accepted', `${message} Nothing was changed.`));
+  }
+  request.log.error({ err: error }, 'dashboard request failed');
+  return reply.code(500).send(errorPage(500, 'Something went wrong', `Nothing may have been saved; please try again. If it keeps happening, give your operator this request id: ${request.id}.`));
+}
+
 export async function createDashboard(options: DashboardOptions) {
   const { store, config } = options;
   const clock = options.clock ?? systemClock;
@@ -122,23 +144,7 @@ export async function createDashboard(options: DashboardOptions) {
     });
   }
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    reply.type('text/html; charset=utf-8');
-    if (error instanceof StoreBusyError) {
-      // Another writer (an import being applied) held the database longer than this write waits:
-      // say so plainly; the write was rolled back whole.
-      request.log.warn({ err: error }, 'dashboard write waited too long for the database');
-      reply.header('retry-after', '5');
-      return reply.code(503).send(errorPage(503, 'The database is busy', 'Another change (an import of listings, probably) is being saved right now. Nothing was changed; try again in a few seconds.'));
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      const message = status === 413 ? 'That form was too large.' : status === 415 ? 'Send the form from the dashboard page.' : 'That request could not be read.';
-      return reply.code(status).send(errorPage(status, 'Request not accepted', `${message} Nothing was changed.`));
-    }
-    request.log.error({ err: error }, 'dashboard request failed');
-    return reply.code(500).send(errorPage(500, 'Something went wrong', `Nothing may have been saved; please try again. If it keeps happening, give your operator this request id: ${request.id}.`));
-  });
+  app.setErrorHandler(sendErrorPage);
 
   app.get('/static/:file', async (request, reply) => {
     const name = (request.params as { file: string }).file;
