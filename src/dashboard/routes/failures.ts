@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { redactedExcerpt } from '../../auth/key-format.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
-import { FAILED_REQUESTS_KEPT, groupKey, type ApiKeyRecord, type FailedRequest } from '../../storage/index.js';
+import { FAILED_REQUESTS_KEPT, groupKey, type ApiKeyRecord, type FailedRequest, type FailureFilter } from '../../storage/index.js';
 import * as usageViews from '../usage-views.js';
 import * as views from '../views.js';
 import { field, type DashboardContext } from './context.js';
@@ -13,77 +13,104 @@ export const GROUPS_PER_PAGE = 50;
 /** Requests listed under each group (newest first); any other is found by its request id. */
 export const REQUESTS_PER_GROUP = 20;
 
+/** The rows of failed requests, with their keys, limits and (for a 403) whether the origin is allowed now. */
+async function failureRows(
+  ctx: DashboardContext,
+  accountId: string,
+  failures: FailedRequest[],
+  keys: ApiKeyRecord[],
+): Promise<usageViews.FailureRow[]> {
+  const { store, config, limitOf } = ctx;
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  const allowed = new Set((await store.origins.listForAccount(accountId)).map((o) => `${o.country}\n${o.origin}`));
+  return failures.map((failure) => {
+    const key = byId.get(failure.key_id);
+    const origin = failure.code === 'origin_not_allowed' ? usageViews.registrableOrigin(failure.origin) : undefined;
+    return {
+      failure,
+      key,
+      limitPerMinute: key === undefined ? config.rateLimitPerMinute : limitOf(key),
+      origin: origin === undefined || key === undefined ? undefined : { origin, allowed: allowed.has(`${key.country}\n${origin}`) },
+      apiBaseUrl: key === undefined ? undefined : ctx.apiBaseUrl(key.country as Country),
+    };
+  });
+}
+
+/** The list's error code and page number from the query (absent: every code, page 1); undefined when either is not one (a 404). */
+function listQuery(query: Record<string, unknown>): { code: string | undefined; pageNumber: number } | undefined {
+  const code = query.code === undefined || query.code === '' ? undefined : query.code;
+  if (code !== undefined && (typeof code !== 'string' || !(usageViews.FAILURE_CODES as readonly string[]).includes(code))) return undefined;
+  const pageNumber = query.page === undefined || query.page === '' ? 1 : typeof query.page === 'string' && /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
+  if (pageNumber === undefined) return undefined;
+  return { code, pageNumber };
+}
+
+/** One page of groups of alike failed requests: each with the row of its newest request and its newest requests. */
+async function groupsPage(
+  ctx: DashboardContext,
+  accountId: string,
+  filter: FailureFilter,
+  pageNumber: number,
+  keys: ApiKeyRecord[],
+): Promise<{ groups: usageViews.FailureGroupRow[]; total: number; requests: number }> {
+  const { store } = ctx;
+  const page = { limit: GROUPS_PER_PAGE, offset: (pageNumber - 1) * GROUPS_PER_PAGE };
+  const { groups, total, requests } = await store.usage.failureGroups(accountId, filter, page);
+  const members = await store.usage.failuresOfGroups(accountId, groups, REQUESTS_PER_GROUP);
+  const byGroup = new Map<string, FailedRequest[]>();
+  for (const row of members) byGroup.set(groupKey(row), [...(byGroup.get(groupKey(row)) ?? []), row]);
+  const newest = groups.map((g) => byGroup.get(groupKey(g))?.[0]).filter((f): f is FailedRequest => f !== undefined);
+  const rows = new Map((await failureRows(ctx, accountId, newest, keys)).map((row) => [groupKey(row.failure), row]));
+  return {
+    groups: groups.flatMap((g) => {
+      const latest = rows.get(groupKey(g));
+      return latest === undefined ? [] : [{
+        latest,
+        n: g.n,
+        firstAt: g.first_at,
+        lastAt: g.last_at,
+        sources: { fromBrowser: g.from_browser, notBrowser: g.not_browser },
+        requests: byGroup.get(groupKey(g)) ?? [],
+      }];
+    }),
+    total,
+    requests,
+  };
+}
+
+/** The confirmation of "allow this origin" (`?done=`), said only while the origin is allowed. */
+async function allowedOriginNotice(ctx: DashboardContext, accountId: string, query: Record<string, unknown>): Promise<string | undefined> {
+  const { done, country, origin } = query;
+  if (typeof country !== 'string' || !isCountry(country) || typeof origin !== 'string' || (done !== 'added' && done !== 'exists')) return undefined;
+  if (!(await ctx.store.origins.isAllowed(accountId, country, origin))) return undefined;
+  return done === 'added'
+    ? `Allowed ${origin} for ${views.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
+    : `${origin} was already allowed for ${views.COUNTRY_NAMES[country]}.`;
+}
+
 /**
  * Settings > Developer > Failed requests: the list (alike requests grouped, by an SQL GROUP BY, a
  * page at a time), "allow this origin", and a look-up by request id.
  */
 export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, config, nowIso, served, send, notFound, audit, settled, memberOf, flushSeconds, limitOf } = ctx;
-
-  /** The rows of failed requests, with their keys, limits and (for a 403) whether the origin is allowed now. */
-  async function failureRows(
-    accountId: string,
-    failures: Awaited<ReturnType<typeof store.usage.failures>>,
-    keys: ApiKeyRecord[],
-  ): Promise<usageViews.FailureRow[]> {
-    const byId = new Map(keys.map((k) => [k.id, k]));
-    const allowed = new Set((await store.origins.listForAccount(accountId)).map((o) => `${o.country}\n${o.origin}`));
-    return failures.map((failure) => {
-      const key = byId.get(failure.key_id);
-      const origin = failure.code === 'origin_not_allowed' ? usageViews.registrableOrigin(failure.origin) : undefined;
-      return {
-        failure,
-        key,
-        limitPerMinute: key === undefined ? config.rateLimitPerMinute : limitOf(key),
-        origin: origin === undefined || key === undefined ? undefined : { origin, allowed: allowed.has(`${key.country}\n${origin}`) },
-        apiBaseUrl: key === undefined ? undefined : ctx.apiBaseUrl(key.country as Country),
-      };
-    });
-  }
+  const { store, nowIso, served, send, notFound, audit, settled, memberOf, flushSeconds } = ctx;
 
   scope.get<{ Querystring: Record<string, unknown> }>('/failures', async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
-    const query = request.query;
     const keys = await store.keys.listForAccount(accountId);
     const key = await keyFromQuery(request, keys);
     if (key === null) return notFound(reply, member.ctx);
-    const code = query.code === undefined || query.code === '' ? undefined : query.code;
-    if (code !== undefined && (typeof code !== 'string' || !(usageViews.FAILURE_CODES as readonly string[]).includes(code))) return notFound(reply, member.ctx);
-    const pageNumber = query.page === undefined || query.page === '' ? 1 : typeof query.page === 'string' && /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
-    if (pageNumber === undefined) return notFound(reply, member.ctx);
-    const filter = { keyId: key?.id, code };
-    const page = { limit: GROUPS_PER_PAGE, offset: (pageNumber - 1) * GROUPS_PER_PAGE };
-    const { groups, total, requests } = await store.usage.failureGroups(accountId, filter, page);
-    const members = await store.usage.failuresOfGroups(accountId, groups, REQUESTS_PER_GROUP);
-    const byGroup = new Map<string, FailedRequest[]>();
-    for (const row of members) byGroup.set(groupKey(row), [...(byGroup.get(groupKey(row)) ?? []), row]);
-    const newest = groups.map((g) => byGroup.get(groupKey(g))?.[0]).filter((f): f is FailedRequest => f !== undefined);
-    const rows = new Map((await failureRows(accountId, newest, keys)).map((row) => [groupKey(row.failure), row]));
-    let notice: string | undefined;
-    const { done, country, origin } = query;
-    if (typeof country === 'string' && isCountry(country) && typeof origin === 'string' && (done === 'added' || done === 'exists')) {
-      if (await store.origins.isAllowed(accountId, country, origin)) {
-        notice = done === 'added'
-          ? `Allowed ${origin} for ${views.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
-          : `${origin} was already allowed for ${views.COUNTRY_NAMES[country]}.`;
-      }
-    }
+    const list = listQuery(request.query);
+    if (list === undefined) return notFound(reply, member.ctx);
+    const filter = { keyId: key?.id, code: list.code };
+    const { groups, total, requests } = await groupsPage(ctx, accountId, filter, list.pageNumber, keys);
+    const notice = await allowedOriginNotice(ctx, accountId, request.query);
     return send(reply, 200, usageViews.failuresPage(member.ctx, {
-      groups: groups.flatMap((g) => {
-        const latest = rows.get(groupKey(g));
-        return latest === undefined ? [] : [{
-          latest,
-          n: g.n,
-          firstAt: g.first_at,
-          lastAt: g.last_at,
-          sources: { fromBrowser: g.from_browser, notBrowser: g.not_browser },
-          requests: byGroup.get(groupKey(g)) ?? [],
-        }];
-      }),
+      groups,
       keys,
       filter,
-      page: { number: pageNumber, size: GROUPS_PER_PAGE, groups: total, requests },
+      page: { number: list.pageNumber, size: GROUPS_PER_PAGE, groups: total, requests },
       shownPerGroup: REQUESTS_PER_GROUP,
       kept: FAILED_REQUESTS_KEPT,
       notice,
@@ -129,7 +156,7 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     const failure = requestId.length > 140 ? undefined : await store.usage.failureByRequestId(accountId, requestId);
     // The id as typed is shown again: a key pasted into the box by mistake is not (D20).
     if (failure === undefined) return send(reply, 404, usageViews.requestNotHeldPage(member.ctx, redactedExcerpt(requestId, 140)));
-    const [row] = await failureRows(accountId, [failure], await store.keys.listForAccount(accountId));
+    const [row] = await failureRows(ctx, accountId, [failure], await store.keys.listForAccount(accountId));
     return send(reply, 200, usageViews.requestPage(member.ctx, { requestId, row }));
   });
 }
