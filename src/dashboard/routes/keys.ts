@@ -10,9 +10,94 @@ import { field, labelProblem, type DashboardContext, type Member } from './conte
 
 type KeyParams = { Params: { keyId: string } };
 
+/** The keys page: the account's keys with their exact last use, the recent audit entries and a new create form. */
+async function keysPage(ctx: DashboardContext, member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
+  const { store, config, clock } = ctx;
+  const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
+  // Every rendering of the create form is a new single-use form (forms.ts).
+  const formToken = newFormToken(member.sessionId, clock());
+  return views.keysPage(member.ctx, {
+    keys: keys.map(ctx.withLastUse), recent, countries: config.countries, formToken, defaultLimit: config.rateLimitPerMinute, ...extra,
+  });
+}
+
+/**
+ * The answer to a create form sent again (a reload of the new key's page, a second click): names
+ * the key the form made, which cannot be shown again (D20), and mints nothing.
+ */
+async function formUsed(ctx: DashboardContext, reply: FastifyReply, member: Member, nonce: string) {
+  const use = await ctx.store.forms.get(nonce);
+  const key = use?.key_id == null ? undefined : await ctx.store.keys.get(use.key_id);
+  return ctx.send(reply, 409, views.formUsedPage(member.ctx, key?.account_id === member.ctx.accountId ? key : undefined));
+}
+
+/** The confirmation of a revoke or a rename (`?revoked=` or `?relabelled=`), of a key of the member's account only. */
+async function changeNotice(ctx: DashboardContext, member: Member, query: Record<string, unknown>): Promise<string | undefined> {
+  let notice: string | undefined;
+  for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
+    const id = canonicalUuid(query[name]);
+    if (id === undefined) continue;
+    const key = await ctx.store.keys.get(id);
+    if (key?.account_id === member.ctx.accountId) {
+      notice = name === 'revoked'
+        ? `${verb} key "${key.label}" (${keyDisplay(key)}). Requests with it now get 401 unauthorized.`
+        : `${verb} key ${keyDisplay(key)} to "${key.label}".`;
+    }
+  }
+  return notice;
+}
+
+/** The create form's label and country, with what is wrong with each (no errors: a key can be made). */
+function readCreateForm(body: unknown, served: ReadonlySet<string>): views.CreateKeyForm {
+  const label = field(body, 'label').trim();
+  const country = field(body, 'country').trim().toLowerCase();
+  const errors: views.CreateKeyForm['errors'] = {};
+  const labelError = labelProblem(label);
+  if (labelError !== undefined) errors.label = labelError;
+  if (!isCountry(country) || !served.has(country)) errors.country = 'choose one of the countries in the list.';
+  return { label, country, errors };
+}
+
+/** A create form sent: one new key per single-use form, shown in full in this one answer. */
+async function createKey(ctx: DashboardContext, request: FastifyRequest, reply: FastifyReply) {
+  const { store, clock, nowIso, served, send, forbidden, audit, settled, memberOf } = ctx;
+  const member = memberOf(request);
+  // A page from before single-use forms, an edited token or an expired one: like an expired CSRF token.
+  const form = readFormToken(member.sessionId, field(request.body, FORM_FIELD), clock());
+  if (form === undefined) return forbidden(reply, member.ctx);
+  const create = readCreateForm(request.body, served);
+  const { label, country, errors } = create;
+  if (errors.label !== undefined || errors.country !== undefined) {
+    return send(reply, 400, await keysPage(ctx, member, { create }));
+  }
+  // One key per form, on every instance: the first submission claims the form in the database.
+  await store.forms.deleteUsedBefore(new Date(clock() - FORM_CLAIM_RETAIN_MS).toISOString());
+  if (!(await store.forms.claim({ nonce: form.nonce, account_id: member.ctx.accountId, user_id: member.user.id, used_at: nowIso() }))) {
+    return formUsed(ctx, reply, member, form.nonce);
+  }
+  let created: Awaited<ReturnType<typeof issueKey>>;
+  try {
+    created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+  } catch (error) {
+    // Nothing was created: the member may send the same form again.
+    await store.forms.release(form.nonce).catch(() => undefined);
+    throw error;
+  }
+  await store.forms.recordKey(form.nonce, created.id);
+  const key = (await store.keys.get(created.id))!;
+  await audit(member, { action: 'key.created' }, key);
+  await settled();
+  // The full key is in this one response and nowhere else: not in a redirect, the session, or a log (D20).
+  return send(reply, 201, views.keyCreatedPage(member.ctx, {
+    key,
+    fullKey: created.key,
+    curl: `curl -H "Authorization: Bearer ${created.key}" ${ctx.apiBaseUrl(key.country as Country)}/v1/listings`,
+  }));
+}
+
 /** Settings > Developer > API keys: list, create (a single-use form), rename, revoke. */
 export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, config, clock, nowIso, served, send, forbidden, notFound, audit, settled, memberOf } = ctx;
+  const { store, clock, nowIso, send, notFound, audit, settled, memberOf } = ctx;
 
   /** One of the member's account's keys, by the id in the URL; undefined for anything else. */
   async function ownKey(request: FastifyRequest): Promise<ApiKeyRecord | undefined> {
@@ -22,80 +107,13 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     return key !== undefined && key.account_id === memberOf(request).user.account_id ? key : undefined;
   }
 
-  async function keysPage(member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
-    const [keys, recent] = await Promise.all([store.keys.listForAccount(member.ctx.accountId), store.audit.listForAccount(member.ctx.accountId, 5)]);
-    // Every rendering of the create form is a new single-use form (forms.ts).
-    const formToken = newFormToken(member.sessionId, clock());
-    return views.keysPage(member.ctx, {
-      keys: keys.map(ctx.withLastUse), recent, countries: config.countries, formToken, defaultLimit: config.rateLimitPerMinute, ...extra,
-    });
-  }
-
-  /**
-   * The answer to a create form sent again (a reload of the new key's page, a second click): names
-   * the key the form made, which cannot be shown again (D20), and mints nothing.
-   */
-  async function formUsed(reply: FastifyReply, member: Member, nonce: string) {
-    const use = await store.forms.get(nonce);
-    const key = use?.key_id == null ? undefined : await store.keys.get(use.key_id);
-    return send(reply, 409, views.formUsedPage(member.ctx, key?.account_id === member.ctx.accountId ? key : undefined));
-  }
-
   scope.get<{ Querystring: Record<string, unknown> }>('/keys', async (request, reply) => {
     const member = memberOf(request);
-    const query = request.query;
-    let notice: string | undefined;
-    for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
-      const id = canonicalUuid(query[name]);
-      if (id === undefined) continue;
-      const key = await store.keys.get(id);
-      if (key?.account_id === member.ctx.accountId) {
-        notice = name === 'revoked'
-          ? `${verb} key "${key.label}" (${keyDisplay(key)}). Requests with it now get 401 unauthorized.`
-          : `${verb} key ${keyDisplay(key)} to "${key.label}".`;
-      }
-    }
-    return send(reply, 200, await keysPage(member, { notice }));
+    const notice = await changeNotice(ctx, member, request.query);
+    return send(reply, 200, await keysPage(ctx, member, { notice }));
   });
 
-  scope.post('/keys', async (request, reply) => {
-    const member = memberOf(request);
-    // A page from before single-use forms, an edited token or an expired one: like an expired CSRF token.
-    const form = readFormToken(member.sessionId, field(request.body, FORM_FIELD), clock());
-    if (form === undefined) return forbidden(reply, member.ctx);
-    const label = field(request.body, 'label').trim();
-    const country = field(request.body, 'country').trim().toLowerCase();
-    const errors: views.CreateKeyForm['errors'] = {};
-    const labelError = labelProblem(label);
-    if (labelError !== undefined) errors.label = labelError;
-    if (!isCountry(country) || !served.has(country)) errors.country = 'choose one of the countries in the list.';
-    if (errors.label !== undefined || errors.country !== undefined) {
-      return send(reply, 400, await keysPage(member, { create: { label, country, errors } }));
-    }
-    // One key per form, on every instance: the first submission claims the form in the database.
-    await store.forms.deleteUsedBefore(new Date(clock() - FORM_CLAIM_RETAIN_MS).toISOString());
-    if (!(await store.forms.claim({ nonce: form.nonce, account_id: member.ctx.accountId, user_id: member.user.id, used_at: nowIso() }))) {
-      return formUsed(reply, member, form.nonce);
-    }
-    let created: Awaited<ReturnType<typeof issueKey>>;
-    try {
-      created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
-    } catch (error) {
-      // Nothing was created: the member may send the same form again.
-      await store.forms.release(form.nonce).catch(() => undefined);
-      throw error;
-    }
-    await store.forms.recordKey(form.nonce, created.id);
-    const key = (await store.keys.get(created.id))!;
-    await audit(member, { action: 'key.created' }, key);
-    await settled();
-    // The full key is in this one response and nowhere else: not in a redirect, the session, or a log (D20).
-    return send(reply, 201, views.keyCreatedPage(member.ctx, {
-      key,
-      fullKey: created.key,
-      curl: `curl -H "Authorization: Bearer ${created.key}" ${ctx.apiBaseUrl(key.country as Country)}/v1/listings`,
-    }));
-  });
+  scope.post('/keys', (request, reply) => createKey(ctx, request, reply));
 
   scope.post('/keys/:keyId/label', async (request, reply) => {
     const member = memberOf(request);
@@ -106,7 +124,7 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     }
     const label = field(request.body, 'label').trim();
     const problem = labelProblem(label);
-    if (problem !== undefined) return send(reply, 400, await keysPage(member, { relabel: { keyId: key.id, label, error: problem } }));
+    if (problem !== undefined) return send(reply, 400, await keysPage(ctx, member, { relabel: { keyId: key.id, label, error: problem } }));
     if (label !== key.label) {
       if (!(await store.keys.relabel(key.id, member.ctx.accountId, label))) return notFound(reply, member.ctx);
       await audit(member, { action: 'key.relabelled', key_label: label, previous_label: key.label }, key);
