@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isCountry } from '../../core/countries.js';
 import { canonicalUuid } from '../../core/formats.js';
 import type { WebhookEndpoint } from '../../storage/index.js';
@@ -12,67 +12,76 @@ import { field, type DashboardContext, type Member } from './context.js';
 /** Attempts shown per endpoint. */
 const RECENT_ATTEMPTS = 10;
 
+/** The webhooks page: the account's endpoints, each with its recent delivery attempts. */
+async function listPage(
+  ctx: DashboardContext,
+  member: Member,
+  extra: { notice?: string; error?: string; form?: webhookViews.WebhookForm } = {},
+): Promise<string> {
+  const { store } = ctx;
+  const endpoints = await store.webhooks.listForAccount(member.ctx.accountId);
+  const attemptsOf = (endpoint: WebhookEndpoint) => store.webhooks.attempts(endpoint.id, RECENT_ATTEMPTS);
+  const withAttempts = await Promise.all(endpoints.map(async (endpoint) => ({ endpoint, attempts: await attemptsOf(endpoint) })));
+  return webhookViews.webhooksPage(member.ctx, { endpoints: withAttempts, countries: ctx.config.countries, ...extra });
+}
+
+/** The member's own endpoint named by `id` (query or form), or undefined (a 404: as for anything that does not exist). */
+async function ownEndpoint(ctx: DashboardContext, member: Member, id: unknown): Promise<WebhookEndpoint | undefined> {
+  const uuid = typeof id === 'string' ? canonicalUuid(id) : undefined;
+  const endpoint = uuid === undefined ? undefined : await ctx.store.webhooks.get(uuid);
+  return endpoint?.account_id === member.ctx.accountId ? endpoint : undefined;
+}
+
+/** The add form sent: a new endpoint, whose secret is shown on the answer; else the list again with what was wrong. */
+async function addEndpoint(ctx: DashboardContext, request: FastifyRequest, reply: FastifyReply) {
+  const { store, clock, served, send, audit, memberOf } = ctx;
+  const member = memberOf(request);
+  const country = field(request.body, 'country').trim().toLowerCase();
+  const url = field(request.body, 'url').trim();
+  const fail = async (error: string) => send(reply, 400, await listPage(ctx, member, { form: { url, country, error } }));
+  if (!isCountry(country) || !served.has(country)) return fail('Choose one of the countries in the list.');
+  let endpoint: WebhookEndpoint;
+  try {
+    endpoint = await addWebhook(store, clock, { accountId: member.ctx.accountId, country, url });
+  } catch (error) {
+    if (error instanceof WebhookError) return fail(error.message);
+    throw error;
+  }
+  await audit(member, { action: 'webhook.added', country, webhook_url: endpoint.url });
+  return send(reply, 201, webhookViews.webhookSecretPage(member.ctx, endpoint, 'added'));
+}
+
 /** Settings > Developer > Webhooks (D24): list, add, test, enable, show and rotate the secret, remove (confirmed first). */
 export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
-  const { store, config, clock, served, send, notFound, audit, memberOf } = ctx;
+  const { store, config, clock, send, notFound, audit, memberOf } = ctx;
   const path = (member: Member) => views.developerPath(member.ctx.accountId, 'webhooks');
-  const countries = config.countries;
-
-  async function listPage(member: Member, extra: { notice?: string; error?: string; form?: webhookViews.WebhookForm } = {}): Promise<string> {
-    const endpoints = await store.webhooks.listForAccount(member.ctx.accountId);
-    const attemptsOf = (endpoint: WebhookEndpoint) => store.webhooks.attempts(endpoint.id, RECENT_ATTEMPTS);
-    const withAttempts = await Promise.all(endpoints.map(async (endpoint) => ({ endpoint, attempts: await attemptsOf(endpoint) })));
-    return webhookViews.webhooksPage(member.ctx, { endpoints: withAttempts, countries, ...extra });
-  }
-
-  /** The member's own endpoint named by `id` (query or form), or undefined (a 404: as for anything that does not exist). */
-  async function ownEndpoint(member: Member, id: unknown): Promise<WebhookEndpoint | undefined> {
-    const uuid = typeof id === 'string' ? canonicalUuid(id) : undefined;
-    const endpoint = uuid === undefined ? undefined : await store.webhooks.get(uuid);
-    return endpoint?.account_id === member.ctx.accountId ? endpoint : undefined;
-  }
 
   scope.get<{ Querystring: Record<string, unknown> }>('/webhooks', async (request, reply) => {
     const member = memberOf(request);
     const { done } = request.query;
-    const endpoint = await ownEndpoint(member, request.query.id);
+    const endpoint = await ownEndpoint(ctx, member, request.query.id);
     let notice: string | undefined;
     if (endpoint !== undefined && done === 'enabled') notice = `Enabled ${endpoint.url}: delivery resumes from where it stopped.`;
     if (done === 'removed') notice = 'Removed the endpoint. It gets no more messages.';
-    return send(reply, 200, await listPage(member, { notice }));
+    return send(reply, 200, await listPage(ctx, member, { notice }));
   });
 
-  scope.post('/webhooks', async (request, reply) => {
-    const member = memberOf(request);
-    const country = field(request.body, 'country').trim().toLowerCase();
-    const url = field(request.body, 'url').trim();
-    const fail = async (error: string) => send(reply, 400, await listPage(member, { form: { url, country, error } }));
-    if (!isCountry(country) || !served.has(country)) return fail('Choose one of the countries in the list.');
-    let endpoint: WebhookEndpoint;
-    try {
-      endpoint = await addWebhook(store, clock, { accountId: member.ctx.accountId, country, url });
-    } catch (error) {
-      if (error instanceof WebhookError) return fail(error.message);
-      throw error;
-    }
-    await audit(member, { action: 'webhook.added', country, webhook_url: endpoint.url });
-    return send(reply, 201, webhookViews.webhookSecretPage(member.ctx, endpoint, 'added'));
-  });
+  scope.post('/webhooks', (request, reply) => addEndpoint(ctx, request, reply));
 
   scope.post('/webhooks/test', async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
     if (endpoint === undefined) return notFound(reply, member.ctx);
     const outcome = await sendTestEvent(store, endpoint, clock(), { allowPrivate: config.webhookAllowPrivate });
     const answer = outcome.status !== undefined ? `HTTP ${outcome.status}` : outcome.error!;
-    return send(reply, 200, await listPage(member, delivered(outcome)
+    return send(reply, 200, await listPage(ctx, member, delivered(outcome)
       ? { notice: `Test event delivered to ${endpoint.url}: ${answer} in ${outcome.durationMs} ms.` }
       : { error: `Test event not delivered to ${endpoint.url}: ${answer} after ${outcome.durationMs} ms.` }));
   });
 
   scope.post('/webhooks/enable', async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
     if (endpoint === undefined || !(await store.webhooks.enable(endpoint.id))) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.enabled', country: endpoint.country, webhook_url: endpoint.url });
     return reply.redirect(`${path(member)}?done=enabled&id=${endpoint.id}#webhook-${endpoint.id}`, 303);
@@ -80,7 +89,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
 
   scope.get<{ Querystring: Record<string, unknown> }>('/webhooks/secret', async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(member, request.query.id);
+    const endpoint = await ownEndpoint(ctx, member, request.query.id);
     if (endpoint === undefined) return notFound(reply, member.ctx);
     return send(reply, 200, webhookViews.webhookSecretPage(member.ctx, endpoint, undefined));
   });
@@ -88,7 +97,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
   for (const action of ['rotate', 'remove'] as const) {
     scope.get<{ Querystring: Record<string, unknown> }>(`/webhooks/${action}`, async (request, reply) => {
       const member = memberOf(request);
-      const endpoint = await ownEndpoint(member, request.query.id);
+      const endpoint = await ownEndpoint(ctx, member, request.query.id);
       if (endpoint === undefined) return notFound(reply, member.ctx);
       return send(reply, 200, webhookViews.confirmWebhookPage(member.ctx, endpoint, action));
     });
@@ -96,7 +105,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
 
   scope.post('/webhooks/rotate', async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
     const secret = endpoint === undefined ? undefined : await rotateWebhookSecret(store, clock, endpoint.id);
     if (endpoint === undefined || secret === undefined) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.secret_rotated', country: endpoint.country, webhook_url: endpoint.url });
@@ -105,7 +114,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
 
   scope.post('/webhooks/remove', async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
     if (endpoint === undefined || !(await store.webhooks.remove(endpoint.id))) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.removed', country: endpoint.country, webhook_url: endpoint.url });
     return reply.redirect(`${path(member)}?done=removed`, 303);
