@@ -56,15 +56,23 @@ const REMOVED = 'removed';
 /** Batches read per stream while merging. */
 const BATCH = 200;
 
+/** What a feed reads with, built once per feed: the store, and how a listing is told in an event. */
+interface FeedSource {
+  store: Store;
+  listingText: (row: ServedListingRow) => string;
+}
+
+const upsertedEvent = (source: FeedSource, id: string, at: string, row: ServedListingRow) =>
+  `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${source.listingText(row)}}`;
+const removedEvent = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
+
 export function createFeed(store: Store, clock: Clock, listingText: (row: ServedListingRow) => string) {
+  const source: FeedSource = { store, listingText };
   let secret: Promise<string> | undefined;
   const cursorSecret = () => (secret ??= store.feed.cursorSecret().catch((error: unknown) => {
     secret = undefined;
     throw error;
   }));
-
-  const upserted = (id: string, at: string, row: ServedListingRow) => `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${listingText(row)}}`;
-  const removed = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
 
   return {
     /**
@@ -81,163 +89,184 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
     async answer(tenant: Tenant, cursor: string | undefined, limit: number, version: number): Promise<string> {
       const key = await cursorSecret();
       const nowIso = new Date(clock()).toISOString();
-      let start: FeedPosition;
+      let position: FeedPosition;
       if (cursor === undefined) {
-        start = { phase: 'snapshot', seq: version, expiry: nowIso, expiryId: '', updatedAt: '', afterId: '' };
+        position = { phase: 'snapshot', seq: version, expiry: nowIso, expiryId: '', updatedAt: '', afterId: '' };
       } else {
-        try {
-          start = decodeCursor(key, tenant, cursor);
-        } catch (error) {
-          if (error instanceof CursorError) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
-          throw error;
-        }
+        position = decodedCursor(key, tenant, cursor);
         // The history after the cursor must still be whole.
-        if (start.seq < (await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country))) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
+        if (position.seq < (await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country))) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
       }
-      const position = { ...start };
       const events: string[] = [];
       // What this answer told of each listing, and where: a listing comes once per answer.
       const told = new Map<string, Told>();
       let hasMore = false;
-
       if (position.phase === 'snapshot') {
-        const rows = await snapshotRows(tenant, position, nowIso, limit + 1);
-        for (const row of rows.slice(0, limit)) {
-          told.set(row.id, { index: events.length, state: upsertedState(row) });
-          events.push(upserted(row.id, row.updated_at, row));
-        }
-        if (rows.length > limit) {
-          hasMore = true;
-          const last = rows[limit - 1]!;
-          position.updatedAt = last.updated_at;
-          position.afterId = last.id;
-        } else {
-          position.phase = 'log';
-          position.updatedAt = '';
-          position.afterId = '';
-        }
+        hasMore = tellSnapshot(source, await snapshotRows(store, tenant, position, nowIso, limit + 1), limit, position, events, told);
       }
       if (position.phase === 'log' && !hasMore) {
-        hasMore = await replay(tenant, position, nowIso, limit - events.length, events, told);
+        hasMore = await replay(source, tenant, position, nowIso, limit - events.length, events, told);
       }
       // Nothing new: the same answer as the previous poll with this cursor (D22, D21).
       const next = cursor !== undefined && events.length === 0 ? cursor : encodeCursor(key, tenant, position);
       return `{"items":[${events.filter((event) => event !== '').join(',')}],"next_cursor":"${next}","has_more":${hasMore}}`;
     },
   };
+}
 
-  /**
-   * Up to `count` listings of the snapshot after `position`, on SQLite read BATCH at a time with a
-   * turn of the event loop between reads (its driver is synchronous: 1,001 listings' JSON read at
-   * once held the loop about 15 ms; PostgreSQL's is not, and reads them at once). A listing
-   * written meanwhile can come again, later in the order (its update time moved): it is kept
-   * once, at its first place, and its new state comes from the log, which the snapshot hands over
-   * to at the version it started from.
-   */
-  async function snapshotRows(tenant: Tenant, position: FeedPosition, nowIso: string, count: number): Promise<ServedListingRow[]> {
-    const batchSize = store.dialect === 'sqlite' ? BATCH : count;
-    const rows: ServedListingRow[] = [];
-    const ids = new Set<string>();
-    let after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
-    for (let reads = 0; rows.length < count; reads++) {
-      if (reads > 0) await yieldToEventLoop();
-      const want = Math.min(batchSize, count - rows.length);
-      const batch = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, want);
-      for (const row of batch) {
-        if (ids.has(row.id)) continue;
-        ids.add(row.id);
-        rows.push(row);
-      }
-      if (batch.length < want) break;
-      const last = batch.at(-1)!;
-      after = { updatedAt: last.updated_at, id: last.id };
-    }
-    return rows;
+/** The position a cursor names; a cursor this API did not issue for this tenant is refused. */
+function decodedCursor(key: string, tenant: Tenant, cursor: string): FeedPosition {
+  try {
+    return decodeCursor(key, tenant, cursor);
+  } catch (error) {
+    if (error instanceof CursorError) throw badRequest(CURSOR_REFUSED, 'bad_cursor');
+    throw error;
   }
+}
 
-  /**
-   * Merges the two streams from `position` into `events`, up to `room` events, moving `position`
-   * over what it consumed. True when more events are pending.
-   */
-  async function replay(tenant: Tenant, position: FeedPosition, nowIso: string, room: number, events: string[], told: Map<string, Told>): Promise<boolean> {
-    const writes = stream<LastChange, number>(
-      (afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH),
-      (c) => c.seq,
-      position.seq,
-    );
-    const expiries = stream<Expiry, { expiry: string; id: string }>(
-      (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
-      (x) => ({ expiry: x.expiry_date, id: x.id }),
-      { expiry: position.expiry, id: position.expiryId },
-    );
-    const rows = new Map<string, ServedListingRow | undefined>();
-    const consumed: Item[] = [];
-    let emitted = 0;
-    let more = false;
-    for (;;) {
-      const [w, x] = [await writes.peek(), await expiries.peek()];
-      if (w === undefined && x === undefined) break;
-      // In the order the changes took effect; a write before an expiry of the same instant.
-      const item = w !== undefined && (x === undefined || w.at <= x.expiry_date) ? await writeItem(writes.take()!) : expiryItem(expiries.take()!);
-      // Told already in this answer (by the snapshot, or read twice across batches): the same
-      // state once is enough, and the position still moves over it. A state read since (another
-      // process wrote the listing after the snapshot read it) replaces the earlier event: the
-      // listing comes once, at the place of its latest change, with that state (D22: the last
-      // event of an id is its current state).
-      const earlier = item.event === undefined ? undefined : told.get(item.id);
-      if (earlier !== undefined && earlier.state === item.state) item.event = undefined;
-      if (item.event !== undefined && earlier === undefined && emitted === room) {
-        more = true;
-        break;
-      }
-      consumed.push(item);
-      if (item.event !== undefined) {
-        if (earlier !== undefined) events[earlier.index] = '';
-        else emitted++;
-        told.set(item.id, { index: events.length, state: item.state });
-        events.push(item.event);
-      }
+/**
+ * Tells up to `limit` of the snapshot's `rows` (read one past the limit) as `listing.upserted`,
+ * and moves `position` after the last one told, or over to the log when the snapshot is done.
+ * True when more of the snapshot is pending.
+ */
+function tellSnapshot(source: FeedSource, rows: ServedListingRow[], limit: number, position: FeedPosition, events: string[], told: Map<string, Told>): boolean {
+  for (const row of rows.slice(0, limit)) {
+    told.set(row.id, { index: events.length, state: upsertedState(row) });
+    events.push(upsertedEvent(source, row.id, row.updated_at, row));
+  }
+  if (rows.length > limit) {
+    const last = rows[limit - 1]!;
+    position.updatedAt = last.updated_at;
+    position.afterId = last.id;
+    return true;
+  }
+  position.phase = 'log';
+  position.updatedAt = '';
+  position.afterId = '';
+  return false;
+}
+
+/**
+ * Up to `count` listings of the snapshot after `position`, on SQLite read BATCH at a time with a
+ * turn of the event loop between reads (its driver is synchronous: 1,001 listings' JSON read at
+ * once held the loop about 15 ms; PostgreSQL's is not, and reads them at once). A listing
+ * written meanwhile can come again, later in the order (its update time moved): it is kept
+ * once, at its first place, and its new state comes from the log, which the snapshot hands over
+ * to at the version it started from.
+ */
+async function snapshotRows(store: Store, tenant: Tenant, position: FeedPosition, nowIso: string, count: number): Promise<ServedListingRow[]> {
+  const batchSize = store.dialect === 'sqlite' ? BATCH : count;
+  const rows: ServedListingRow[] = [];
+  const ids = new Set<string>();
+  let after = position.afterId === '' ? undefined : { updatedAt: position.updatedAt, id: position.afterId };
+  for (let reads = 0; rows.length < count; reads++) {
+    if (reads > 0) await yieldToEventLoop();
+    const want = Math.min(batchSize, count - rows.length);
+    const batch = await store.feed.snapshot(tenant.ownerAccountId, tenant.country, nowIso, after, want);
+    for (const row of batch) {
+      if (ids.has(row.id)) continue;
+      ids.add(row.id);
+      rows.push(row);
     }
-    // An answer with no event leaves the cursor where it was (its answer is then the previous one);
-    // one with events (the snapshot's included) moves it over everything consumed.
-    if (events.length > 0) for (const item of consumed) item.advance(position);
-    return more;
+    if (batch.length < want) break;
+    const last = batch.at(-1)!;
+    after = { updatedAt: last.updated_at, id: last.id };
+  }
+  return rows;
+}
 
-    async function writeItem(change: LastChange): Promise<Item> {
-      // A row read for an earlier batch is older than this change when the listing was written
-      // again meanwhile (between batches the event loop turns, and other processes write): read
-      // it again, or the newer state would pass for the one already told.
-      const cached = rows.get(change.listing_id);
-      if (cached !== undefined && Number(cached.change_seq) < change.seq) rows.delete(change.listing_id);
-      if (!rows.has(change.listing_id)) {
-        // Read the rows of the batch around it in one query.
-        const ids = [change.listing_id, ...writes.buffered().map((c) => c.listing_id)].filter((id) => !rows.has(id));
-        const found = new Map((await store.listings.rows(ids)).map((r) => [r.id, r]));
-        for (const id of ids) rows.set(id, found.get(id));
-      }
-      const row = rows.get(change.listing_id);
-      let event: string | undefined;
-      let state = REMOVED;
-      const here = row !== undefined && isActiveInTenant(row, tenant);
-      if (here && !expiredAt(row.expiry_date, nowIso)) {
-        event = upserted(change.listing_id, change.at, row);
-        state = upsertedState(row);
-      }
-      // Written before it expired: its expiry tells its removal, at the expiry instant.
-      else if (here && row.updated_at < row.expiry_date!) event = undefined;
-      else event = removed(change.listing_id, change.at);
-      return { id: change.listing_id, event, state, advance: (p) => void (p.seq = change.seq) };
+/**
+ * Merges the two streams from `position` into `events`, up to `room` events, moving `position`
+ * over what it consumed. True when more events are pending.
+ */
+async function replay(
+  source: FeedSource,
+  tenant: Tenant,
+  position: FeedPosition,
+  nowIso: string,
+  room: number,
+  events: string[],
+  told: Map<string, Told>,
+): Promise<boolean> {
+  const { store } = source;
+  const writes = stream<LastChange, number>(
+    (afterSeq) => store.feed.lastChanges(tenant.ownerAccountId, tenant.country, afterSeq, BATCH),
+    (c) => c.seq,
+    position.seq,
+  );
+  const expiries = stream<Expiry, { expiry: string; id: string }>(
+    (after) => store.feed.expiries(tenant.ownerAccountId, tenant.country, after, nowIso, BATCH),
+    (x) => ({ expiry: x.expiry_date, id: x.id }),
+    { expiry: position.expiry, id: position.expiryId },
+  );
+  const rows = new Map<string, ServedListingRow | undefined>();
+  const consumed: Item[] = [];
+  let emitted = 0;
+  let more = false;
+  for (;;) {
+    const [w, x] = [await writes.peek(), await expiries.peek()];
+    if (w === undefined && x === undefined) break;
+    // In the order the changes took effect; a write before an expiry of the same instant.
+    const item = w !== undefined && (x === undefined || w.at <= x.expiry_date) ? await writeItem(writes.take()!) : expiryItem(expiries.take()!);
+    // Told already in this answer (by the snapshot, or read twice across batches): the same
+    // state once is enough, and the position still moves over it. A state read since (another
+    // process wrote the listing after the snapshot read it) replaces the earlier event: the
+    // listing comes once, at the place of its latest change, with that state (D22: the last
+    // event of an id is its current state).
+    const earlier = item.event === undefined ? undefined : told.get(item.id);
+    if (earlier !== undefined && earlier.state === item.state) item.event = undefined;
+    if (item.event !== undefined && earlier === undefined && emitted === room) {
+      more = true;
+      break;
     }
-
-    function expiryItem(x: Expiry): Item {
-      // A write that set an expiry already past told the removal itself (at the write).
-      const event = x.updated_at < x.expiry_date ? removed(x.id, x.expiry_date) : undefined;
-      return { id: x.id, event, state: REMOVED, advance: (p) => {
-        p.expiry = x.expiry_date;
-        p.expiryId = x.id;
-      } };
+    consumed.push(item);
+    if (item.event !== undefined) {
+      if (earlier !== undefined) events[earlier.index] = '';
+      else emitted++;
+      told.set(item.id, { index: events.length, state: item.state });
+      events.push(item.event);
     }
   }
+  // An answer with no event leaves the cursor where it was (its answer is then the previous one);
+  // one with events (the snapshot's included) moves it over everything consumed.
+  if (events.length > 0) for (const item of consumed) item.advance(position);
+  return more;
+
+  async function writeItem(change: LastChange): Promise<Item> {
+    // A row read for an earlier batch is older than this change when the listing was written
+    // again meanwhile (between batches the event loop turns, and other processes write): read
+    // it again, or the newer state would pass for the one already told.
+    const cached = rows.get(change.listing_id);
+    if (cached !== undefined && Number(cached.change_seq) < change.seq) rows.delete(change.listing_id);
+    if (!rows.has(change.listing_id)) {
+      // Read the rows of the batch around it in one query.
+      const ids = [change.listing_id, ...writes.buffered().map((c) => c.listing_id)].filter((id) => !rows.has(id));
+      const found = new Map((await store.listings.rows(ids)).map((r) => [r.id, r]));
+      for (const id of ids) rows.set(id, found.get(id));
+    }
+    const row = rows.get(change.listing_id);
+    let event: string | undefined;
+    let state = REMOVED;
+    const here = row !== undefined && isActiveInTenant(row, tenant);
+    if (here && !expiredAt(row.expiry_date, nowIso)) {
+      event = upsertedEvent(source, change.listing_id, change.at, row);
+      state = upsertedState(row);
+    }
+    // Written before it expired: its expiry tells its removal, at the expiry instant.
+    else if (here && row.updated_at < row.expiry_date!) event = undefined;
+    else event = removedEvent(change.listing_id, change.at);
+    return { id: change.listing_id, event, state, advance: (p) => void (p.seq = change.seq) };
+  }
+}
+
+/** An expiry as an item of the merge: a removal at the expiry instant, unless a write told it. */
+function expiryItem(x: Expiry): Item {
+  // A write that set an expiry already past told the removal itself (at the write).
+  const event = x.updated_at < x.expiry_date ? removedEvent(x.id, x.expiry_date) : undefined;
+  return { id: x.id, event, state: REMOVED, advance: (p) => {
+    p.expiry = x.expiry_date;
+    p.expiryId = x.id;
+  } };
 }
 
 /**
