@@ -34,7 +34,13 @@ export const pendingMessageOf = (e: WebhookEndpoint): PendingMessage | undefined
  * whose lease ran out (it stalled, or died) changes nothing after another one took over.
  */
 export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
-  const leased = (id: string, owner: string) => (tx: Kysely<Database>) => tx.updateTable('webhook_endpoints').where('id', '=', id).where('lease_owner', '=', owner);
+  return { ...endpointManagement(db, write), ...deliveryUnderLease(write), ...attemptLog(db, write) };
+}
+
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;
+
+/** The endpoints as their account manages them (the dashboard), and the list the deliverer scans. */
+function endpointManagement(db: Kysely<Database>, write: Write) {
   return {
     /** Adds an endpoint; false when the account has MAX_WEBHOOKS_PER_TENANT in that country already. */
     async add(endpoint: WebhookEndpoint): Promise<boolean> {
@@ -83,7 +89,13 @@ export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
         return true;
       });
     },
+  };
+}
 
+/** A delivery's steps: each written only while its instance holds the endpoint's lease. */
+function deliveryUnderLease(write: Write) {
+  const leased = (id: string, owner: string) => (tx: Kysely<Database>) => tx.updateTable('webhook_endpoints').where('id', '=', id).where('lease_owner', '=', owner);
+  return {
     /** Takes the endpoint's lease until `until` if nobody holds it (or it ran out at `now`); the endpoint, or undefined. */
     async takeLease(id: string, owner: string, now: string, until: string): Promise<WebhookEndpoint | undefined> {
       return write(async (tx) => {
@@ -122,6 +134,12 @@ export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
           .set({ attempt: change.attempt, next_attempt_at: change.nextAt, failing_since: change.failingSince, enabled: change.disable ? 0 : 1 })
           .execute());
     },
+  };
+}
+
+/** The log of delivery attempts, which the dashboard shows for each endpoint. */
+function attemptLog(db: Kysely<Database>, write: Write) {
+  return {
     async recordAttempt(attempt: Omit<WebhookAttempt, 'id'>): Promise<void> {
       await write((tx) => tx.insertInto('webhook_attempts').values({ id: timeOrderedId(Date.parse(attempt.at)), ...attempt }).execute());
     },
@@ -136,5 +154,3 @@ export function createWebhooksRepository(db: Kysely<Database>, write: Write) {
     },
   };
 }
-
-export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;
