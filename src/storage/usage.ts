@@ -66,13 +66,13 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
  * change (that would only empty its caches).
  */
 export function createUsageRepository(db: Kysely<Database>, write: Write) {
-  /** The account's kept failed requests, of one key and one error code when the filter says so. */
-  const failedRequestsOf = (accountId: string, filter: FailureFilter) => {
-    let query = db.selectFrom('api_failed_requests').where('account_id', '=', accountId);
-    if (filter.keyId !== undefined) query = query.where('key_id', '=', filter.keyId);
-    if (filter.code !== undefined) query = query.where('code', '=', filter.code);
-    return query;
-  };
+  return { ...usageRecording(write), ...usageReports(db), ...failedRequestReports(db) };
+}
+
+export type UsageRepository = ReturnType<typeof createUsageRepository>;
+
+/** The writes: flushes of the instances' usage buffers, and the prune of old buckets. */
+function usageRecording(write: Write) {
   return {
     /**
      * One transaction: adds the counts (an upsert that adds, so instances sum) and keeps the
@@ -134,7 +134,12 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
       }
       return total;
     },
+  };
+}
 
+/** The usage counts as the dashboard reads them: by key, by account, and as a series. */
+function usageReports(db: Kysely<Database>) {
+  return {
     /** A key's buckets of one span from `since` on, oldest first. */
     async bucketsOfKey(keyId: string, span: number, since: string): Promise<UsageRow[]> {
       return db
@@ -180,10 +185,23 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
       const rows = await query.groupBy([bucket, 'outcome']).orderBy(bucket).orderBy('outcome').execute();
       return rows.map((r) => ({ bucket_start: r.bucket_start, outcome: r.outcome, n: Number(r.n) }));
     },
+  };
+}
 
+/** The account's kept failed requests, of one key and one error code when the filter says so. */
+function failedRequestsOf(db: Kysely<Database>, accountId: string, filter: FailureFilter) {
+  let query = db.selectFrom('api_failed_requests').where('account_id', '=', accountId);
+  if (filter.keyId !== undefined) query = query.where('key_id', '=', filter.keyId);
+  if (filter.code !== undefined) query = query.where('code', '=', filter.code);
+  return query;
+}
+
+/** The failed-request ring as the dashboard reads it: the requests, their groups, one by its id. */
+function failedRequestReports(db: Kysely<Database>) {
+  return {
     /** The account's kept failed requests, newest first, optionally of one key and one error code. */
     async failures(accountId: string, filter: FailureFilter = {}): Promise<FailedRequest[]> {
-      return failedRequestsOf(accountId, filter).selectAll().orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT).execute();
+      return failedRequestsOf(db, accountId, filter).selectAll().orderBy('at', 'desc').orderBy('id', 'desc').limit(FAILED_REQUESTS_KEPT).execute();
     },
 
     /**
@@ -196,7 +214,7 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
       filter: FailureFilter,
       page: { limit: number; offset: number },
     ): Promise<{ groups: FailureGroup[]; total: number; requests: number }> {
-      const base = failedRequestsOf(accountId, filter);
+      const base = failedRequestsOf(db, accountId, filter);
       const columns = ['key_id', 'status', 'code', 'reason', 'origin'] as const;
       const [rows, counts] = await Promise.all([
         base
@@ -260,8 +278,6 @@ export function createUsageRepository(db: Kysely<Database>, write: Write) {
     },
   };
 }
-
-export type UsageRepository = ReturnType<typeof createUsageRepository>;
 
 /** What a failed request is grouped by: key, status, code, reason and origin. */
 export function groupKey(row: Pick<FailedRequest, 'key_id' | 'status' | 'code' | 'reason' | 'origin'>): string {
