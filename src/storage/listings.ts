@@ -105,6 +105,13 @@ const STAGED_COLUMNS: ReadonlyArray<keyof StagedListing> = ['id', 'line', ...LIS
  * each) where a multi-row insert would build and prepare a query of thousands of parameters.
  */
 export function createListingsRepository(db: Kysely<Database>, write: Write, sqlite?: BetterSqlite3.Database) {
+  return { ...listingReads(db), ...listingImports(db, write, sqlite) };
+}
+
+export type ListingsRepository = ReturnType<typeof createListingsRepository>;
+
+/** What the read path reads: a tenant's listings in the D9 order, its changes, listings by id. */
+function listingReads(db: Kysely<Database>) {
   /** A tenant's active listings (not expired at `now`, D10), as the index needs them. */
   const tenantRows = (ownerAccountId: string, country: string, now: string) =>
     visibleListings(db.selectFrom('listings').select(INDEX_COLUMNS), { ownerAccountId, country }, now);
@@ -175,7 +182,12 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
       }
       return withBodies(db, rows);
     },
+  };
+}
 
+/** Imports of listings, each staged on a connection of its own and swapped in at once. */
+function listingImports(db: Kysely<Database>, write: Write, sqlite?: BetterSqlite3.Database) {
+  return {
     /**
      * An import: `fn` stages validated listings in a temporary table of one connection (no lock
      * on the listings, which readers and other writers keep using), then swaps them in with one
@@ -191,61 +203,69 @@ export function createListingsRepository(db: Kysely<Database>, write: Write, sql
         // system time); 32 MB, for this connection and only while importing, halves that.
         const cacheSize = sqlite?.pragma('cache_size', { simple: true });
         sqlite?.pragma(`cache_size = ${IMPORT_CACHE_SIZE}`);
-        const stageOnSqlite =
-          sqlite === undefined
-            ? undefined
-            : (() => {
-                // Positional parameters: binding 27 by name costs a lookup each.
-                const insert = sqlite.prepare(`insert into import_staging (${STAGED_COLUMNS.join(', ')}) values (${STAGED_COLUMNS.map(() => '?').join(', ')})`);
-                return sqlite.transaction((rows: readonly StagedListing[]) => {
-                  for (const row of rows) insert.run(STAGED_COLUMNS.map((column) => row[column]));
-                });
-              })();
+        const stageOnSqlite = sqlite === undefined ? undefined : sqliteStaging(sqlite);
         try {
-          return await fn({
-            async stage(rows) {
-              // One transaction per batch: on SQLite a temporary table's writes lock only the
-              // connection's own temporary database, never the listings.
-              if (rows.length === 0) return;
-              if (stageOnSqlite !== undefined) return stageOnSqlite(rows);
-              await sql`begin`.execute(conn);
-              try {
-                for (let i = 0; i < rows.length; i += CHUNK) await conn.insertInto('import_staging').values(rows.slice(i, i + CHUNK)).execute();
-                await sql`commit`.execute(conn);
-              } catch (error) {
-                await sql`rollback`.execute(conn).catch(() => undefined);
-                throw error;
-              }
-            },
-            async stagedLines(ids) {
-              const lines = new Map<string, number>();
-              for (let i = 0; i < ids.length; i += CHUNK) {
-                const rows = await conn.selectFrom('import_staging').select(['id', 'line']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
-                for (const row of rows) lines.set(row.id, Number(row.line));
-              }
-              return lines;
-            },
-            async accountKinds(ids) {
-              const kinds = new Map<string, 'organisation' | 'individual'>();
-              for (let i = 0; i < ids.length; i += CHUNK) {
-                const rows = await conn.selectFrom('accounts').select(['id', 'kind']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
-                for (const row of rows) kinds.set(row.id, row.kind);
-              }
-              return kinds;
-            },
-            async swapIn(now) {
-              // The planner's statistics of what was staged (neither engine keeps them for a
-              // temporary table by itself): without them SQLite drives the swap's joins from the
-              // listings table, reading all of it even for a one-line import.
-              await sql`analyze import_staging`.execute(conn);
-              return write.on(conn, (tx, changes) => swapIn(tx, isPostgres(tx) ? 'postgres' : 'sqlite', now, changes));
-            },
-          });
+          return await fn(importSession(conn, write, stageOnSqlite));
         } finally {
           await conn.schema.dropTable('import_staging').ifExists().execute().catch(() => undefined);
           if (typeof cacheSize === 'number') sqlite?.pragma(`cache_size = ${cacheSize}`);
         }
       });
+    },
+  };
+}
+
+/** Stages a batch on SQLite: a prepared one-row insert per row, in one transaction. */
+function sqliteStaging(sqlite: BetterSqlite3.Database): (rows: readonly StagedListing[]) => void {
+  // Positional parameters: binding 27 by name costs a lookup each.
+  const insert = sqlite.prepare(`insert into import_staging (${STAGED_COLUMNS.join(', ')}) values (${STAGED_COLUMNS.map(() => '?').join(', ')})`);
+  return sqlite.transaction((rows: readonly StagedListing[]) => {
+    for (const row of rows) insert.run(STAGED_COLUMNS.map((column) => row[column]));
+  });
+}
+
+/**
+ * What an import's `fn` works with: the staging table on `conn` (the connection `importing`
+ * holds), staged through `stageOnSqlite` on SQLite.
+ */
+function importSession(conn: Kysely<Database>, write: Write, stageOnSqlite: ((rows: readonly StagedListing[]) => void) | undefined): ImportSession {
+  return {
+    async stage(rows) {
+      // One transaction per batch: on SQLite a temporary table's writes lock only the
+      // connection's own temporary database, never the listings.
+      if (rows.length === 0) return;
+      if (stageOnSqlite !== undefined) return stageOnSqlite(rows);
+      await sql`begin`.execute(conn);
+      try {
+        for (let i = 0; i < rows.length; i += CHUNK) await conn.insertInto('import_staging').values(rows.slice(i, i + CHUNK)).execute();
+        await sql`commit`.execute(conn);
+      } catch (error) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+    },
+    async stagedLines(ids) {
+      const lines = new Map<string, number>();
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        const rows = await conn.selectFrom('import_staging').select(['id', 'line']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
+        for (const row of rows) lines.set(row.id, Number(row.line));
+      }
+      return lines;
+    },
+    async accountKinds(ids) {
+      const kinds = new Map<string, 'organisation' | 'individual'>();
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        const rows = await conn.selectFrom('accounts').select(['id', 'kind']).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
+        for (const row of rows) kinds.set(row.id, row.kind);
+      }
+      return kinds;
+    },
+    async swapIn(now) {
+      // The planner's statistics of what was staged (neither engine keeps them for a
+      // temporary table by itself): without them SQLite drives the swap's joins from the
+      // listings table, reading all of it even for a one-line import.
+      await sql`analyze import_staging`.execute(conn);
+      return write.on(conn, (tx, changes) => swapIn(tx, isPostgres(tx) ? 'postgres' : 'sqlite', now, changes));
     },
   };
 }
@@ -405,5 +425,3 @@ async function swapIn(tx: Kysely<Database>, dialect: Dialect, now: string, chang
   await changes.finishListingChanges(before);
   return { inserted, updated: Number(existing), unchanged: Number(existing) - Number(changed) };
 }
-
-export type ListingsRepository = ReturnType<typeof createListingsRepository>;
