@@ -1,13 +1,12 @@
-import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
 import type { Tenant } from '../core/tenant.js';
 import type { Store } from '../storage/index.js';
 import { createAuthReads, type AuthReads } from './auth-reads.js';
 import { pageBody, toBody, type Body } from './bodies.js';
-import { createReadCaches, refreshedAhead } from './caches.js';
+import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
 import { createFeed } from './feed.js';
 import { createListingBodies } from './listing-bodies.js';
-import { TenantIndex } from './tenant-index.js';
+import { createTenantIndexes, STALE, type TenantIndexes } from './tenant-indexes.js';
 import { createViewCache, type View } from './views.js';
 
 /**
@@ -93,60 +92,27 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const auth = createAuthReads(store, clock, ttlMs, caches);
   const listingBodies = createListingBodies(store, clock, caches.listings);
   const views = createViewCache(maxIndexedListings);
-  const indexes = new LRUCache<string, TenantIndex>({ maxSize: maxIndexedListings, sizeCalculation: (index) => Math.max(1, index.size) });
-  const counters = { indexBuilds: 0, indexReplays: 0, detailHits: 0, detailMisses: 0 };
-  const countIndexWork = (kind: 'build' | 'replay') => (kind === 'build' ? counters.indexBuilds++ : counters.indexReplays++);
+  const indexes = createTenantIndexes(store, clock, maxIndexedListings);
+  const details = { hits: 0, misses: 0 };
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
-
-  /** The tenant's index, current as of now: synchronous unless it has to catch up (or be built). */
-  function currentIndex(tenant: Tenant): TenantIndex | Promise<TenantIndex> {
-    const pending = store.changes.pending();
-    if (pending !== undefined) return pending.then(() => currentIndex(tenant));
-    const key = tenant.key;
-    let index = indexes.get(key);
-    if (index === undefined) {
-      index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, countIndexWork);
-      indexes.set(key, index);
-    }
-    const refreshing = index.refresh(store.changes.tenantVersion(key));
-    if (refreshing === undefined) return index;
-    const ready = index;
-    return refreshing.then(() => {
-      // Sizes are known once built: let the bound see it.
-      indexes.set(key, ready);
-      return ready;
-    });
-  }
-
-  /** Runs `read` on a current index; again at the new version when the tenant changed under it. */
-  async function withIndex<T>(tenant: Tenant, read: (index: TenantIndex) => Promise<T | typeof STALE>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      const index = await currentIndex(tenant);
-      const result = await read(index);
-      if (result !== STALE) return result;
-      if (attempt >= 5) throw new Error('the listings kept changing under a read; giving up after 5 attempts');
-      // Catch up with what changed before reading again (the change is committed, so it is in the log).
-      await index.refresh(index.version + 1);
-    }
-  }
 
   /** The tenant's version when no change is being applied; undefined while one is (then nothing is cached). */
   const settledVersion = (tenant: Tenant): number | undefined => (store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.key) : undefined);
 
   /** A visible listing's body: synchronous when its index is current and its body cached. */
   function detailOf(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
-    const index = currentIndex(tenant);
+    const index = indexes.current(tenant);
     if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
     const entry = index.get(id);
     if (entry === undefined) return undefined;
     const cached = listingBodies.cached(entry);
     if (cached !== undefined) {
-      counters.detailHits++;
+      details.hits++;
       return cached;
     }
-    counters.detailMisses++;
-    return withIndex(tenant, async (current) => {
+    details.misses++;
+    return indexes.withIndex(tenant, async (current) => {
       const e = current.get(id);
       if (e === undefined) return undefined;
       // Gone or changed since the index was read: the tenant changed meanwhile, read again.
@@ -160,7 +126,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     listPage(tenant, page, perPage, view) {
       const version = settledVersion(tenant);
       const load = async () =>
-        withIndex(tenant, async (index) => {
+        indexes.withIndex(tenant, async (index) => {
           const entries = await views.of(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
           // A page is kept for a TTL from its oldest listing's read (the safety TTL bounds what it
@@ -181,7 +147,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
       const load = async () => {
         // The index gives the version the answer is computed at, and the soonest expiry: until
         // then, and until a write, the same cursor gets the same answer.
-        const index = await currentIndex(tenant);
+        const index = await indexes.current(tenant);
         const text = await feed.answer(tenant, cursor, limit, index.version);
         return { value: toBody(text), validUntil: index.validUntil };
       };
@@ -192,33 +158,38 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     },
 
     async warm(tenant) {
-      return (await currentIndex(tenant)).size;
+      return (await indexes.current(tenant)).size;
     },
 
 
     async settled() {
       await Promise.all([listingBodies.settled(), ...Object.values(caches).map((cache) => cache.settled())]);
     },
-    stats() {
-      let listings = 0;
-      for (const index of indexes.values()) listings += index.size;
-      const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
-      const { keys, origins } = caches;
-      return {
-        pages: count(pages),
-        details: { hits: counters.detailHits, misses: counters.detailMisses },
-        listingRowReads: listingBodies.rowReads,
-        keys: count(keys),
-        origins: count(origins),
-        indexBuilds: counters.indexBuilds,
-        indexReplays: counters.indexReplays,
-        viewsComputed: views.computed,
-        refreshedAhead: refreshedAhead(caches),
-        tenants: indexes.size,
-        listings,
-      };
-    },
+    stats: () => readStats(caches, indexes, details, listingBodies, views),
   };
 }
 
-const STALE = Symbol('stale');
+/** The read path's counters now, gathered from the caches and indexes that keep them. */
+function readStats(
+  caches: ReadCaches,
+  indexes: TenantIndexes,
+  details: { hits: number; misses: number },
+  listingBodies: { readonly rowReads: number },
+  views: { readonly computed: number },
+): ReadStats {
+  const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
+  const { keys, origins, pages } = caches;
+  return {
+    pages: count(pages),
+    details: count(details),
+    listingRowReads: listingBodies.rowReads,
+    keys: count(keys),
+    origins: count(origins),
+    indexBuilds: indexes.builds,
+    indexReplays: indexes.replays,
+    viewsComputed: views.computed,
+    refreshedAhead: refreshedAhead(caches),
+    tenants: indexes.tenants,
+    listings: indexes.listings(),
+  };
+}
