@@ -209,8 +209,13 @@ export const restartDelayMs = (recentCrashes: number) => Math.min(5_000, 100 * 2
 
 async function servePrimary(config: Config, demo: boolean, workers: number): Promise<void> {
   const logger = await createLogger(config.logLevel);
+  await migrateOnce(config);
+  const metrics = await listenForSummedScrapes(config, logger);
+  new WorkerSupervisor(config, demo, workers, logger, metrics).start();
+}
 
-  // Once, before any worker exists: workers then find nothing to migrate.
+/** Once, before any worker exists: workers then find nothing to migrate. */
+async function migrateOnce(config: Config): Promise<void> {
   const store = openStore(config.databaseUrl, {
     poolSize: 1,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
@@ -221,27 +226,50 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
   } finally {
     await store.close();
   }
+}
 
-  // METRICS_PORT: one scrape of the primary shows every worker's counts, summed, those of workers
-  // that exited included, so that no counter ever drops; it asks only serving workers, and never
-  // waits long (src/metrics/cluster.ts).
-  let metrics: ClusterMetrics | undefined;
-  if (config.metricsPort !== 'off') {
-    const [{ listenForScrapes }, clusterMetrics] = await Promise.all([import('../metrics/index.js'), import('../metrics/cluster.js')]);
-    const summed = new clusterMetrics.ClusterMetrics();
-    metrics = summed;
-    await listenForScrapes(() => summed.scrape(), config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
+/**
+ * METRICS_PORT: one scrape of the primary shows every worker's counts, summed, those of workers
+ * that exited included, so that no counter ever drops; it asks only serving workers, and never
+ * waits long (src/metrics/cluster.ts).
+ */
+async function listenForSummedScrapes(config: Config, logger: Logger): Promise<ClusterMetrics | undefined> {
+  if (config.metricsPort === 'off') return undefined;
+  const [{ listenForScrapes }, clusterMetrics] = await Promise.all([import('../metrics/index.js'), import('../metrics/cluster.js')]);
+  const summed = new clusterMetrics.ClusterMetrics();
+  await listenForScrapes(() => summed.scrape(), config.metricsPort, config.host, (error) => logger.error({ err: error }, 'metrics scrape failed'));
+  return summed;
+}
+
+/**
+ * The primary's side of `--workers` (see the comment at the top): forks the workers, announces
+ * once all of them serve, restarts those that crash, and stops them all on a signal or a failure.
+ */
+class WorkerSupervisor {
+  private readonly alive = new Set<Worker>();
+  private readonly serving = new Set<Worker>();
+  private readonly drained = new Set<Worker>();
+  private readonly startFailures = new Map<Worker, string>();
+  private readonly crashes: number[] = [];
+  private announced = false;
+  private stopping = false;
+  private forwarded: NodeJS.Signals | undefined;
+  private exitCode: 0 | 1 = 0;
+
+  constructor(
+    private readonly config: Config,
+    private readonly demo: boolean,
+    private readonly workers: number,
+    private readonly logger: Logger,
+    private readonly metrics: ClusterMetrics | undefined,
+  ) {}
+
+  start(): void {
+    cluster.on('exit', (worker, code, signal) => this.exited(worker, code, signal));
+    process.once('SIGINT', () => this.stopAll('SIGINT', 0));
+    process.once('SIGTERM', () => this.stopAll('SIGTERM', 0));
+    for (let i = 0; i < this.workers; i++) this.fork();
   }
-
-  const alive = new Set<Worker>();
-  const serving = new Set<Worker>();
-  const drained = new Set<Worker>();
-  const startFailures = new Map<Worker, string>();
-  const crashes: number[] = [];
-  let announced = false;
-  let stopping = false;
-  let forwarded: NodeJS.Signals | undefined;
-  let exitCode: 0 | 1 = 0;
 
   /**
    * Stops a serving worker without losing a connection. In cluster mode the primary accepts the
@@ -253,104 +281,105 @@ async function servePrimary(config: Config, demo: boolean, workers: number): Pro
    * disconnects it (worker.disconnect(): at once, the primary hands it nothing more, and once no
    * worker is left it stops accepting). The worker exits when it has drained.
    */
-  const drainWorker = (worker: Worker) => {
-    if (drained.has(worker) || !worker.isConnected()) return;
-    drained.add(worker);
+  private drainWorker(worker: Worker): void {
+    if (this.drained.has(worker) || !worker.isConnected()) return;
+    this.drained.add(worker);
     worker.send({ type: 'drain' } satisfies PrimaryMessage);
     worker.disconnect();
-  };
+  }
 
-  const fork = () => {
+  private fork(): void {
     const worker = cluster.fork();
-    alive.add(worker);
-    logger.info({ worker_pid: worker.process.pid }, 'worker started');
+    this.alive.add(worker);
+    this.logger.info({ worker_pid: worker.process.pid }, 'worker started');
     worker.on('message', (message: WorkerMessage) => {
-      if (message.type === 'failed') startFailures.set(worker, message.reason);
+      if (message.type === 'failed') this.startFailures.set(worker, message.reason);
       // A worker that was sent a signal itself. Outside a shutdown it is replaced once it exits.
-      if (message.type === 'stop') drainWorker(worker);
+      if (message.type === 'stop') this.drainWorker(worker);
       if (message.type !== 'serving') return;
-      serving.add(worker);
-      metrics?.workerServing(worker);
-      logger.info({ worker_pid: worker.process.pid }, 'worker serving');
+      this.serving.add(worker);
+      this.metrics?.workerServing(worker);
+      this.logger.info({ worker_pid: worker.process.pid }, 'worker serving');
       // It got to serve while the command was stopping: it stops too.
-      if (stopping) drainWorker(worker);
-      if (!announced && serving.size >= workers) {
-        announced = true;
-        void announce();
+      if (this.stopping) this.drainWorker(worker);
+      if (!this.announced && this.serving.size >= this.workers) {
+        this.announced = true;
+        void this.announce();
       }
     });
-  };
+  }
 
   /**
    * Once every worker serves: the demo banner (demoBanner, its key confirmed by every worker on
    * PostgreSQL before it is shown, as any command's change is: D4), then where to find the service.
    */
-  const announce = async () => {
+  private async announce(): Promise<void> {
     let banner: string[] = [];
     try {
-      if (demo) banner = await withStore((demoStore) => demoBanner(demoStore, config), { migrate: false, env: process.env });
+      if (this.demo) banner = await withStore((demoStore) => demoBanner(demoStore, this.config), { migrate: false, env: process.env });
     } catch (error) {
-      stopAll('SIGTERM', 1, `could not create the demo data: ${oneLine(error)}`);
+      this.stopAll('SIGTERM', 1, `could not create the demo data: ${oneLine(error)}`);
       return;
     }
-    if (!stopping) for (const line of [...banner, ...listeningLines(config, workers)]) tell(line);
-  };
+    if (!this.stopping) for (const line of [...banner, ...listeningLines(this.config, this.workers)]) tell(line);
+  }
 
   /** Stops every worker and exits with `code`; `reason` (one line) goes to stderr. */
-  const stopAll = (signal: NodeJS.Signals, code: 0 | 1, reason?: string) => {
-    if (stopping) return;
-    stopping = true;
-    forwarded = signal;
-    exitCode = code;
+  private stopAll(signal: NodeJS.Signals, code: 0 | 1, reason?: string): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.forwarded = signal;
+    this.exitCode = code;
     if (reason !== undefined) process.stderr.write(`listings-api: ${reason}\n`);
-    logger.info({ signal }, 'shutting down: stopping the workers');
-    if (alive.size === 0) process.exit(exitCode);
-    for (const worker of alive) {
+    this.logger.info({ signal }, 'shutting down: stopping the workers');
+    if (this.alive.size === 0) process.exit(this.exitCode);
+    for (const worker of this.alive) {
       // One still starting has no connection to answer: the signal ends it (or, if it already
       // serves and its 'serving' message is on its way, it asks to be stopped: drainWorker).
-      if (serving.has(worker)) drainWorker(worker);
+      if (this.serving.has(worker)) this.drainWorker(worker);
       else worker.process.kill(signal);
     }
     setTimeout(() => {
-      logger.error('workers did not stop in time; killing them');
-      for (const worker of alive) worker.process.kill('SIGKILL');
+      this.logger.error('workers did not stop in time; killing them');
+      for (const worker of this.alive) worker.process.kill('SIGKILL');
       process.exit(1);
-    }, graceMs(config)).unref();
-  };
+    }, graceMs(this.config)).unref();
+  }
 
-  cluster.on('exit', (worker, code, signal) => {
-    alive.delete(worker);
-    metrics?.workerExited(worker);
-    const hadServed = serving.delete(worker);
-    if (stopping) {
+  private exited(worker: Worker, code: number, signal: string | null): void {
+    this.alive.delete(worker);
+    this.metrics?.workerExited(worker);
+    const hadServed = this.serving.delete(worker);
+    if (this.stopping) {
       // A worker killed by the forwarded signal itself had not installed its handlers yet: it was
       // not serving anything to finish. Any other failure to stop cleanly fails the command.
-      if (code !== 0 && signal !== forwarded) exitCode = 1;
-      if (alive.size === 0) process.exit(exitCode);
+      if (code !== 0 && signal !== this.forwarded) this.exitCode = 1;
+      if (this.alive.size === 0) process.exit(this.exitCode);
       return;
     }
     if (!hadServed) {
       // It never got to serve (port in use, database unreachable, failed migration): restarting
       // would only loop. Its reason is the one line the operator needs.
-      const reason = startFailures.get(worker) ?? `exited with ${signal ?? `code ${code}`} before it could serve`;
-      stopAll('SIGTERM', 1, `a worker could not start: ${reason}`);
+      const reason = this.startFailures.get(worker) ?? `exited with ${signal ?? `code ${code}`} before it could serve`;
+      this.stopAll('SIGTERM', 1, `a worker could not start: ${reason}`);
       return;
     }
-    const now = Date.now();
-    crashes.push(now);
-    while (crashes.length > 0 && crashes[0]! <= now - CRASH_WINDOW_MS) crashes.shift();
-    if (crashes.length >= MAX_CRASHES) {
-      stopAll('SIGTERM', 1, `workers crashed ${crashes.length} times within ${CRASH_WINDOW_MS / 1000} s (the last with ${signal ?? `code ${code}`}); giving up`);
-      return;
-    }
-    const delay = restartDelayMs(crashes.length);
-    logger.warn({ worker_pid: worker.process.pid, code, signal, restart_in_ms: delay }, `worker ${worker.process.pid} exited unexpectedly; starting a replacement`);
-    setTimeout(() => {
-      if (!stopping) fork();
-    }, delay);
-  });
+    this.crashed(worker, code, signal);
+  }
 
-  process.once('SIGINT', () => stopAll('SIGINT', 0));
-  process.once('SIGTERM', () => stopAll('SIGTERM', 0));
-  for (let i = 0; i < workers; i++) fork();
+  /** A worker that served exited by itself: started again after a backoff, unless it is a crash loop. */
+  private crashed(worker: Worker, code: number, signal: string | null): void {
+    const now = Date.now();
+    this.crashes.push(now);
+    while (this.crashes.length > 0 && this.crashes[0]! <= now - CRASH_WINDOW_MS) this.crashes.shift();
+    if (this.crashes.length >= MAX_CRASHES) {
+      this.stopAll('SIGTERM', 1, `workers crashed ${this.crashes.length} times within ${CRASH_WINDOW_MS / 1000} s (the last with ${signal ?? `code ${code}`}); giving up`);
+      return;
+    }
+    const delay = restartDelayMs(this.crashes.length);
+    this.logger.warn({ worker_pid: worker.process.pid, code, signal, restart_in_ms: delay }, `worker ${worker.process.pid} exited unexpectedly; starting a replacement`);
+    setTimeout(() => {
+      if (!this.stopping) this.fork();
+    }, delay);
+  }
 }
