@@ -50,7 +50,20 @@ function createProgram(context: CliContext): Command {
     .configureOutput({ writeOut: (text) => context.stdout(text), outputError: () => {}, writeErr: () => {} })
     // Inherited by every command created below, as the output configuration is.
     .configureHelp(helpConfiguration);
+  // In the order the help lists them.
+  addServiceCommands(program);
+  addAccountCommands(program);
+  addKeyCommands(program);
+  addOriginCommands(program);
+  addWebhookCommands(program);
+  addUserCommands(program);
+  addImportCommand(program);
+  reportUsageErrors(program);
+  return program;
+}
 
+/** `serve`, `migrate` and `demo`. */
+function addServiceCommands(program: Command): void {
   program.command('serve').description('run the API until SIGINT/SIGTERM (applies pending migrations first)')
     .option('--demo', 'create the demo data if missing and print a fresh demo key')
     .option('--workers <n>', 'worker processes on the one port (default: one per core with REDIS_URL, else 1; more than 1 needs REDIS_URL)')
@@ -64,7 +77,9 @@ function createProgram(context: CliContext): Command {
   program.command('demo').description('create the demo data set if missing; print a working sg key and a curl line').addOption(json())
     .addHelpText('after', examples('listings-api demo'))
     .action(async (opts) => (await import('./commands.js')).demoCommand(opts));
+}
 
+function addAccountCommands(program: Command): void {
   const accounts = () => import('./account-commands.js');
   const account = program.command('account').description('manage accounts');
   account.command('create').description('create an account; prints its id')
@@ -76,7 +91,9 @@ function createProgram(context: CliContext): Command {
   account.command('list').description('list every account: id, name, kind, created').addOption(json())
     .addHelpText('after', examples('listings-api account list'))
     .action(async (opts) => (await accounts()).accountList(opts));
+}
 
+function addKeyCommands(program: Command): void {
   const keys = () => import('./key-commands.js');
   const key = program.command('key').description('manage API keys');
   key.command('create').description('create a key; prints the full key, the only time it is shown')
@@ -94,7 +111,9 @@ function createProgram(context: CliContext): Command {
     .argument('<KEY_ID>', "the key's id (see key list)").argument('<PER_MINUTE>', 'requests per minute, 1 to 1000000000').addOption(json())
     .addHelpText('after', examples(`listings-api key set-limit ${EXAMPLE_KEY_ID} 600`))
     .action(async (id, limit, opts) => (await keys()).keySetLimit(id, limit, opts));
+}
 
+function addOriginCommands(program: Command): void {
   const origins = () => import('./origin-commands.js');
   const origin = program.command('origin').description('manage the browser-origin allow-list');
   for (const [name, description, action] of [
@@ -109,7 +128,9 @@ function createProgram(context: CliContext): Command {
   origin.command('list').description("list an account's origins").requiredOption('--account <id>', 'account id').addOption(json())
     .addHelpText('after', examples(`listings-api origin list --account ${EXAMPLE_ACCOUNT}`))
     .action(async (opts) => (await origins()).originList(opts));
+}
 
+function addWebhookCommands(program: Command): void {
   const webhooks = () => import('./webhook-commands.js');
   const webhook = program.command('webhook').description('manage webhook endpoints (signed messages when listings change, D24)');
   webhook.command('add').description("register an endpoint; prints its id and signing secret")
@@ -130,9 +151,13 @@ function createProgram(context: CliContext): Command {
       .addHelpText('after', examples(`listings-api webhook ${name} ${EXAMPLE_KEY_ID}`))
       .action(async (id, opts) => (await webhooks())[action](id, opts));
   }
+}
 
-  // Dashboard members: a password comes from stdin (its first line) when stdin is not a terminal
-  // and not empty; otherwise, or with --generate-password, one is generated and printed once.
+/**
+ * Dashboard members: a password comes from stdin (its first line) when stdin is not a terminal
+ * and not empty; otherwise, or with --generate-password, one is generated and printed once.
+ */
+function addUserCommands(program: Command): void {
   const users = () => import('./user-commands.js');
   const user = program.command('user').description('manage dashboard members (who can sign in to Settings > Developer)');
   user.command('create').description('add a member to an account; password from stdin, or a generated one printed once')
@@ -151,21 +176,21 @@ function createProgram(context: CliContext): Command {
     .option('--generate-password', 'do not read stdin; generate a password and print it once').addOption(json())
     .addHelpText('after', examples('listings-api user set-password --email dev@example.com --generate-password'))
     .action(async (opts) => (await users()).userSetPassword(opts));
+}
 
+function addImportCommand(program: Command): void {
   program.command('import').description('upsert listings from an NDJSON file ("-" for stdin), all or nothing')
     .argument('<FILE>', 'an NDJSON file, one listing per line, or - for stdin').addOption(json())
     .addHelpText('after', examples('listings-api import listings.ndjson', 'listings-api import - < listings.ndjson'))
     .action(async (file, opts) => (await import('./commands.js')).importCommand(file, opts));
+}
 
-  // Each command reports its own usage errors, so that the message can point at its own --help.
-  const report = (command: Command) => {
-    command.exitOverride((error) => {
-      throw new UsageError(error, command);
-    });
-    command.commands.forEach(report);
-  };
-  report(program);
-  return program;
+/** Each command reports its own usage errors, so that the message can point at its own --help. */
+function reportUsageErrors(command: Command): void {
+  command.exitOverride((error) => {
+    throw new UsageError(error, command);
+  });
+  command.commands.forEach(reportUsageErrors);
 }
 
 /** A commander error (usage error, help shown), with the command it concerns. */
