@@ -11,7 +11,8 @@ import { demoImageRoutes } from './demo-images.js';
 import { docsRoutes } from './docs.js';
 import type { Readiness } from './readiness.js';
 import { messageOf } from '../core/outage-log.js';
-import { buildOpenApiDocument, openApiPath } from './openapi.js';
+import { openApiPath } from './openapi.js';
+import { openApiRoute } from './openapi-route.js';
 import { redactKeys } from '../auth/key-format.js';
 import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
 import { knownPath, methodNotAllowed, v1Routes, type V1Options } from './v1/routes.js';
@@ -31,9 +32,53 @@ export interface AppOptions extends V1Options {
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app = createFastify(opts);
+  const routeMiss = routeMissFor(ENDPOINTS.map((endpoint) => endpoint.url));
+
+  // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
+  // read it, errors included (D18). The literal origin "null" gets none.
+  // Synchronous (a callback, not an async function): no promise and no microtask per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    setCommonHeaders(request, reply);
+    // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
+    const problem = targetProblem(request.raw);
+    if (problem !== undefined) return done(problem);
+    // The route stage (D5) is decided here, before Fastify reads or parses any body on its
+    // not-found route: a method the API does not serve is 405 and an unknown path 404, whatever
+    // the request carries (a malformed JSON body, a 2 MB body, a method with no route at all).
+    done(request.is404 ? routeMiss(request, reply) : undefined);
+  });
+
+  // The code, message and reason of an error answer, for the request's log line (request-log.ts)
+  // and the failed-request list of the dashboard (src/usage); for a 401 on a key that exists, that
+  // key. The reason and the key are never sent (api-error.ts).
+  app.decorateRequest('errorCode', null);
+  app.decorateRequest('errorMessage', null);
+  app.decorateRequest('errorReason', null);
+  app.decorateRequest('knownKey', null);
+  app.setErrorHandler(errorHandler(opts.readiness));
+
+  // Reached only if the onRequest hook above let a not-found request through (it never does).
+  app.setNotFoundHandler(async (request, reply) => {
+    throw routeMiss(request, reply);
+  });
+
+  // Polled every few seconds by load balancers: their request lines are written at debug.
+  await app.register(healthRoutes, { readiness: opts.readiness, logLevel: 'debug' });
+  // The OpenAPI document with this deployment's servers (openapi-route.ts), its interactive
+  // reference (docs.ts) and the demo listings' photos (demo-images.ts): any host, no key.
+  await app.register(openApiRoute, { apiDomain: opts.apiDomain, countries: opts.countries });
+  await app.register(docsRoutes);
+  await app.register(demoImageRoutes);
+  await app.register(v1Routes, opts);
+  return app;
+}
+
+/** The Fastify instance, on the front server (front.ts), with the request log as its log controller. */
+function createFastify(opts: AppOptions): FastifyInstance {
   const requestLog = new RequestLog(opts.logger, opts.onRequestCompleted);
   const trust = compileProxyTrust(opts.trustProxy);
-  const app = Fastify({
+  return Fastify({
     loggerInstance: opts.logger,
     logController: requestLog,
     // One rule for request.ip (the log's client_address, usage records), host and protocol.
@@ -66,37 +111,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       void reply.code(400).type('application/json; charset=utf-8').send(errorBody('bad_request', 'Malformed request URL.'));
     },
   });
+}
 
-  // D5 route stage: a path of the route table asked with another method is 405; any other path 404.
-  const isKnownPath = knownPath(ENDPOINTS.map((endpoint) => endpoint.url));
-  const served = ENDPOINTS.map((endpoint) => `GET ${openApiPath(endpoint.url)}`);
-  const routeMiss = (request: FastifyRequest, reply: FastifyReply): ApiError =>
+/** D5 route stage: a path of the route table asked with another method is 405; any other path 404. */
+function routeMissFor(urls: readonly string[]): (request: FastifyRequest, reply: FastifyReply) => ApiError {
+  const isKnownPath = knownPath(urls);
+  const served = urls.map((url) => `GET ${openApiPath(url)}`);
+  return (request, reply) =>
     isKnownPath(request.url)
       ? methodNotAllowed(request, reply)
       : notFound(`No route ${request.method} ${pathExcerpt(request.url)}. The API serves ${served.slice(0, -1).join(', ')} and ${served.at(-1)!}.`, 'unknown_route');
+}
 
-  // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
-  // read it, errors included (D18). The literal origin "null" gets none.
-  // Synchronous (a callback, not an async function): no promise and no microtask per request.
-  app.addHook('onRequest', (request, reply, done) => {
-    setCommonHeaders(request, reply);
-    // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
-    const problem = targetProblem(request.raw);
-    if (problem !== undefined) return done(problem);
-    // The route stage (D5) is decided here, before Fastify reads or parses any body on its
-    // not-found route: a method the API does not serve is 405 and an unknown path 404, whatever
-    // the request carries (a malformed JSON body, a 2 MB body, a method with no route at all).
-    done(request.is404 ? routeMiss(request, reply) : undefined);
-  });
-
-  // The code, message and reason of an error answer, for the request's log line (request-log.ts)
-  // and the failed-request list of the dashboard (src/usage); for a 401 on a key that exists, that
-  // key. The reason and the key are never sent (api-error.ts).
-  app.decorateRequest('errorCode', null);
-  app.decorateRequest('errorMessage', null);
-  app.decorateRequest('errorReason', null);
-  app.decorateRequest('knownKey', null);
-  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+/** Every error answer: JSON (D6) with the code, message and reason recorded on the request (see buildApp). */
+function errorHandler(readiness: Readiness) {
+  return (error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     if (error instanceof ApiError) {
       request.errorCode = error.code;
       request.errorMessage = error.message;
@@ -116,7 +145,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // During a database outage every request that needs it fails the same way: the outage is
     // logged once (readiness.ts), and each failure is a debug line with the error's message, not
     // an error line with its stack (issue 30 item 5). Anything else is an error line as before.
-    opts.readiness.explainsFailure().then(
+    readiness.explainsFailure().then(
       (outage) =>
         outage
           ? request.log.debug({ reqId: request.id, error: messageOf(error) }, 'request failed: the database is unavailable')
@@ -126,38 +155,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
     request.errorReason = 'internal_error';
     return reply.code(ERROR_STATUS.internal_error).type('application/json; charset=utf-8').send(errorBody('internal_error', request.errorMessage));
-  });
-
-  // Reached only if the onRequest hook above let a not-found request through (it never does).
-  app.setNotFoundHandler(async (request, reply) => {
-    throw routeMiss(request, reply);
-  });
-
-  // Polled every few seconds by load balancers: their request lines are written at debug.
-  await app.register(healthRoutes, { readiness: opts.readiness, logLevel: 'debug' });
-  // The OpenAPI document, outside /v1 and on any host like the health routes, with this
-  // deployment's domain and countries in its servers, and the port it was asked on (a local
-  // server's `localhost:3000`), so that a client generated from it calls where it came from.
-  const openApiBodies = new Map<string, string>();
-  const openApiBody = (port: string): string => {
-    let body = openApiBodies.get(port);
-    if (body === undefined) {
-      body = JSON.stringify(buildOpenApiDocument({ apiDomain: port === '' ? opts.apiDomain : `${opts.apiDomain}:${port}`, countries: opts.countries }));
-      // A handful of ports in practice; a client inventing ports gets its document built, not kept.
-      if (openApiBodies.size < 8) openApiBodies.set(port, body);
-    }
-    return body;
   };
-  app.get('/openapi.json', async (request, reply) => {
-    const port = /:(\d{1,5})$/.exec(request.host)?.[1] ?? '';
-    return reply.type('application/json; charset=utf-8').send(openApiBody(port));
-  });
-  // The interactive reference of that document (docs.ts), and the demo listings' photos
-  // (demo-images.ts): any host, no key.
-  await app.register(docsRoutes);
-  await app.register(demoImageRoutes);
-  await app.register(v1Routes, opts);
-  return app;
 }
 
 function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
