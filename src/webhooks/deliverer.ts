@@ -46,6 +46,16 @@ interface Checked {
   until: number;
 }
 
+/** One deliverer's parts, built once with it: `deliver` and the functions it calls take them. */
+interface Delivery {
+  options: DelivererOptions;
+  /** Names this instance in leases. */
+  owner: string;
+  feed: ReturnType<typeof createFeed>;
+  /** What this instance last found for each endpoint. */
+  checked: Map<string, Checked>;
+}
+
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The secrets that sign at `now`: the endpoint's, and the previous one for a day after a rotation (D24). */
@@ -86,10 +96,13 @@ export const testEventBody = (country: string, at: number) => JSON.stringify({ t
  */
 export function createWebhookDeliverer(options: DelivererOptions) {
   const { store, clock, logger } = options;
-  const owner = options.instanceId ?? randomUUID();
-  // The feed's events without their listings: a message names ids only.
-  const feed = createFeed(store, clock, () => 'null');
-  const checked = new Map<string, Checked>();
+  const delivery: Delivery = {
+    options,
+    owner: options.instanceId ?? randomUUID(),
+    // The feed's events without their listings: a message names ids only.
+    feed: createFeed(store, clock, () => 'null'),
+    checked: new Map(),
+  };
   const inFlight = new Set<string>();
   /** When this instance first saw news for an endpoint that has no message yet. */
   const noticed = new Map<string, number>();
@@ -99,104 +112,6 @@ export function createWebhookDeliverer(options: DelivererOptions) {
   let looking: Promise<Array<Promise<void>>> | undefined;
   /** Deliveries under way: each runs on its own, so a slow endpoint never holds the next look. */
   const running = new Set<Promise<void>>();
-
-  /** The next message from the endpoint's position, or undefined when nothing changed since. */
-  async function nextMessage(endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<(PendingMessage & { more: boolean }) | undefined> {
-    const now = clock();
-    let text: string;
-    try {
-      text = await feed.answer(tenant, endpoint.position, MAX_IDS_PER_MESSAGE, version);
-    } catch (error) {
-      if (!(error instanceof ApiError && error.reason === 'bad_cursor')) throw error;
-      // The history after its position was pruned (it was disabled a long time): re-read everything.
-      const body = JSON.stringify({ type: 'listings.resync', timestamp: iso(now), data: { country: endpoint.country } });
-      return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
-    }
-    const answer = JSON.parse(text) as { items: Array<{ type: string; id: string }>; next_cursor: string; has_more: boolean };
-    if (answer.items.length === 0) return undefined;
-    // Each id once, by its latest event in the message.
-    const latest = new Map<string, string>();
-    for (const item of answer.items) {
-      latest.delete(item.id);
-      latest.set(item.id, item.type);
-    }
-    const upserted = [...latest].filter(([, type]) => type === 'listing.upserted').map(([id]) => id);
-    const removed = [...latest].filter(([, type]) => type !== 'listing.upserted').map(([id]) => id);
-    const body = JSON.stringify({ type: 'listings.changed', timestamp: iso(now), data: { country: endpoint.country, upserted, removed } });
-    return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
-  }
-
-  /** One attempt of the endpoint's message; records it and moves the endpoint on. True when delivered. */
-  async function attempt(endpoint: WebhookEndpoint, message: PendingMessage): Promise<boolean> {
-    const started = clock();
-    const number = endpoint.attempt + 1;
-    const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
-    if (delivered(outcome)) {
-      await store.webhooks.delivered(endpoint.id, owner, message.end);
-      options.onAttempt?.('delivered');
-      return true;
-    }
-    const failingSince = endpoint.failing_since ?? iso(started);
-    const disable = started - Date.parse(failingSince) >= DISABLE_AFTER_MS;
-    const delay = RETRY_DELAYS_MS[Math.min(number - 1, RETRY_DELAYS_MS.length - 1)]!;
-    await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(started + delay), failingSince, disable });
-    options.onAttempt?.(disable ? 'disabled' : 'failed');
-    // The URL is the endpoint owner's; the secret and the body never go to the log.
-    logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, disabled: disable }, 'webhook attempt failed');
-    return false;
-  }
-
-  /**
-   * Delivers to one endpoint if it is due and nobody else is sending to it. A backlog (more than
-   * one message of changes) goes out message after message while the lease lasts, leaving room for
-   * one more attempt's timeout, rather than one message a tick.
-   */
-  async function deliver(id: string): Promise<void> {
-    const leased = clock();
-    let endpoint = await store.webhooks.takeLease(id, owner, iso(leased), iso(leased + LEASE_MS));
-    try {
-      for (;;) {
-        if (endpoint === undefined) return;
-        const made = await deliverOne(endpoint);
-        if (made === undefined) return;
-        // The API's requests come first: between the messages of a backlog this process waits
-        // (1 / BACKLOG_SHARE - 1) times what making the last one took (reading the history), so that
-        // a big import's messages take at most that share of it. The attempt's own wait is not counted.
-        await sleep(made.ms * (1 / BACKLOG_SHARE - 1));
-        if (clock() >= leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) return;
-        endpoint = await store.webhooks.get(id);
-      }
-    } finally {
-      if (endpoint !== undefined) await store.webhooks.releaseLease(id, owner);
-    }
-  }
-
-  /**
-   * The endpoint's next attempt, if one is due. When it was delivered and more may be waiting: how
-   * long making the message took (0 for a message made earlier); else undefined.
-   */
-  async function deliverOne(endpoint: WebhookEndpoint): Promise<{ ms: number } | undefined> {
-    const now = clock();
-    let message = pendingMessageOf(endpoint);
-    let more = true;
-    const making = performance.now();
-    if (message === undefined) {
-      const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
-      const version = store.changes.tenantVersion(tenant.key);
-      const expiry = await store.feed.nextExpiry(tenant.ownerAccountId, tenant.country, iso(now));
-      const until = expiry === undefined ? Infinity : Date.parse(expiry);
-      const next = await nextMessage(endpoint, tenant, version);
-      more = next?.more === true;
-      // Nothing new until the version moves or the next expiry comes (more pending: look again).
-      if (!more) checked.set(endpoint.id, { version, until });
-      if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
-      message = next;
-    } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
-      return undefined;
-    }
-    const ms = performance.now() - making;
-    return (await attempt(endpoint, message)) && more ? { ms } : undefined;
-  }
 
   /** Looks at every enabled endpoint once, and starts the deliveries that are due (not waiting for them). */
   async function look(): Promise<Array<Promise<void>>> {
@@ -209,7 +124,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       if (e.message_id !== null) {
         oldest = Math.min(oldest, Date.parse(e.message_at!));
         due = e.next_attempt_at === null || e.next_attempt_at <= nowIso;
-      } else if (isNew(e.id, e.account_id, e.country, now)) {
+      } else if (hasNews(delivery, e, now)) {
         if (!noticed.has(e.id)) noticed.set(e.id, now);
         oldest = Math.min(oldest, noticed.get(e.id)!);
         due = true;
@@ -219,25 +134,20 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       }
       if (!due || inFlight.size >= CONCURRENCY || inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
       inFlight.add(e.id);
-      const delivery: Promise<void> = deliver(e.id)
+      const sending: Promise<void> = deliver(delivery, e.id)
         .catch((error: unknown) => void logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed'))
         .finally(() => {
           inFlight.delete(e.id);
-          running.delete(delivery);
+          running.delete(sending);
         });
-      running.add(delivery);
-      started.push(delivery);
+      running.add(sending);
+      started.push(sending);
     }
     oldestUndelivered = oldest === Infinity ? undefined : oldest;
     return started;
   }
 
   const lookOnce = () => (looking ??= look().finally(() => (looking = undefined)));
-
-  function isNew(id: string, accountId: string, country: string, now: number): boolean {
-    const last = checked.get(id);
-    return last === undefined || last.version !== store.changes.tenantVersion(tenantOf(accountId, country as Country).key) || now >= last.until;
-  }
 
   return {
     /**
@@ -261,6 +171,117 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       await Promise.all(running);
     },
   };
+}
+
+/** Whether the endpoint may have news: its tenant's version moved, or an expiry it showed has come. */
+function hasNews({ options, checked }: Delivery, endpoint: Pick<WebhookEndpoint, 'id' | 'account_id' | 'country'>, now: number): boolean {
+  const last = checked.get(endpoint.id);
+  if (last === undefined) return true;
+  return last.version !== options.store.changes.tenantVersion(tenantOf(endpoint.account_id, endpoint.country as Country).key) || now >= last.until;
+}
+
+/**
+ * Delivers to one endpoint if it is due and nobody else is sending to it. A backlog (more than
+ * one message of changes) goes out message after message while the lease lasts, leaving room for
+ * one more attempt's timeout, rather than one message a tick.
+ */
+async function deliver(delivery: Delivery, id: string): Promise<void> {
+  const { options: { store, clock }, owner } = delivery;
+  const leased = clock();
+  let endpoint = await store.webhooks.takeLease(id, owner, iso(leased), iso(leased + LEASE_MS));
+  try {
+    for (;;) {
+      if (endpoint === undefined) return;
+      const made = await deliverOne(delivery, endpoint);
+      if (made === undefined) return;
+      // The API's requests come first: between the messages of a backlog this process waits
+      // (1 / BACKLOG_SHARE - 1) times what making the last one took (reading the history), so that
+      // a big import's messages take at most that share of it. The attempt's own wait is not counted.
+      await sleep(made.ms * (1 / BACKLOG_SHARE - 1));
+      if (clock() >= leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) return;
+      endpoint = await store.webhooks.get(id);
+    }
+  } finally {
+    if (endpoint !== undefined) await store.webhooks.releaseLease(id, owner);
+  }
+}
+
+/**
+ * The endpoint's next attempt, if one is due. When it was delivered and more may be waiting: how
+ * long making the message took (0 for a message made earlier); else undefined.
+ */
+async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promise<{ ms: number } | undefined> {
+  const { options: { store, clock }, owner, checked } = delivery;
+  const now = clock();
+  let message = pendingMessageOf(endpoint);
+  let more = true;
+  const making = performance.now();
+  if (message === undefined) {
+    const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
+    const version = store.changes.tenantVersion(tenant.key);
+    const expiry = await store.feed.nextExpiry(tenant.ownerAccountId, tenant.country, iso(now));
+    const until = expiry === undefined ? Infinity : Date.parse(expiry);
+    const next = await nextMessage(delivery, endpoint, tenant, version);
+    more = next?.more === true;
+    // Nothing new until the version moves or the next expiry comes (more pending: look again).
+    if (!more) checked.set(endpoint.id, { version, until });
+    if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
+    message = next;
+  } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
+    return undefined;
+  }
+  const ms = performance.now() - making;
+  return (await attempt(delivery, endpoint, message)) && more ? { ms } : undefined;
+}
+
+/** A message made from the history, and whether more changes wait after it. */
+type NextMessage = PendingMessage & { more: boolean };
+
+/** The next message from the endpoint's position, or undefined when nothing changed since. */
+async function nextMessage({ options, feed }: Delivery, endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<NextMessage | undefined> {
+  const now = options.clock();
+  let text: string;
+  try {
+    text = await feed.answer(tenant, endpoint.position, MAX_IDS_PER_MESSAGE, version);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.reason === 'bad_cursor')) throw error;
+    // The history after its position was pruned (it was disabled a long time): re-read everything.
+    const body = JSON.stringify({ type: 'listings.resync', timestamp: iso(now), data: { country: endpoint.country } });
+    return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
+  }
+  const answer = JSON.parse(text) as { items: Array<{ type: string; id: string }>; next_cursor: string; has_more: boolean };
+  if (answer.items.length === 0) return undefined;
+  // Each id once, by its latest event in the message.
+  const latest = new Map<string, string>();
+  for (const item of answer.items) {
+    latest.delete(item.id);
+    latest.set(item.id, item.type);
+  }
+  const upserted = [...latest].filter(([, type]) => type === 'listing.upserted').map(([id]) => id);
+  const removed = [...latest].filter(([, type]) => type !== 'listing.upserted').map(([id]) => id);
+  const body = JSON.stringify({ type: 'listings.changed', timestamp: iso(now), data: { country: endpoint.country, upserted, removed } });
+  return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
+}
+
+/** One attempt of the endpoint's message; records it and moves the endpoint on. True when delivered. */
+async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, message: PendingMessage): Promise<boolean> {
+  const { store, clock, logger } = options;
+  const started = clock();
+  const number = endpoint.attempt + 1;
+  const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
+  if (delivered(outcome)) {
+    await store.webhooks.delivered(endpoint.id, owner, message.end);
+    options.onAttempt?.('delivered');
+    return true;
+  }
+  const failingSince = endpoint.failing_since ?? iso(started);
+  const disable = started - Date.parse(failingSince) >= DISABLE_AFTER_MS;
+  const delay = RETRY_DELAYS_MS[Math.min(number - 1, RETRY_DELAYS_MS.length - 1)]!;
+  await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(started + delay), failingSince, disable });
+  options.onAttempt?.(disable ? 'disabled' : 'failed');
+  // The URL is the endpoint owner's; the secret and the body never go to the log.
+  logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, disabled: disable }, 'webhook attempt failed');
+  return false;
 }
 
 export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
