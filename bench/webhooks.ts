@@ -67,6 +67,11 @@ function startReceiver() {
   };
 }
 
+type Receiver = ReturnType<typeof startReceiver>;
+
+/** Each tenant's listing lines and ids, by account id. */
+type ListingsOf = Map<string, { lines: string[]; ids: string[] }>;
+
 export async function runWebhooks(): Promise<number> {
   const tenantCount = Math.floor(numberEnv('BENCH_WEBHOOK_TENANTS', 100, 1));
   const changes = Math.floor(numberEnv('BENCH_WEBHOOK_CHANGES', 40, 1));
@@ -80,21 +85,11 @@ export async function runWebhooks(): Promise<number> {
   const receiver = startReceiver();
   await new Promise<void>((resolve) => receiver.server.listen(0, '127.0.0.1', resolve));
   const receiverPort = (receiver.server.address() as { port: number }).port;
-  const now = new Date();
   const store = openStore(databaseUrl, { poolSize: 1, statementTimeoutMs: 0, listenForChanges: true });
   try {
     await store.migrate();
     await store.start();
-    const tenants = await createTenants(store, tenantCount + 1, now);
-    const bigTenant = tenants.pop()!;
-    // Each tenant's listings as imported (ids are random: keep the lines to change them later).
-    const listings = new Map(tenants.map((t, i) => [t.accountId, listingLines(t.accountId, 100, now, 11 + i)]));
-    await importListings(store, Readable.from([...listings.values()].map((l) => l.lines.join('\n')).join('\n')), now);
-    await store.changes.pending();
-    for (const [i, t] of [...tenants, bigTenant].entries()) {
-      await addWebhook(store, Date.now, { accountId: t.accountId, country: 'sg', url: `http://127.0.0.1:${receiverPort}/hook/${i}` });
-    }
-
+    const { tenants, bigTenant, listings } = await setUpTenants(store, tenantCount, receiverPort);
     const port = await freePort();
     await startChild({
       name: 'webhooks',
@@ -106,54 +101,20 @@ export async function runWebhooks(): Promise<number> {
       startTimeoutMs: 120_000,
     });
 
-    // 1. Latency of single changes.
-    const latencies: number[] = [];
-    for (let i = 0; i < changes; i++) {
-      const tenant = tenants[i % tenants.length]!;
-      const { ids, lines } = listings.get(tenant.accountId)!;
-      const id = ids[i % 100]!;
-      const arrived = receiver.arrivalOf(id);
-      const line = JSON.stringify({ ...JSON.parse(lines[i % 100]!), title: `Changed ${i}` });
-      await importListings(store, Readable.from([line]), new Date());
-      const committed = performance.now();
-      const timedOut = new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`no message for ${id} within 30 s; the service's log: ${readFileSync(join(workDir, 'serve.log'), 'utf8').slice(-2000)}`)), 30_000).unref());
-      latencies.push((await Promise.race([arrived, timedOut])) - committed);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    log(`Latency, commit to arrival, ${changes} single changes: p50 ${pct(latencies, 0.5).toFixed(0)} ms, p99 ${pct(latencies, 0.99).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms (D24: first attempt within 5 s).`);
+    const latencies = await measureLatency(store, receiver, tenants, listings, changes, join(workDir, 'serve.log'));
 
     // 3. The API with nothing to deliver, then while the big import's messages are delivered, in turn.
     const detailPath = `/v1/listings/${listings.get(tenants[0]!.accountId)!.ids[0]}`;
     const load = () => runWrkLoad({ port, connections: 50, durationS, headers: { host: 'api.localhost', authorization: `Bearer ${tenants[0]!.key}` }, paths: [detailPath] });
     const quiet: number[] = [];
     const delivering: number[] = [];
-    let throughput: { messages: number; ids: number; seconds: number } | undefined;
+    let throughput: Throughput | undefined;
     for (let round = 0; round < rounds; round++) {
       quiet.push((await load()).reqPerSec);
-      // 2. A big import into one tenant, then the load while its messages go out.
-      const before = receiver.arrivals.length;
-      const ids = new Set<string>();
-      const lines = function* () {
-        for (const { id, line } of generateListings(bigTenant.accountId, big, new Date(), 97 + round)) {
-          ids.add(id);
-          yield `${line}\n`;
-        }
-      };
-      await importListings(store, Readable.from(lines()), new Date());
-      const committed = performance.now();
-      const during = load();
-      const drained = (async () => {
-        for (;;) {
-          const got = new Set(receiver.arrivals.slice(before).flatMap((a) => a.ids));
-          if ([...ids].every((id) => got.has(id))) return performance.now();
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      })();
-      delivering.push((await during).reqPerSec);
-      const done = await drained;
-      const messages = receiver.arrivals.length - before;
-      if (round === 0) throughput = { messages, ids: ids.size, seconds: (done - committed) / 1000 };
-      log(`  round ${round + 1}: detail ${Math.round(quiet.at(-1)!)} req/s with nothing to deliver, ${Math.round(delivering.at(-1)!)} req/s while ${messages} messages (${ids.size} ids) were delivered in ${((done - committed) / 1000).toFixed(1)} s`);
+      const during = await loadWhileDelivering(store, receiver, bigTenant, big, round, load);
+      delivering.push(during.reqPerSec);
+      if (round === 0) throughput = during.throughput;
+      log(`  round ${round + 1}: detail ${Math.round(quiet.at(-1)!)} req/s with nothing to deliver, ${Math.round(delivering.at(-1)!)} req/s while ${during.throughput.messages} messages (${during.throughput.ids} ids) were delivered in ${during.throughput.seconds.toFixed(1)} s`);
     }
     const ratios = quiet.map((q, i) => delivering[i]! / q);
     log(`Throughput: ${throughput!.messages} messages, ${throughput!.ids} ids in ${throughput!.seconds.toFixed(1)} s: ${(throughput!.messages / throughput!.seconds).toFixed(1)} messages/s, ${Math.round(throughput!.ids / throughput!.seconds)} ids/s.`);
@@ -171,6 +132,85 @@ export async function runWebhooks(): Promise<number> {
     if (process.env.BENCH_KEEP === undefined) rmSync(workDir, { recursive: true, force: true });
     else log(`Kept ${workDir}`);
   }
+}
+
+/** `count` tenants of 100 listings each and the big tenant (none yet), each with an endpoint at the receiver. */
+async function setUpTenants(store: Store, count: number, receiverPort: number): Promise<{ tenants: Tenant[]; bigTenant: Tenant; listings: ListingsOf }> {
+  const now = new Date();
+  const tenants = await createTenants(store, count + 1, now);
+  const bigTenant = tenants.pop()!;
+  // Each tenant's listings as imported (ids are random: keep the lines to change them later).
+  const listings: ListingsOf = new Map(tenants.map((t, i) => [t.accountId, listingLines(t.accountId, 100, now, 11 + i)]));
+  await importListings(store, Readable.from([...listings.values()].map((l) => l.lines.join('\n')).join('\n')), now);
+  await store.changes.pending();
+  for (const [i, t] of [...tenants, bigTenant].entries()) {
+    await addWebhook(store, Date.now, { accountId: t.accountId, country: 'sg', url: `http://127.0.0.1:${receiverPort}/hook/${i}` });
+  }
+  return { tenants, bigTenant, listings };
+}
+
+/** 1. Latency of single changes: from each import's commit to its message's arrival. */
+async function measureLatency(
+  store: Store,
+  receiver: Receiver,
+  tenants: readonly Tenant[],
+  listings: ListingsOf,
+  changes: number,
+  serveLog: string,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < changes; i++) {
+    const tenant = tenants[i % tenants.length]!;
+    const { ids, lines } = listings.get(tenant.accountId)!;
+    const id = ids[i % 100]!;
+    const arrived = receiver.arrivalOf(id);
+    const line = JSON.stringify({ ...JSON.parse(lines[i % 100]!), title: `Changed ${i}` });
+    await importListings(store, Readable.from([line]), new Date());
+    const committed = performance.now();
+    const timedOut = new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`no message for ${id} within 30 s; the service's log: ${readFileSync(serveLog, 'utf8').slice(-2000)}`)), 30_000).unref());
+    latencies.push((await Promise.race([arrived, timedOut])) - committed);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  log(`Latency, commit to arrival, ${changes} single changes: p50 ${pct(latencies, 0.5).toFixed(0)} ms, p99 ${pct(latencies, 0.99).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms (D24: first attempt within 5 s).`);
+  return latencies;
+}
+
+interface Throughput {
+  messages: number;
+  ids: number;
+  seconds: number;
+}
+
+/** 2. A big import into one tenant, then the load while its messages go out, until every id has arrived. */
+async function loadWhileDelivering(
+  store: Store,
+  receiver: Receiver,
+  bigTenant: Tenant,
+  big: number,
+  round: number,
+  load: () => Promise<{ reqPerSec: number }>,
+): Promise<{ reqPerSec: number; throughput: Throughput }> {
+  const before = receiver.arrivals.length;
+  const ids = new Set<string>();
+  const lines = function* () {
+    for (const { id, line } of generateListings(bigTenant.accountId, big, new Date(), 97 + round)) {
+      ids.add(id);
+      yield `${line}\n`;
+    }
+  };
+  await importListings(store, Readable.from(lines()), new Date());
+  const committed = performance.now();
+  const during = load();
+  const drained = (async () => {
+    for (;;) {
+      const got = new Set(receiver.arrivals.slice(before).flatMap((a) => a.ids));
+      if ([...ids].every((id) => got.has(id))) return performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  const { reqPerSec } = await during;
+  const done = await drained;
+  return { reqPerSec, throughput: { messages: receiver.arrivals.length - before, ids: ids.size, seconds: (done - committed) / 1000 } };
 }
 
 /** Organisations in `sg`, each with a key whose limit never refuses. */
