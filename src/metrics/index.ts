@@ -98,7 +98,16 @@ export class Metrics {
 
   /** `isReady`: what GET /readyz would answer now (http/readiness.ts), read at each scrape. */
   constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>) {
+    // Registered in the order a scrape lists them.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
+    this.registerApiMetrics(readStats);
+    if (isReady !== undefined) this.registerReadiness(isReady);
+    this.registerWebhookMetrics();
+    this.dashboard = this.registerDashboardMetrics();
+  }
+
+  /** The API's answers, their latency, the rate limiter's decisions and the read caches: read from plain counts at each scrape. */
+  private registerApiMetrics(readStats: () => ReadStats): void {
     const routes = this.routes;
     const decisions = this.decisions;
     this.registry.registerMetric(new Counter({
@@ -138,17 +147,21 @@ export class Metrics {
         }
       },
     }));
-    if (isReady !== undefined) {
-      this.registry.registerMetric(new Gauge({
-        name: 'listings_ready',
-        help: 'Whether the process answers GET /readyz with 200 (1) or 503 (0: shutting down, the database cannot serve the API\'s reads, or warming up). Summed over the workers of serve --workers.',
-        registers: [],
-        aggregator: 'sum',
-        async collect() {
-          this.set((await isReady()) ? 1 : 0);
-        },
-      }));
-    }
+  }
+
+  private registerReadiness(isReady: () => Promise<boolean>): void {
+    this.registry.registerMetric(new Gauge({
+      name: 'listings_ready',
+      help: 'Whether the process answers GET /readyz with 200 (1) or 503 (0: shutting down, the database cannot serve the API\'s reads, or warming up). Summed over the workers of serve --workers.',
+      registers: [],
+      aggregator: 'sum',
+      async collect() {
+        this.set((await isReady()) ? 1 : 0);
+      },
+    }));
+  }
+
+  private registerWebhookMetrics(): void {
     const webhookOutcomes = this.webhookOutcomes;
     this.registry.registerMetric(new Counter({
       name: 'listings_webhook_deliveries_total',
@@ -170,6 +183,10 @@ export class Metrics {
         this.set(oldest());
       },
     }));
+  }
+
+  /** The dashboard's counters, counted by prom-client directly (few answers), and what the dashboard calls to count. */
+  private registerDashboardMetrics(): DashboardMetrics {
     const dashboardRequests = new Counter({
       name: 'listings_dashboard_requests_total',
       help: 'Answers of the dashboard, by method, route pattern (or unmatched) and status.',
@@ -184,7 +201,7 @@ export class Metrics {
     });
     // Every result from zero, so that rate() and alerts see the first failure.
     for (const result of SIGN_IN_RESULTS) signIns.inc({ result }, 0);
-    this.dashboard = {
+    return {
       requestCompleted: (method, route, status) => dashboardRequests.inc({ method, route: route ?? 'unmatched', status: String(status) }),
       signIn: (result) => signIns.inc({ result }),
     };
