@@ -1,5 +1,5 @@
 // ESLint (flat config): typescript-eslint's recommended rules, no import cycles between modules,
-// and a line length a reviewer can read side by side. `npm run lint`; .ci/run runs it.
+// a line length a reviewer can read side by side, and functions under 80 lines. `npm run lint`; .ci/run runs it.
 import js from '@eslint/js';
 import stylistic from '@stylistic/eslint-plugin';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
@@ -26,6 +26,11 @@ export default tseslint.config(
       // `_name` marks a parameter a signature needs but the body does not use.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
+  },
+  // Functions a reader can hold at once. Tests are exempt: a describe block is a list of cases.
+  {
+    files: ['src/**/*.ts', 'sdk/src/**/*.ts', 'examples/website/src/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.js'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
   // TypeScript checks names itself (typescript-eslint's advice).
   { files: ['**/*.ts'], rules: { 'no-undef': 'off' } },
