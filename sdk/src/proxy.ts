@@ -62,7 +62,6 @@ export interface ListingsHandlerOptions {
   now?: (() => number) | undefined;
 }
 
-
 /** Per server-side read. */
 export interface ServerReadOptions {
   /**
@@ -89,7 +88,6 @@ export interface NodeResponseLike {
   setHeader(name: string, value: string): unknown;
   end(body?: Uint8Array | string): unknown;
 }
-
 
 /**
  * A Fetch API handler, `(request: Request) => Promise<Response>` (Next.js route handlers, Hono, Deno,
@@ -397,7 +395,6 @@ function addressKey(address: string): string {
   if (network.length < 4 || !network.every((group) => /^[0-9a-f]{1,4}$/i.test(group))) return address;
   return `${network.map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
 }
-
 
 /**
  * What the browser gets when the API could not give an answer: the API's own status and code for
