@@ -5,7 +5,8 @@
 // Usage: node scripts/run-tests.js [dist/test/.../x.test.js ...]
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /**
  * Where compiled tests are, and the folder of their TypeScript sources: the service's, and the
@@ -30,10 +31,13 @@ function testFiles(dir, sourceDir) {
 /** Folders whose suites depend on the store and so run on both SQLite and PostgreSQL. */
 const STORE_SUITES = ['dist/test/http', 'dist/test/storage', 'dist/test/dashboard', 'dist/test/webhooks'];
 
+/** Loaded into every test file's process: an uncaught exception or unhandled rejection fails the run (test/support/no-uncaught.ts). */
+const NO_UNCAUGHT = pathToFileURL(resolve('dist/test/support/no-uncaught.js')).href;
+
 function run(label, files, env) {
   console.log(`\n=== ${label}: ${files.length} test files`);
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', `--import=${NO_UNCAUGHT}`, ...files], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -47,7 +51,7 @@ function run(label, files, env) {
       // The runner's own "skipped" counts skipped tests but not skipped suites (whose tests are
       // not even counted): every skip, of a test or a whole suite, is a "﹣ name # reason" line.
       const skips = [...output.matchAll(/^\s*\ufe63 (.*)$/gm)].map((m) => `${label}: ${m[1].replace(/ \([0-9.]+ms\)/, '')}`);
-      resolve({ code: code ?? 1, pass: count('pass'), fail: count('fail'), skipped: skips.length, skips });
+      done({ code: code ?? 1, pass: count('pass'), fail: count('fail'), skipped: skips.length, skips });
     });
   });
 }
