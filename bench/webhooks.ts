@@ -142,7 +142,7 @@ async function setUpTenants(store: Store, count: number, receiverPort: number): 
   // Each tenant's listings as imported (ids are random: keep the lines to change them later).
   const listings: ListingsOf = new Map(tenants.map((t, i) => [t.accountId, listingLines(t.accountId, 100, now, 11 + i)]));
   await importListings(store, Readable.from([...listings.values()].map((l) => l.lines.join('\n')).join('\n')), now);
-  await store.changes.pending();
+  await store.changes.caughtUp();
   for (const [i, t] of [...tenants, bigTenant].entries()) {
     await addWebhook(store, Date.now, { accountId: t.accountId, country: 'sg', url: `http://127.0.0.1:${receiverPort}/hook/${i}` });
   }

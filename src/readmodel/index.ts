@@ -7,6 +7,7 @@ import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
 import { createFeed } from './feed.js';
 import { createListingBodies } from './listing-bodies.js';
 import { createTenantIndexes, STALE, type TenantIndexes } from './tenant-indexes.js';
+import type { TenantIndex } from './tenant-index.js';
 import { createViewCache, type View } from './views.js';
 
 /**
@@ -97,13 +98,16 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
 
-  /** The tenant's version when no change is being applied; undefined while one is (then nothing is cached). */
-  const settledVersion = (tenant: Tenant): number | undefined => (store.changes.pending() === undefined ? store.changes.tenantVersion(tenant.key) : undefined);
+  /** The tenant's version when this process knows it at once; undefined when it cannot be sure (then nothing is cached). */
+  const settledVersion = (tenant: Tenant): number | undefined => store.changes.knownVersion(tenant);
 
   /** A visible listing's body: synchronous when its index is current and its body cached. */
   function detailOf(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
     const index = indexes.current(tenant);
-    if (index instanceof Promise) return index.then(() => detailOf(tenant, id));
+    return index instanceof Promise ? index.then((ready) => detailIn(ready, tenant, id)) : detailIn(index, tenant, id);
+  }
+
+  function detailIn(index: TenantIndex, tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
     const entry = index.get(id);
     if (entry === undefined) return undefined;
     const cached = listingBodies.cached(entry);

@@ -19,15 +19,19 @@ export function createTenantIndexes(store: Store, clock: Clock, maxIndexedListin
 
   /** The tenant's index, current as of now: synchronous unless it has to catch up (or be built). */
   function current(tenant: Tenant): TenantIndex | Promise<TenantIndex> {
-    const pending = store.changes.pending();
-    if (pending !== undefined) return pending.then(() => current(tenant));
+    const version = store.changes.currentVersion(tenant);
+    return typeof version === 'number' ? at(tenant, version) : version.then((read) => at(tenant, read));
+  }
+
+  /** The tenant's index brought up to `version` (at least). */
+  function at(tenant: Tenant, version: number): TenantIndex | Promise<TenantIndex> {
     const key = tenant.key;
     let index = indexes.get(key);
     if (index === undefined) {
       index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, countIndexWork);
       indexes.set(key, index);
     }
-    const refreshing = index.refresh(store.changes.tenantVersion(key));
+    const refreshing = index.refresh(version);
     if (refreshing === undefined) return index;
     const ready = index;
     return refreshing.then(() => {

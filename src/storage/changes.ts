@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely } from '#kysely';
-import { tenantKey, type TenantKey } from '../core/tenant.js';
+import DataLoader from 'dataloader';
+import { tenantKey, type Tenant, type TenantKey } from '../core/tenant.js';
 import type { Dialect } from './database.js';
 import { acknowledgement, CHANGES_CHANNEL, INSTANCE_APPLICATION_NAME, PgNotifications, type ListenerHealth } from './pg-notifications.js';
 import type { Database } from './schema.js';
@@ -106,17 +107,21 @@ export interface ChangeWatcher {
   /** Moves whenever keys or origins may have changed (D4); caches of them are scoped by it. */
   authVersion(): number;
   /**
-   * The tenant's version: the sequence of its last change, 0 if it never had a listing. The same on
-   * every instance. By its key (`tenantKey`), which the read path makes once per API key rather
-   * than once per request.
+   * The tenant's last known version: the sequence of its last change, 0 if it never had a listing.
+   * The same on every instance. By its key (`tenantKey`), which the read path makes once per API
+   * key rather than once per request. It may be behind while `knownVersion` is undefined.
    */
   tenantVersion(tenant: TenantKey): number;
   /**
-   * Undefined when the versions above reflect every commit made before now; otherwise a promise
-   * that resolves once they do (PostgreSQL, while a notification is being followed up or the
-   * listener is away). Readers of listings await it.
+   * The tenant's version when this process knows it to reflect every commit made before now
+   * (synchronously, as on nearly every request); undefined when it cannot be sure (PostgreSQL,
+   * while the change listener is away or catching up), when `currentVersion` reads it.
    */
-  pending(): Promise<void> | undefined;
+  knownVersion(tenant: Tenant): number | undefined;
+  /** The tenant's version as of now: `knownVersion`, or else read from the database for this caller. */
+  currentVersion(tenant: Tenant): number | Promise<number>;
+  /** Resolves once versions are known again without a read per request (for start-up and tests). */
+  caughtUp(): Promise<void>;
   /** This process's own commit: seen at once, not when a notification comes back. */
   applyLocal(changes: CommittedChanges): void;
   start(): Promise<void>;
@@ -162,10 +167,15 @@ export class SqliteChangeWatcher implements ChangeWatcher {
     return this.versions.get(tenant) ?? 0;
   }
 
-  pending(): undefined {
-    this.sync();
-    return undefined;
+  knownVersion(tenant: Tenant): number {
+    return this.tenantVersion(tenant.key);
   }
+
+  currentVersion(tenant: Tenant): number {
+    return this.tenantVersion(tenant.key);
+  }
+
+  async caughtUp(): Promise<void> {}
 
   applyLocal(changes: CommittedChanges): void {
     for (const [key, version] of changes.tenants) this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
@@ -196,16 +206,8 @@ export class SqliteChangeWatcher implements ChangeWatcher {
 }
 
 /**
- * PostgreSQL: writes NOTIFY which tenants moved (or `auth`); this process LISTENs. A notification
- * is applied synchronously as it arrives, so a revocation is refused by the next request (D4, as
- * the CLI and the dashboard wait for their notification to come back before they return). While
- * the listener is away, and while an over-long notification is followed up, versions are read
- * from the database before each read (exact, slower); the auth version then moves on every call,
- * which turns the key and origin caches off.
- */
-/**
  * Observation points of a PostgreSQL watcher, for tests that must order events the way a busy
- * instance would (instead of sleeping): `versionsRead` is awaited between reading the tenants'
+ * instance would (instead of sleeping): `versionsRead` is awaited between a catch-up's read of the
  * versions and applying them; `notified` is called once a notification has been handled.
  */
 export interface WatcherHooks {
@@ -213,13 +215,42 @@ export interface WatcherHooks {
   notified?(payload: string): void;
 }
 
+/** How long a catch-up that failed while the listener stays up waits before it tries again. */
+const CATCH_UP_RETRY_MS = 1000;
+/** Tenants whose versions one statement reads, while versions are read per request. */
+const TENANT_READ_BATCH = 500;
+
+/**
+ * PostgreSQL: writes NOTIFY which tenants moved (or `auth`); this process LISTENs. A notification
+ * is applied synchronously as it arrives, so a revocation is refused by the next request (D4, as
+ * the CLI and the dashboard wait for their notification to come back before they return).
+ *
+ * Versions are `exact` (known here at once) while the listener listens and has caught up with
+ * what it missed. Otherwise (the listener away, reconnecting, or following up an over-long
+ * notification) each read asks for its own tenant's version, in a statement that starts after
+ * it asked: requests of one turn share one statement (DataLoader), each costs a primary-key
+ * look-up per tenant (never a read of every tenant's version), and no request ever waits for
+ * another's. The auth version then moves on every call, which turns the key and origin caches off.
+ *
+ * The catch-up after the listener (re)connects reads only the versions that moved since the last
+ * one this process was sure of: sequences are given in commit order (the change log's lock) and
+ * notifications arrive in commit order, so every change up to the highest version applied while
+ * exact has been applied. It runs whatever the traffic, and versions are exact again as soon as
+ * it has answered (issue 40 item 1: requests asking for versions must never keep it from ending).
+ */
 export class PgChangeWatcher implements ChangeWatcher {
   private readonly notifications: PgNotifications;
   private authEpoch = 0;
   private readonly versions = new Map<TenantKey, number>();
-  private loaded = false;
-  /** The calls of `reload` not yet answered, in order; the versions are being read while there are any. */
-  private reloadWaiters: Array<{ resolve(): void; reject(error: unknown): void }> = [];
+  /** Every change up to this version has been applied here (see above). */
+  private caughtUpTo = 0;
+  /** Catch-ups asked for, and answered: exact once the last one asked for has answered while listening. */
+  private catchUpsAsked = 0;
+  private catchUpsDone = 0;
+  private catchingUp: Promise<void> | undefined;
+  private catchUpRetry: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly tenantReads: DataLoader<Tenant, number, TenantKey>;
 
   /**
    * `instanceId`: given by a serving instance, whose caches must follow every change; its listener
@@ -233,6 +264,7 @@ export class PgChangeWatcher implements ChangeWatcher {
     health: ListenerHealth = { failed: onProblem, succeeded: () => {} },
     private readonly hooks: WatcherHooks = {},
   ) {
+    this.tenantReads = new DataLoader((tenants) => this.readTenantVersions(tenants), { cache: false, maxBatchSize: TENANT_READ_BATCH });
     this.notifications = new PgNotifications(url, {
       onNotification: (payload) => {
         this.onNotification(payload);
@@ -241,8 +273,7 @@ export class PgChangeWatcher implements ChangeWatcher {
       onState: (listening) => {
         // Anything may have changed while the listener was away.
         this.authEpoch++;
-        this.loaded = false;
-        if (listening) void this.reload().catch(onProblem);
+        if (listening) this.catchUp();
       },
       onProblem,
       health,
@@ -251,7 +282,16 @@ export class PgChangeWatcher implements ChangeWatcher {
 
   async start(): Promise<void> {
     await this.notifications.start();
-    await this.reload().catch(this.onProblem);
+    await this.caughtUp();
+  }
+
+  /** Resolves once the catch-ups asked for so far have answered (or failed: then reads go on per request). */
+  async caughtUp(): Promise<void> {
+    while (this.catchingUp !== undefined) await this.catchingUp;
+  }
+
+  private get exact(): boolean {
+    return this.notifications.listening && this.catchUpsDone === this.catchUpsAsked;
   }
 
   /**
@@ -282,18 +322,27 @@ export class PgChangeWatcher implements ChangeWatcher {
     return this.versions.get(tenant) ?? 0;
   }
 
-  pending(): Promise<void> | undefined {
-    if (this.loaded && this.notifications.listening && this.reloadWaiters.length === 0) return undefined;
-    return this.reload();
+  knownVersion(tenant: Tenant): number | undefined {
+    return this.exact ? this.tenantVersion(tenant.key) : undefined;
+  }
+
+  currentVersion(tenant: Tenant): number | Promise<number> {
+    return this.exact ? this.tenantVersion(tenant.key) : this.tenantReads.load(tenant);
   }
 
   applyLocal(changes: CommittedChanges): void {
     if (changes.auth) this.authEpoch++;
-    for (const [key, version] of changes.tenants) this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
+    for (const [key, version] of changes.tenants) this.apply(key, version);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.catchUpRetry);
     await this.notifications.close();
+  }
+
+  private apply(key: TenantKey, version: number): void {
+    this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
   }
 
   private onNotification(payload: string): void {
@@ -304,52 +353,64 @@ export class PgChangeWatcher implements ChangeWatcher {
     if (!payload.startsWith('{')) return; // a command's marker, or an instance's acknowledgement of one
     try {
       const { tenants } = JSON.parse(payload) as { tenants: Array<[string, string, number]> | '*' };
-      if (tenants === '*') {
-        this.loaded = false;
-        void this.reload().catch(this.onProblem);
-        return;
-      }
+      if (tenants === '*') return this.catchUp();
       for (const [owner, country, version] of tenants) {
-        const key = tenantKey(owner, country);
-        this.versions.set(key, Math.max(version, this.versions.get(key) ?? 0));
+        this.apply(tenantKey(owner, country), version);
+        // In commit order: while exact, every change up to this one has been applied.
+        if (this.exact) this.caughtUpTo = Math.max(this.caughtUpTo, version);
       }
     } catch (error) {
       this.onProblem(error);
     }
   }
 
-  /**
-   * Reads every tenant's version again, in a query that starts after this call: a reload asked for
-   * while one is running is not answered by it, since its query may have run before the commit
-   * the caller must see. One query runs at a time, and each answers every call made before it
-   * started, so callers wait for at most two.
-   */
-  private reload(): Promise<void> {
-    const done = new Promise<void>((resolve, reject) => this.reloadWaiters.push({ resolve, reject }));
-    if (this.reloadWaiters.length === 1) void this.runReloads();
-    return done;
+  /** Each tenant's version as of now (a statement that starts after the callers asked). */
+  private async readTenantVersions(tenants: readonly Tenant[]): Promise<number[]> {
+    const rows = await this.db
+      .selectFrom('tenant_versions')
+      .select(['owner_account_id', 'country', 'version'])
+      .where((eb) => eb(eb.refTuple('owner_account_id', 'country'), 'in', tenants.map((t) => eb.tuple(t.ownerAccountId, t.country))))
+      .execute();
+    for (const row of rows) this.apply(tenantKey(row.owner_account_id, row.country), Number(row.version));
+    return tenants.map((t) => this.tenantVersion(t.key));
   }
 
-  private async runReloads(): Promise<void> {
-    while (this.reloadWaiters.length > 0) {
-      const callsBefore = this.reloadWaiters.length; // the calls this query answers
-      let failure: unknown;
+  /**
+   * Reads the versions that moved since `caughtUpTo`, in a statement that starts after this call:
+   * one asked for while one runs is answered by the next, since the running one's statement may
+   * have run before the commit the caller must see. One runs at a time.
+   */
+  private catchUp(): void {
+    this.catchUpsAsked++;
+    clearTimeout(this.catchUpRetry);
+    this.catchingUp ??= this.runCatchUps().finally(() => {
+      this.catchingUp = undefined;
+    });
+  }
+
+  private async runCatchUps(): Promise<void> {
+    while (this.catchUpsDone < this.catchUpsAsked && !this.closed) {
+      const asked = this.catchUpsAsked;
       try {
-        const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).execute();
+        const since = this.caughtUpTo;
+        const rows = await this.db.selectFrom('tenant_versions').select(['owner_account_id', 'country', 'version']).where('version', '>', since).execute();
         await this.hooks.versionsRead?.();
+        let highest = since;
         for (const row of rows) {
-          const key = tenantKey(row.owner_account_id, row.country);
-          this.versions.set(key, Math.max(Number(row.version), this.versions.get(key) ?? 0));
+          this.apply(tenantKey(row.owner_account_id, row.country), Number(row.version));
+          highest = Math.max(highest, Number(row.version));
         }
+        this.caughtUpTo = Math.max(this.caughtUpTo, highest);
+        this.catchUpsDone = asked;
       } catch (error) {
-        failure = error;
-      }
-      const answered = this.reloadWaiters.splice(0, callsBefore);
-      // Exact once the last reload asked for has run, and only while notifications are heard.
-      if (failure === undefined && this.reloadWaiters.length === 0) this.loaded = this.notifications.listening;
-      for (const waiter of answered) {
-        if (failure === undefined) waiter.resolve();
-        else waiter.reject(failure);
+        // Reads go on per request meanwhile. A listener that drops asks again when it is back;
+        // one that stays up (the statement alone failed) is retried here.
+        this.onProblem(error);
+        if (this.notifications.listening && !this.closed) {
+          this.catchUpRetry = setTimeout(() => this.catchUp(), CATCH_UP_RETRY_MS);
+          this.catchUpRetry.unref();
+        }
+        return;
       }
     }
   }

@@ -7,6 +7,7 @@ import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type Data
 import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import { TurnBudget } from '../core/turn-budget.js';
+import { ErrorMarkingDriver } from './database-errors.js';
 import type { Database } from './schema.js';
 
 /**
@@ -111,7 +112,8 @@ export const SQLITE_PAGE_SIZE = 16_384;
 export const SQLITE_TURN_BUDGET_MS = 1;
 
 /**
- * SQLite with every statement (or transaction) taking its share of the turn: from taking the
+ * SQLite with every statement (or transaction) taking its share of the turn, its errors marked as
+ * the database's (database-errors.ts): from taking the
  * connection to giving it back is one step of the TurnBudget. The wait is before the connection is
  * taken, so no one waits for the budget while holding it.
  */
@@ -121,7 +123,7 @@ class TurnSharingSqliteDialect extends SqliteDialect {
   override createDriver(): Driver {
     const driver = super.createDriver();
     const budget = this.budget;
-    return {
+    return new ErrorMarkingDriver({
       init: () => driver.init(),
       async acquireConnection(): Promise<DatabaseConnection> {
         await budget.take();
@@ -146,7 +148,14 @@ class TurnSharingSqliteDialect extends SqliteDialect {
         }
       },
       destroy: () => driver.destroy(),
-    };
+    });
+  }
+}
+
+/** PostgreSQL, its errors marked as the database's (database-errors.ts). */
+class ErrorMarkingPostgresDialect extends PostgresDialect {
+  override createDriver(): Driver {
+    return new ErrorMarkingDriver(super.createDriver());
   }
 }
 
@@ -188,10 +197,16 @@ function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
         // server went away without a word is found out by TCP keepalive instead.
         { keepAlive: true, keepAliveInitialDelayMillis: 10_000 }),
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener that
-  // would crash the process. The next query gets a fresh connection.
+  // A connection that is lost (the server restarted or failed over, an administrator ended it)
+  // emits 'error' on its client. The pool listens to its idle clients and drops them; a client
+  // checked out (a query or a transaction in progress, or between two statements) is left with no
+  // listener, and an 'error' event with no listener ends the process (issue 40 item 1). The
+  // statement in progress fails with the error itself, a client that lost its connection is not
+  // put back in the pool, and the outage is told by the readiness check (http/readiness.ts), so
+  // the events need no handling here beyond being heard.
   pool.on('error', () => {});
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return { db: new Kysely<Database>({ dialect: new ErrorMarkingPostgresDialect({ pool }) }), dialect: 'postgres' };
 }
 
 /**

@@ -14,6 +14,7 @@ import { createSessionsRepository, createSignInFailuresRepository } from './sess
 import { createUsageRepository } from './usage.js';
 import { createUsersRepository } from './users.js';
 import { createWriter, isRetryable } from './write.js';
+import { runReadPathStatements } from './read-check.js';
 
 export type { Account } from './accounts.js';
 export type { ApiKeyRecord } from './keys.js';
@@ -31,6 +32,7 @@ export { FAILED_REQUESTS_KEPT, groupKey } from './usage.js';
 export type { AccountKind } from './schema.js';
 export type { Dialect } from './database.js';
 export { StoreBusyError } from './write.js';
+export { isDatabaseError } from './database-errors.js';
 export type { Expiry, LastChange } from './feed.js';
 export type { BroadcastResult, ChangeWatcher } from './changes.js';
 export type { ListenerHealth } from './pg-notifications.js';
@@ -74,14 +76,20 @@ export function openStore(url: string, options: StoreOptions = {}) {
     busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     onCommitted: (changes) => watcher?.applyLocal(changes),
   });
-  return {
-    dialect: dialect as Dialect,
-    accounts: createAccountsRepository(db, write),
+  const readPath = {
     listings: createListingsRepository(db, write, sqlite),
-    /** The change feed's queries (D22). */
     feed: createFeedRepository(db, write),
     keys: createKeysRepository(db, write),
     origins: createOriginsRepository(db, write),
+  };
+  return {
+    dialect: dialect as Dialect,
+    accounts: createAccountsRepository(db, write),
+    listings: readPath.listings,
+    /** The change feed's queries (D22). */
+    feed: readPath.feed,
+    keys: readPath.keys,
+    origins: readPath.origins,
     // The dashboard's own tables (members, sessions, audit log, failed sign-ins, used forms). The
     // API never reads them, so their writes record no change: that would only empty its caches.
     users: createUsersRepository(db, write),
@@ -121,10 +129,14 @@ export function openStore(url: string, options: StoreOptions = {}) {
     },
     /**
      * Readiness (issue 30 item 4): resolves when the database can serve the API's reads (a row of
-     * each table they read; on SQLite, the file at its path is the one open and can be read);
-     * otherwise throws an error saying why. Cheap; the caller bounds it in time (http/readiness.ts).
+     * each table they read, and the read path's own statements: read-check.ts; on SQLite, the file
+     * at its path is the one open and can be read); otherwise throws an error saying why. Cheap;
+     * the caller bounds it in time (http/readiness.ts).
      */
-    checkReads: () => checkReads(db, sqliteFile),
+    checkReads: async (): Promise<void> => {
+      await checkReads(db, sqliteFile);
+      await runReadPathStatements(readPath);
+    },
     close: async (): Promise<void> => {
       await watcher?.close();
       await db.destroy();
@@ -138,7 +150,9 @@ export function openStore(url: string, options: StoreOptions = {}) {
 const inert: ChangeWatcher = {
   authVersion: () => 0,
   tenantVersion: () => 0,
-  pending: () => undefined,
+  knownVersion: () => 0,
+  currentVersion: () => 0,
+  caughtUp: async () => {},
   applyLocal: () => {},
   start: async () => {},
   close: async () => {},

@@ -1,66 +1,32 @@
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-
-/**
- * A TCP proxy in front of PostgreSQL that the test can cut and restore: a real network fault
- * between the service and its database, not a mock.
- */
-class FaultyLink {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async up(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => s.destroy());
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    const address = this.server.address();
-    if (typeof address === 'object' && address) this.port = address.port;
-  }
-
-  async down(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
-  }
-}
 
 const skip = process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: the PostgreSQL outage test is skipped';
 
 describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, () => {
   let database: TestDatabase;
-  let link: FaultyLink;
+  let link: FaultProxy;
   let server: TestServer;
   let key: string;
 
   before(async () => {
     database = await createTestDatabase('postgres');
-    const url = new URL(database.url);
-    link = new FaultyLink({ host: url.hostname, port: Number(url.port || 5432) });
-    await link.up();
-    url.host = `127.0.0.1:${link.port}`;
-    server = await startTestServer({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
+    const proxied = await FaultProxy.inFrontOf(database.url);
+    link = proxied.proxy;
+    server = await startTestServer({ DATABASE_URL: proxied.url, DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
     const owner = await server.createAccount();
     key = (await server.createKey(owner)).key;
     await server.addListings(owner, [{}]);
   });
   after(async () => {
     await server.close();
-    await link.down();
+    await link.close();
     await database.drop();
   });
 
@@ -69,14 +35,14 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
     assert.equal((await server.get('/v1/listings', { key })).status, 200);
     assert.equal((await server.get('/readyz')).status, 200);
 
-    await link.down();
+    link.down();
     for (const path of ['/v1/listings', '/v1/listings?page=2']) {
       const started = Date.now();
       const res = await server.get(path, { key });
       const elapsed = Date.now() - started;
       assert.equal(res.status, 500, res.body);
       assert.equal(res.json.error, 'internal_error');
-      assert.doesNotMatch(res.body, /at .*\.js|ECONNREFUSED|stack/i, 'no stack trace or internals');
+      assert.doesNotMatch(res.body, /at .*\.js|ECONN|terminated|stack/i, 'no stack trace or internals');
       assert.ok(elapsed < 4000, `bounded: ${elapsed} ms`);
     }
     const ready = await server.get('/readyz');
@@ -84,7 +50,7 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
     assert.equal(ready.json.error, 'internal_error');
     assert.equal((await server.get('/healthz')).status, 200, 'the process itself is alive');
 
-    await link.up();
+    link.restore();
     let res = await server.get('/v1/listings', { key });
     for (let i = 0; i < 50 && res.status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 100));
@@ -109,6 +75,11 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
   it('the change listener alone lost (its connection ended by the server): one warning, and one line when it listens again', async () => {
     const from = server.logs.lines.length;
     const listenerLines = () => server.logs.lines.slice(from).filter((l) => /^database change listener/.test(String(l.msg)));
+    // Requests are answered before the listener is back from the outage above (versions are read
+    // per request meanwhile): wait until it listens again.
+    const listening = async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(server.service.store.db)).rows[0]!.n === 1;
+    await waitFor(listening, "this instance's listener to be back", 10_000);
     const { rows } = await sql<{ ended: boolean }>`
       select pg_terminate_backend(pid) as ended from pg_stat_activity
       where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(server.service.store.db);

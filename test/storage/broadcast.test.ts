@@ -118,7 +118,7 @@ describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
       await secondHeard; // the second '*' has been handled while the first read's answer is held
       release();
       assert.ok((await command.broadcastSettled()).settled);
-      await instance.changes.pending();
+      await instance.changes.caughtUp();
       assert.equal(instance.changes.tenantVersion(tenantKey(owner, 'sg')), 20);
     } finally {
       release();

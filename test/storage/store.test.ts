@@ -230,7 +230,7 @@ describe(`store on ${TEST_STORE}`, () => {
       const version = store.changes.tenantVersion(tenantKey(other, 'nz'));
       await importListings(otherStore, ndjsonStream([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
       await eventually(() => {
-        void store.changes.pending();
+        void store.changes.caughtUp();
         return store.changes.tenantVersion(tenantKey(other, 'nz')) > version;
       });
       assert.equal(store.changes.tenantVersion(tenantKey(other, 'nz')), Number((await store.db.selectFrom('tenant_versions').select('version').where('owner_account_id', '=', other).where('country', '=', 'nz').executeTakeFirstOrThrow()).version), 'the same version as in the database: the same on every instance');

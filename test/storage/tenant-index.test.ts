@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { tenantKey } from '../../src/core/tenant.js';
+import { tenantKey, tenantOf } from '../../src/core/tenant.js';
 import { importListings } from '../../src/import/import.js';
 import { REPLAY_READ_CHUNK, SPLICE_LIMIT, TenantIndex } from '../../src/readmodel/tenant-index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
@@ -79,8 +79,7 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     const importBatch = async (batch: Array<Record<string, unknown>>) => {
       await importListings(store, ndjsonStream(batch), new Date(now));
       assert.ok((await store.broadcastSettled()).settled);
-      await store.changes.pending();
-      return store.changes.tenantVersion(tenantKey(owner, 'sg'));
+      return store.changes.currentVersion(tenantOf(owner, 'sg'));
     };
 
     let replays = 0;
@@ -124,8 +123,8 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     const changed = lines.map((line, i) => (i % 2 === 0 ? { ...line, is_featured: true } : i % 25 === 1 ? { ...line, status: 'leased' } : { ...line, title: `changed ${i}` }));
     await importListings(store, ndjsonStream(changed), new Date(now));
     assert.ok((await store.broadcastSettled()).settled);
-    await store.changes.pending();
-    const { turns } = await turnsDuring(async () => index.refresh(store.changes.tenantVersion(tenantKey(tenant, 'sg'))));
+    const version = await store.changes.currentVersion(tenantOf(tenant, 'sg'));
+    const { turns } = await turnsDuring(async () => index.refresh(version));
     // SQLite reads in slices, a turn between each; PostgreSQL at once, its driver never holding the loop.
     assert.ok(turns >= 2, `three reads, a turn between each (saw ${turns})`);
 
