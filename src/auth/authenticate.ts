@@ -2,7 +2,7 @@ import { unauthorized, type KnownKey } from '../core/api-error.js';
 import type { Country } from '../core/countries.js';
 import { tenantOf, type Tenant } from '../core/tenant.js';
 import type { ApiKeyRecord } from '../storage/index.js';
-import { hashKey, parseKey } from './key-format.js';
+import { displayPrefix, hashKey, parseKey } from './key-format.js';
 
 /**
  * What the rest of the request path knows about the caller once the key is trusted. Made once per
@@ -72,6 +72,12 @@ export function bearerToken(authorization: string | readonly string[] | undefine
     throw unauthorized('Malformed API key: expected <cc>_live_<secret> as issued in the dashboard; check that it was copied whole.', 'malformed_key');
   }
   return token;
+}
+
+/** The display prefix (D2, D20) of the well-formed key an Authorization header carries, for a log line; else undefined. */
+export function sentKeyPrefix(authorization: string | readonly string[] | undefined): string | undefined {
+  const token = typeof authorization === 'string' ? BEARER.exec(authorization)?.[1] : undefined;
+  return token !== undefined && parseKey(token) !== undefined ? displayPrefix(token) : undefined;
 }
 
 /**

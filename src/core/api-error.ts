@@ -56,6 +56,8 @@ export const ERROR_REASONS = [
   'method_not_allowed',
   'rate_limited',
   'internal_error',
+  // 500 because the database failed (storage/database-errors.ts)
+  'database_unavailable',
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -431,6 +431,8 @@ export function explain(row: FailureRow): SafeHtml {
       return html`The API answers only <code>GET</code>, <code>HEAD</code> and <code>OPTIONS</code>.`;
     case 'internal_error':
       return html`A failure on our side, not in your request: retry with exponential backoff; if it keeps happening, give your contact the request id.`;
+    case 'database_unavailable':
+      return html`Our database could not answer then, not a fault in your request: retry with exponential backoff.`;
     case null:
       return html`This request was recorded before the dashboard kept why requests failed: the message below is what the API answered.`;
   }

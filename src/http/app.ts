@@ -14,6 +14,8 @@ import { messageOf } from '../core/outage-log.js';
 import { openApiPath } from './openapi.js';
 import { openApiRoute } from './openapi-route.js';
 import { redactKeys } from '../auth/key-format.js';
+import { sentKeyPrefix } from '../auth/authenticate.js';
+import { isDatabaseError } from '../storage/index.js';
 import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
 import { knownPath, methodNotAllowed, v1Routes, type V1Options } from './v1/routes.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
@@ -56,6 +58,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('errorMessage', null);
   app.decorateRequest('errorReason', null);
   app.decorateRequest('knownKey', null);
+  app.decorateRequest('sentKeyPrefix', null);
   app.setErrorHandler(errorHandler(opts.readiness));
 
   // Reached only if the onRequest hook above let a not-found request through (it never does).
@@ -142,6 +145,7 @@ function errorHandler(readiness: Readiness) {
       return reply.code(status).type('application/json; charset=utf-8').send(errorBody('bad_request', request.errorMessage));
     }
     request.errorCode = 'internal_error';
+    noteWhatWasKnown(request);
     // During a database outage every request that needs it fails the same way: the outage is
     // logged once (readiness.ts), and each failure is a debug line with the error's message, not
     // an error line with its stack (issue 30 item 5). Anything else is an error line as before.
@@ -153,9 +157,19 @@ function errorHandler(readiness: Readiness) {
       () => request.log.error({ reqId: request.id, err: error }, 'request failed'),
     );
     request.errorMessage = `Something went wrong on our side; retry with exponential backoff. Request id: ${request.id}.`;
-    request.errorReason = 'internal_error';
+    // Which dependency failed, when one did (issue 40 item 10).
+    request.errorReason = isDatabaseError(error) ? 'database_unavailable' : 'internal_error';
     return reply.code(ERROR_STATUS.internal_error).type('application/json; charset=utf-8').send(errorBody('internal_error', request.errorMessage));
   };
+}
+
+/**
+ * A request that failed before its key was trusted (the database away while the key was looked
+ * up): its log line still names the key it presented, by the display prefix of a well-formed key
+ * (D20), as much as was known before the failure (issue 40 item 10).
+ */
+function noteWhatWasKnown(request: FastifyRequest): void {
+  if (request.apiKey == null && request.knownKey == null) request.sentKeyPrefix = sentKeyPrefix(request.headers.authorization) ?? null;
 }
 
 function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {

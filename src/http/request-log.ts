@@ -21,6 +21,8 @@ declare module 'fastify' {
     errorCode: ErrorCode | null;
     /** For a 401 on a key that exists (revoked, another country's): that key, as it may be logged (D20). */
     knownKey: KnownKey | null;
+    /** For a 500 before the key was trusted: the display prefix of the well-formed key it sent (D20). */
+    sentKeyPrefix: string | null;
   }
 }
 
@@ -48,7 +50,7 @@ export function requestLine(request: FastifyRequest, reply: FastifyReply, route:
     path: loggablePath(request.url),
     status: reply.statusCode,
     ms: Math.round(elapsedMs * 100) / 100,
-    key_prefix: key?.prefix ?? null,
+    key_prefix: key?.prefix ?? request.sentKeyPrefix ?? null,
     // Computed by the app's TRUST_PROXY rule (core/proxy-trust.ts); undefined once the peer is gone.
     client_address: request.ip ?? null,
     // X-Forwarded-Host under TRUST_PROXY, as the guard's country step reads it.

@@ -275,6 +275,7 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
       method_not_allowed: /answers only GET, HEAD and OPTIONS/,
       rate_limited: /More requests a minute than this key's limit/,
       internal_error: /A failure on our side, not in your request/,
+      database_unavailable: /Our database could not answer then/,
     };
     const at = new Date(server.clock.now()).toISOString();
     const row = (reason: string | null, code: string, status: number, origin: string | null = null) => ({
@@ -286,7 +287,7 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
         : reason.endsWith('_origin') || reason === 'origin_not_registered' ? ['origin_not_allowed', 403]
           : ['unknown_host', 'unknown_route', 'listing_not_found'].includes(reason) ? ['not_found', 404]
             : reason === 'rate_limited' ? ['rate_limited', 429] : reason === 'method_not_allowed' ? ['method_not_allowed', 405]
-              : reason === 'internal_error' ? ['internal_error', 500] : ['bad_request', 400];
+              : reason === 'internal_error' || reason === 'database_unavailable' ? ['internal_error', 500] : ['bad_request', 400];
     await server.service.store.usage.recordBatch({
       counts: [],
       failures: [

@@ -82,6 +82,44 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     assert.equal(back[0]!.outage_ms, 4000, 'how long it lasted, by the readiness clock');
   });
 
+  it('a column only a replay of changes reads renamed away (listing_changes.listing_id): 503 before any request meets it; renamed back: 200 (issue 40 item 10)', async () => {
+    const db = server.service.store.db;
+    assert.equal((await readyzLater()).status, 200);
+    await db.schema.alterTable('listing_changes').renameColumn('listing_id', 'listing_id_gone').execute();
+    try {
+      assert.equal((await readyzLater()).status, 503);
+    } finally {
+      await db.schema.alterTable('listing_changes').renameColumn('listing_id_gone', 'listing_id').execute();
+    }
+    assert.equal((await server.get('/readyz')).status, 200);
+  });
+
+  for (const [table, column] of [['listings', 'body'], ['api_keys', 'key_hash']] as const) {
+    it(`a column every read reads renamed away (${table}.${column}): 503 and a 500 that names the database; renamed back: 200 (issue 40 item 10)`, async () => {
+      const db = server.service.store.db;
+      assert.equal((await readyzLater()).status, 200);
+      const from = server.logs.lines.length;
+      await db.schema.alterTable(table).renameColumn(column, `${column}_gone`).execute();
+      try {
+        const res = await readyzLater();
+        assert.equal(res.status, 503, `the read path's own statements fail: ${res.body}`);
+        assert.equal(await readyMetric(), 0);
+        // Caches are off here (READ_CACHE_TTL_MS=0): every request reads what the check reads.
+        const failed = await server.get('/v1/listings', { key });
+        assert.equal(failed.status, 500);
+        const line = linesFrom(from).find((l) => l.msg === 'request' && l.status === 500);
+        assert.equal(line?.reason, 'database_unavailable', 'the dependency that failed is named');
+        assert.match(String(line?.key_prefix), /^sg_live_/, "the key it sent, by its display prefix: what was known before the failure");
+      } finally {
+        await db.schema.alterTable(table).renameColumn(`${column}_gone`, column).execute();
+      }
+      assert.equal((await server.get('/readyz')).status, 200);
+      assert.equal((await server.get('/v1/listings', { key })).status, 200);
+      const outageLines = linesFrom(from).filter((l) => Number(l.level) >= 40);
+      assert.deepEqual(outageLines.map((l) => l.msg), ["database unavailable: it cannot serve the API's reads, which fail until it can; /readyz answers 503"], 'one warning, the failed request part of it');
+    });
+  }
+
   it('SQLite: the database file moved away and another put at its path (the process would serve the old one for ever): 503; moved back: 200', { skip: TEST_STORE === 'sqlite' ? false : 'SQLite only' }, async () => {
     const path = server.databaseUrl.slice('file:'.length);
     const from = server.logs.lines.length;
