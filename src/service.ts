@@ -54,7 +54,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
 
   const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
   // Before the dashboard, which counts into them.
-  const { metricsModule, metrics } = await loadMetrics(config, reads, readiness, options.clusterWorker);
+  const { metricsModule, metrics } = await loadMetrics(config, reads, readiness, limiter, options.clusterWorker);
   // The developer dashboard (src/dashboard), unless DASHBOARD_PORT is `off`: on the API's port for
   // its own host name (the default), or on a port of its own. Same store, so its key and origin
   // writes reach the API's caches at once (D4).
@@ -239,9 +239,12 @@ function startHistoryPruning({ config, clock, logger }: Basics, store: Store, pr
 }
 
 /** The Prometheus metrics (METRICS_PORT): prom-client is loaded only when they are on. */
-async function loadMetrics(config: Config, reads: ListingReads, readiness: Readiness, clusterWorker: boolean | undefined) {
+async function loadMetrics(config: Config, reads: ListingReads, readiness: Readiness, limiter: RateLimiter, clusterWorker: boolean | undefined) {
   const metricsModule = config.metricsPort === 'off' ? undefined : await import('./metrics/index.js');
-  const metrics = metricsModule === undefined ? undefined : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready);
+  const metrics =
+    metricsModule === undefined
+      ? undefined
+      : new metricsModule.Metrics(() => reads.stats(), async () => (await readiness.state()).ready, () => limiter.isShared !== false);
   if (metrics !== undefined && clusterWorker) metrics.reportToPrimary();
   return { metricsModule, metrics };
 }

@@ -29,7 +29,8 @@ import { withStore } from './store.js';
  * once all of them serve, runs `--demo` once. A worker that fails before that (port in use, database unreachable, failed migration)
  * stops the whole command: exit 1 with one line on stderr, never a restart loop. One that crashes
  * later is restarted with exponential backoff; after MAX_CRASHES crashes within CRASH_WINDOW_MS the
- * command gives up (exit 1, one line). On SIGTERM/SIGINT the primary stops each serving worker (see
+ * command gives up (exit 1, one line). A replacement that cannot start (the database away) is
+ * tried again with the same backoff until it does, while the others serve. On SIGTERM/SIGINT the primary stops each serving worker (see
  * drainWorker: no connection is lost between the primary and a worker) and exits 0 once every
  * worker has drained. Default: one worker per core when REDIS_URL is set, else 1.
  * Without REDIS_URL more than one worker is a usage error (exit 2): each worker would keep its own
@@ -141,7 +142,23 @@ async function serveOne(config: Config, demo: boolean): Promise<void> {
     throw error;
   }
   onSignals(() => service.close(), service.logger);
+  logCrashes(service.logger);
   for (const line of listeningLines(config, 1, { api: service.apiPort(), dashboard: service.dashboard?.port() })) tell(line);
+}
+
+/**
+ * A serving process that meets an error nothing handled (an exception thrown from an event, a
+ * rejected promise nobody awaited) writes why as a JSON line of its log, with the stack, before
+ * it exits 1: the operator's log says why it went, not only stderr (issue 40 item 1). It does
+ * not go on: its state is unknown after such an error. With --workers the primary starts a
+ * replacement; a service manager restarts a single process.
+ */
+function logCrashes(logger: Logger): void {
+  process.on('uncaughtException', (error, origin) => {
+    logger.fatal({ err: error, origin }, `process crashed (${origin === 'unhandledRejection' ? 'a promise rejected with no handler' : 'an uncaught exception'}); exiting`);
+    // The log's lines still held are written at exit (core/logger.ts).
+    process.exit(1);
+  });
 }
 
 /** Messages a worker sends its primary. `stop`: the worker was sent a signal; the primary stops it. */
@@ -163,6 +180,7 @@ async function runWorker(config: Config): Promise<void> {
     return;
   }
   const running = service;
+  logCrashes(running.logger);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -252,6 +270,7 @@ class WorkerSupervisor {
   private readonly startFailures = new Map<Worker, string>();
   private readonly crashes: number[] = [];
   private announced = false;
+  private startFailuresInARow = 0;
   private stopping = false;
   private forwarded: NodeJS.Signals | undefined;
   private exitCode: 0 | 1 = 0;
@@ -357,14 +376,36 @@ class WorkerSupervisor {
       if (this.alive.size === 0) process.exit(this.exitCode);
       return;
     }
-    if (!hadServed) {
+    const startFailure = this.startFailures.get(worker);
+    this.startFailures.delete(worker);
+    if (!hadServed && !this.announced) {
       // It never got to serve (port in use, database unreachable, failed migration): restarting
       // would only loop. Its reason is the one line the operator needs.
-      const reason = this.startFailures.get(worker) ?? `exited with ${signal ?? `code ${code}`} before it could serve`;
+      const reason = startFailure ?? `exited with ${signal ?? `code ${code}`} before it could serve`;
       this.stopAll('SIGTERM', 1, `a worker could not start: ${reason}`);
       return;
     }
+    if (!hadServed) return this.replacementFailed(worker, code, signal, startFailure);
+    this.startFailuresInARow = 0;
     this.crashed(worker, code, signal);
+  }
+
+  /**
+   * A replacement for a crashed worker could not start, once the command had served: what it
+   * needs may be away for a while (the database during a failover), and the other workers go on
+   * serving meanwhile. It is tried again with the same backoff, for as long as it takes; these
+   * are not crashes of serving workers, so they never end the command (issue 40 item 1).
+   */
+  private replacementFailed(worker: Worker, code: number, signal: string | null, reason: string | undefined): void {
+    this.startFailuresInARow++;
+    const delay = restartDelayMs(this.startFailuresInARow);
+    this.logger.warn(
+      { worker_pid: worker.process.pid, code, signal, reason: reason ?? null, restart_in_ms: delay },
+      `a replacement worker could not start${reason === undefined ? '' : `: ${reason}`}; trying again`,
+    );
+    setTimeout(() => {
+      if (!this.stopping) this.fork();
+    }, delay);
   }
 
   /** A worker that served exited by itself: started again after a backoff, unless it is a crash loop. */
@@ -377,6 +418,7 @@ class WorkerSupervisor {
       return;
     }
     const delay = restartDelayMs(this.crashes.length);
+    // Why it went is the worker's own last log line (logCrashes), or its signal.
     this.logger.warn({ worker_pid: worker.process.pid, code, signal, restart_in_ms: delay }, `worker ${worker.process.pid} exited unexpectedly; starting a replacement`);
     setTimeout(() => {
       if (!this.stopping) this.fork();

@@ -93,6 +93,16 @@ function addReports(into: Report, part: Report): Report {
   return [...byName.values()];
 }
 
+/**
+ * `listings_ready` (declared here, where the primary needs it too): a gauge, so only live workers'
+ * values are summed; with none live the sum is 0, not absent, so that an alert on it fires while
+ * every worker is down (issue 40 item 10).
+ */
+export const READY_METRIC = {
+  name: 'listings_ready',
+  help: "Whether the process answers GET /readyz with 200 (1) or 503 (0: shutting down, the database cannot serve the API's reads, or warming up). Summed over the live workers of serve --workers (0 while none is live).",
+} as const;
+
 /** A scrape that cannot be answered now: 503 with this message (src/metrics/index.ts). */
 export class ScrapeUnavailable extends Error {}
 
@@ -136,6 +146,7 @@ export class ClusterMetrics {
       })),
     );
     const summed = (await AggregatorRegistry.aggregate(reports).getMetricsAsJSON()) as unknown as Report;
+    if (!summed.some((metric) => metric.name === READY_METRIC.name)) summed.push({ ...READY_METRIC, type: 'gauge', aggregator: 'sum', values: [{ value: 0, labels: {} }] });
     const registry = new Registry();
     for (const metric of summed) {
       for (const value of monotonicValues(metric)) {

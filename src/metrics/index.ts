@@ -6,7 +6,7 @@ import type { DeliveryOutcome } from '../webhooks/deliverer.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
 import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
-import { answerPrimary, ScrapeUnavailable } from './cluster.js';
+import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
 
 /**
  * Prometheus metrics (issue 12), with prom-client, served at GET /metrics on a port of their own
@@ -22,7 +22,10 @@ import { answerPrimary, ScrapeUnavailable } from './cluster.js';
  * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
  *   origins, pages, details).
  * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
- *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them.
+ *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them
+ *   (0, never absent, while none is live).
+ * - `listings_rate_limit_fallback`: 1 while REDIS_URL is set but Redis is away, so that the process
+ *   limits keys on its own (ratelimit/resilient.ts); summed over workers, it counts such processes.
  * - `listings_dashboard_requests_total{method, route, status}`: every answer of the dashboard
  *   (issue 30): its 5xx, its 503s while the database is busy, its 429s.
  * - `listings_dashboard_sign_ins_total{result}`: sign-in attempts, `succeeded`, `failed` (wrong
@@ -96,12 +99,24 @@ export class Metrics {
   /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
   readonly dashboard: DashboardMetrics;
 
-  /** `isReady`: what GET /readyz would answer now (http/readiness.ts), read at each scrape. */
-  constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>) {
+  /**
+   * `isReady`: what GET /readyz would answer now (http/readiness.ts); `limitsShared`: whether the
+   * rate limits are shared as configured (false while Redis is away); both read at each scrape.
+   */
+  constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>, limitsShared: () => boolean = () => true) {
     // Registered in the order a scrape lists them.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
     this.registerApiMetrics(readStats);
     if (isReady !== undefined) this.registerReadiness(isReady);
+    this.registry.registerMetric(new Gauge({
+      name: 'listings_rate_limit_fallback',
+      help: 'Whether the process limits keys on its own (1) because REDIS_URL is set but Redis is away, or as configured (0). Summed over the workers of serve --workers.',
+      registers: [],
+      aggregator: 'sum',
+      collect() {
+        this.set(limitsShared() ? 0 : 1);
+      },
+    }));
     this.registerWebhookMetrics();
     this.dashboard = this.registerDashboardMetrics();
   }
@@ -151,8 +166,7 @@ export class Metrics {
 
   private registerReadiness(isReady: () => Promise<boolean>): void {
     this.registry.registerMetric(new Gauge({
-      name: 'listings_ready',
-      help: 'Whether the process answers GET /readyz with 200 (1) or 503 (0: shutting down, the database cannot serve the API\'s reads, or warming up). Summed over the workers of serve --workers.',
+      ...READY_METRIC,
       registers: [],
       aggregator: 'sum',
       async collect() {

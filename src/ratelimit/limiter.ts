@@ -24,6 +24,11 @@ export interface RateLimiter {
    */
   peek(keyId: string, limit: number): Promise<RateLimitDecision> | RateLimitDecision;
   close?(): Promise<void>;
+  /**
+   * False while limits meant to be shared by every process (Redis) are kept by this process alone
+   * (ratelimit/resilient.ts); true or absent otherwise.
+   */
+  readonly isShared?: boolean;
 }
 
 /** The window of D14, in whole seconds. */

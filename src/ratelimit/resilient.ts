@@ -20,8 +20,10 @@ import { MemoryRateLimiter } from './sliding-window.js';
  *   reconnected, tries Redis again, and so does a PING as soon as the client has reconnected
  *   (without traffic too). When one succeeds the limiter is back on Redis and logs one info line,
  *   with how long the outage lasted (issue 30 item 4).
- * - During a fallback each instance limits on its own (the promise of D14 holds per instance, not
- *   across them); counts made in memory are not copied to Redis and vice versa.
+ * - During a fallback each process limits on its own (the promise of D14 holds per process, not
+ *   across processes: with `serve --workers N` a key may be admitted up to N times its limit);
+ *   counts made in memory are not copied to Redis and vice versa. `isShared` says which it is
+ *   (the `listings_rate_limit_fallback` gauge).
  */
 export interface ResilientRateLimiterOptions {
   logger: Pick<Logger, 'warn' | 'info' | 'debug'>;
@@ -65,7 +67,7 @@ export class ResilientRateLimiter implements RateLimiter {
     this.local = new MemoryRateLimiter(options.fallbackClock);
     this.probeIntervalMs = options.probeIntervalMs ?? 1000;
     this.outage = new OutageLog(options.logger, {
-      lost: 'rate limiter: Redis is unreachable or slow; falling back to in-process limits (per instance) until it is back',
+      lost: 'rate limiter: Redis is unreachable or slow; falling back to in-process limits (per process) until it is back',
       still: 'rate limiter: Redis still unavailable',
       back: 'rate limiter: Redis is back; limits are shared across instances again',
     });
