@@ -7,6 +7,7 @@ import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard, type Dashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
 import { createWebhookDeliverer, type WebhookDeliverer } from './webhooks/deliverer.js';
+import type { SendOptions } from './webhooks/send.js';
 import { drainServer } from './http/drain.js';
 import { Readiness, type ReadinessOptions } from './http/readiness.js';
 import { messageOf, OutageLog, type OutageMessages } from './core/outage-log.js';
@@ -39,6 +40,8 @@ export interface ServiceOptions {
   manualWebhooks?: boolean;
   /** Names this instance in webhook leases (tests run two in one process). */
   instanceId?: string;
+  /** Tests: how webhook host names are resolved, by deliveries and test events alike (not the system's resolver). */
+  webhookResolve?: SendOptions['resolve'];
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}) {
@@ -60,11 +63,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
   // writes reach the API's caches at once (D4).
   let apiServer: Server | undefined = undefined;
   const apiPort = () => portOf(apiServer);
-  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard, lastUsedOf: (id) => lastUsed.peek(id) });
+  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard, lastUsedOf: (id) => lastUsed.peek(id), webhookResolve: options.webhookResolve });
   const usage = startUsageCounter(basics, store, reads, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
   const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted: requestCompletedHook(usage, metrics) });
   apiServer = app.server;
-  const webhooks = createWebhooks(basics, store, metrics, options.instanceId);
+  const webhooks = createWebhooks(basics, store, metrics, options);
   const warmUp = createWarmUp(basics, store, reads, readiness);
   const parts: ServiceParts = {
     ...basics,
@@ -316,13 +319,13 @@ function buildApi({ config, clock, logger }: Basics, parts: ApiParts): Promise<F
 }
 
 /** Webhook delivery (D24): every instance looks at the endpoints; one sends to each at a time. */
-function createWebhooks({ config, clock, logger }: Basics, store: Store, metrics: Metrics | undefined, instanceId: string | undefined): WebhookDeliverer {
+function createWebhooks({ config, clock, logger }: Basics, store: Store, metrics: Metrics | undefined, options: ServiceOptions): WebhookDeliverer {
   const webhooks = createWebhookDeliverer({
     store,
     clock,
     logger,
-    send: { allowPrivate: config.webhookAllowPrivate },
-    instanceId,
+    send: { allowPrivate: config.webhookAllowPrivate, resolve: options.webhookResolve },
+    instanceId: options.instanceId,
     onAttempt: (outcome) => metrics?.webhookAttempt(outcome),
   });
   metrics?.watchWebhooks(() => {

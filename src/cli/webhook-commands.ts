@@ -1,6 +1,6 @@
 import type { Store, WebhookEndpoint } from '../storage/index.js';
 import { sendTestEvent } from '../webhooks/deliverer.js';
-import { delivered } from '../webhooks/send.js';
+import { delivered, failureText } from '../webhooks/send.js';
 import { addWebhook, rotateWebhookSecret, statusOf, WebhookError } from '../webhooks/endpoints.js';
 import { recordCliChange } from './audit.js';
 import { CliError, emit, table } from './output.js';
@@ -93,9 +93,9 @@ export async function webhookTest(id: string, opts: { json: boolean }): Promise<
     return { endpoint: found, outcome: await sendTestEvent(store, found, clock(), { allowPrivate: config.webhookAllowPrivate }) };
   });
   const received = delivered(outcome);
-  const answer = outcome.status !== undefined ? `HTTP ${outcome.status}` : outcome.error!;
-  // Like any failed command: one line on stderr, exit 1 (the attempt is in the endpoint's log).
-  if (!received) throw new CliError(`test event ${outcome.messageId} not delivered to ${endpoint.url}: ${answer} after ${outcome.durationMs} ms`);
+  // Like any failed command: one line on stderr, exit 1 (the attempt is in the endpoint's log). As
+  // on the dashboard (D24), a failure is its category only: no error name, no timing.
+  if (!received) throw new CliError(`test event ${outcome.messageId} not delivered to ${endpoint.url}: ${failureText(outcome)}`);
   emit(opts.json, { id: endpoint.id, message_id: outcome.messageId, delivered: received, status: outcome.status, duration_ms: outcome.durationMs }, () =>
-    `Delivered test event ${outcome.messageId} to ${endpoint.url}: ${answer} in ${outcome.durationMs} ms.`);
+    `Delivered test event ${outcome.messageId} to ${endpoint.url}: HTTP ${outcome.status} in ${outcome.durationMs} ms.`);
 }

@@ -17,6 +17,7 @@ import { dashboardRoutes } from './routes/index.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
 import { errorPage } from './views.js';
+import type { SendOptions } from '../webhooks/send.js';
 
 /**
  * The developer dashboard (Settings > Developer; spec 1 and 5): where an account's members sign in
@@ -37,6 +38,8 @@ export interface DashboardOptions {
   metrics?: DashboardMetrics;
   /** This process's last use of a key not written yet (auth/last-used.ts), so that pages show it exactly. */
   lastUsedOf?: (keyId: string) => number | undefined;
+  /** Tests: how webhook host names are resolved by "Send test event" (webhooks/send.ts). */
+  webhookResolve?: SendOptions['resolve'];
 }
 
 /** The page's stylesheet and script, in src/dashboard/static (from dist/src/dashboard: ../../../src/...). */
@@ -163,6 +166,7 @@ export async function createDashboard(options: DashboardOptions) {
     onSignIn: metrics === undefined ? undefined : (result) => metrics.signIn(result),
     apiBaseUrl: (country: Country) => apiBaseUrl(country, config, options.apiPort?.()),
     lastUsedOf: options.lastUsedOf,
+    webhookResolve: options.webhookResolve,
   });
   await app.ready();
 

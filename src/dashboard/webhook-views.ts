@@ -44,7 +44,7 @@ function attemptsTable(attempts: WebhookAttempt[]): SafeHtml {
   <thead><tr><th scope="col">Time</th><th scope="col">Message</th><th scope="col">Type</th><th scope="col">Ids</th><th scope="col">Attempt</th><th scope="col">Result</th><th scope="col">Duration</th></tr></thead>
   <tbody>${attempts.map((a) => html`
     <tr data-ok="${a.status !== null && a.status >= 200 && a.status < 300 ? 'yes' : 'no'}"><td>${when(a.at)}</td><td><code>${a.message_id}</code></td><td>${a.message_type}</td><td>${a.ids}</td><td>${a.attempt}</td>
-      <td>${a.status !== null ? html`HTTP ${a.status}` : ''}${a.error !== null && a.status === null ? a.error : ''}</td><td>${a.duration_ms} ms</td></tr>`)}
+      <td>${a.status !== null ? html`HTTP ${a.status}` : ''}${a.error !== null && a.status === null ? a.error : ''}</td><td>${a.status !== null ? `${a.duration_ms} ms` : ''}</td></tr>`)}
   </tbody></table></div>`;
 }
 

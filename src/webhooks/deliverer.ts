@@ -8,7 +8,7 @@ import { tenantOf, type Tenant } from '../core/tenant.js';
 import { createFeed } from '../readmodel/feed.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
-import { ATTEMPT_TIMEOUT_MS, delivered, sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { ATTEMPT_TIMEOUT_MS, delivered, failureText, sendAttempt, type Outcome, type SendOptions } from './send.js';
 import { signatureHeaders } from './signature.js';
 
 /** D24: ids per message at most. */
@@ -64,10 +64,19 @@ function signingSecrets(endpoint: WebhookEndpoint, now: number): string[] {
   return previous ? [endpoint.secret, endpoint.previous_secret!] : [endpoint.secret];
 }
 
-/** One attempt of a message to an endpoint, recorded in its delivery log. */
+/**
+ * One attempt of a message to an endpoint, recorded in its delivery log: every failure, however
+ * early (a stored secret that cannot sign included), is an attempt, so it is retried on the
+ * schedule rather than at once. The log keeps the failure's category, never its detail (D24).
+ */
 async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message: Omit<PendingMessage, 'at' | 'end'>, number: number, now: number, send: SendOptions): Promise<Outcome> {
-  const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
-  const outcome = await sendAttempt(endpoint.url, headers, message.body, send);
+  let outcome: Outcome;
+  try {
+    const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
+    outcome = await sendAttempt(endpoint.url, headers, message.body, send);
+  } catch (error) {
+    outcome = { error: 'internal error', detail: `the message could not be made: ${(error as Error).message}`, durationMs: 0 };
+  }
   await store.webhooks.recordAttempt({
     endpoint_id: endpoint.id,
     at: iso(now),
@@ -76,7 +85,7 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
     ids: message.ids,
     attempt: number,
     status: outcome.status ?? null,
-    error: delivered(outcome) ? null : (outcome.error ?? `HTTP ${outcome.status}`).slice(0, 300),
+    error: delivered(outcome) ? null : failureText(outcome),
     duration_ms: outcome.durationMs,
   });
   return outcome;
@@ -280,7 +289,7 @@ async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, 
   await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(started + delay), failingSince, disable });
   options.onAttempt?.(disable ? 'disabled' : 'failed');
   // The URL is the endpoint owner's; the secret and the body never go to the log.
-  logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, disabled: disable }, 'webhook attempt failed');
+  logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, detail: outcome.detail, disabled: disable }, 'webhook attempt failed');
   return false;
 }
 

@@ -153,7 +153,7 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
 export async function startTestServer(
   env: Record<string, string> = {},
   clock = new TestClock(),
-  options: { servingLogger?: boolean; readiness?: ServiceOptions['readiness']; manualWebhooks?: boolean } = {},
+  options: { servingLogger?: boolean; readiness?: ServiceOptions['readiness']; manualWebhooks?: boolean; webhookResolve?: ServiceOptions['webhookResolve'] } = {},
 ): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
   const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
@@ -162,7 +162,8 @@ export async function startTestServer(
   const logs = new LogCapture();
   // At LOG_LEVEL (info unless `env` says otherwise), as the serving process.
   const logger = options.servingLogger ? servingLogger(config.logLevel, logs.output()) : pino({ level: config.logLevel }, logs);
-  const service = await createService(config, { clock: clock.now, logger, readiness: options.readiness, manualWebhooks: options.manualWebhooks });
+  const { readiness, manualWebhooks, webhookResolve } = options;
+  const service = await createService(config, { clock: clock.now, logger, readiness, manualWebhooks, webhookResolve });
   await service.listen();
   // Ready, as a load balancer would wait for: the warm-up (issue 30 item 4) has ended.
   await service.warmedUp();

@@ -9,10 +9,11 @@ export interface Received {
 export type Answer = number | 'hang';
 
 /**
- * A webhook endpoint on loopback for tests (D24): it records every message and answers with
- * `answerWith`'s status (204 by default; a 3xx carries a Location), or never ('hang') until closed.
+ * A webhook endpoint for tests (D24), on loopback unless `host` says otherwise (`::`: every
+ * address of this host): it records every message and answers with `answerWith`'s status (204 by
+ * default; a 3xx carries a Location), or never ('hang') until closed.
  */
-export async function startReceiver() {
+export async function startReceiver(host = '127.0.0.1') {
   const received: Received[] = [];
   let answer: () => Answer = () => 204;
   const hanging: ServerResponse[] = [];
@@ -26,10 +27,11 @@ export async function startReceiver() {
       res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ignored');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     received,
+    port,
     url: `http://127.0.0.1:${port}/hooks/listings`,
     /** The status of the next answers: a number, 'hang', or a function asked for each message. */
     answerWith(next: Answer | (() => Answer)) {

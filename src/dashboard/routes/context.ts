@@ -4,6 +4,7 @@ import type { Config } from '../../config/index.js';
 import type { Clock } from '../../core/clock.js';
 import type { Country } from '../../core/countries.js';
 import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../../storage/index.js';
+import type { SendOptions } from '../../webhooks/send.js';
 import { sessionToken } from '../csrf.js';
 import type { SignInResult } from '../metrics.js';
 import type { Sessions } from '../sessions.js';
@@ -22,6 +23,8 @@ export interface RouteDeps {
   apiBaseUrl(country: Country): string;
   /** This process's last use of a key that is not stored yet (auth/last-used.ts), in ms. */
   lastUsedOf?: (keyId: string) => number | undefined;
+  /** Tests: how webhook host names are resolved by "Send test event" (webhooks/send.ts). */
+  webhookResolve?: SendOptions['resolve'];
 }
 
 /** A signed-in member on a request of their own account's pages. */
