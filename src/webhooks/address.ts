@@ -8,7 +8,7 @@ import ipaddr from 'ipaddr.js';
  * - allowed: an IPv4 address in none of those ranges, or an IPv6 address in none of them and in
  *   the global unicast space 2000::/3; an IPv4 address written as IPv6 (IPv4-mapped
  *   `::ffff:a.b.c.d`, or NAT64's well-known prefix `64:ff9b::/96`, how a DNS64 resolver names an
- *   IPv4-only host) is judged as the IPv4 address it carries;
+ *   IPv4-only host) is judged as the IPv4 address it carries (through NAT64, only a global one);
  * - allowed only with WEBHOOK_ALLOW_PRIVATE (local development, tests): loopback, private
  *   (RFC 1918, `fc00::/7`), link-local (`169.254.0.0/16`, cloud metadata included, `fe80::/10`),
  *   shared address space (`100.64.0.0/10`) and this host's own addresses (os.networkInterfaces(),
@@ -39,7 +39,11 @@ function scopeOf(address: string): Scope {
   }
   const v6 = parsed as ipaddr.IPv6;
   if (range === 'ipv4Mapped') return scopeOf(v6.toIPv4Address().toString());
-  if (v6.match(NAT64_WELL_KNOWN)) return scopeOf(ipaddr.fromByteArray(v6.toByteArray().slice(12)).toString());
+  if (v6.match(NAT64_WELL_KNOWN)) {
+    // Through a NAT64 gateway only a global IPv4 address is one host on the internet.
+    const embedded = scopeOf(ipaddr.fromByteArray(v6.toByteArray().slice(12)).toString());
+    return embedded.scope === 'global' ? embedded : { scope: 'never', range: `rfc6052 (NAT64) of ${embedded.range}` };
+  }
   if (PRIVATE_RANGES.has(range)) return { scope: 'private', range };
   if (range === 'unicast' && v6.match(GLOBAL_UNICAST)) return { scope: 'global' };
   return { scope: 'never', range: range === 'unicast' ? 'outside global unicast 2000::/3' : range };

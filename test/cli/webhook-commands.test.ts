@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { freePort } from '../support/process.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 import { fails, okJson, okText, rows, tempDatabase, UUID, type CliDatabase } from './helpers.js';
 
@@ -43,6 +45,10 @@ describe('webhook commands (D24)', () => {
       ['https://user:pw@example.com/hook', /user name or password/],
       ['https://example.com/hook#x', /fragment/],
       ['example.com/hook', /not an absolute URL/],
+      // Issue 40 item 0: broadcast and multicast are refused when added.
+      ['https://255.255.255.255/hook', /address 255\.255\.255\.255 is in the special-purpose range "broadcast"/],
+      ['https://[ff02::1]/hook', /address ff02::1 is in the special-purpose range "multicast"/],
+      ['https://224.0.0.251/hook', /special-purpose range "multicast"/],
     ];
     for (const [bad, pattern] of cases) fails(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', bad]), 1, [pattern], bad);
     fails(await db.call(['webhook', 'add', '--account', account, '--country', 'xx', url]), 1, [/unknown country "xx"/]);
@@ -65,12 +71,31 @@ describe('webhook commands (D24)', () => {
     const verified = new Webhook(secret).verify(message.body, message.headers as Record<string, string>) as { type: string; data: unknown };
     assert.equal(verified.type, 'webhook.test');
     assert.deepEqual(verified.data, { country: first.country });
-    fails(await db.call(['webhook', 'test', first.id]), 1, [/not delivered/, /refused: 127\.0\.0\.1/], 'without WEBHOOK_ALLOW_PRIVATE');
+    // Issue 40 item 8: a failure is its category only, with neither the address nor a timing.
+    const refused = fails(await db.call(['webhook', 'test', first.id]), 1, [/not delivered/, /: refused address$/], 'without WEBHOOK_ALLOW_PRIVATE');
+    assert.doesNotMatch(refused, /127\.0\.0\.1 |\bms\b|loopback/);
     receiver.answerWith(500);
     fails(await db.call(['webhook', 'test', first.id], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }), 1, [/not delivered/, /HTTP 500/]);
     receiver.answerWith(204);
-    const attempts = rows<{ message_type: string; status: number | null }>(db.file, 'SELECT message_type, status FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
-    assert.deepEqual(attempts.map((a) => a.status), [204, null, 500]);
+    const attempts = rows<{ message_type: string; status: number | null; error: string | null }>(db.file, 'SELECT message_type, status, error FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
+    assert.deepEqual(attempts.map((a) => [a.status, a.error]), [[204, null], [null, 'refused address'], [500, 'HTTP 500']]);
+  });
+
+  it('test to a closed port or a server that hangs up says so as a category: no error name, no timing (issue 40 item 8)', async () => {
+    const closed = await freePort();
+    const hangUp = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => hangUp.listen(0, '127.0.0.1', resolve));
+    try {
+      const other = okJson(await db.call(['account', 'create', '--name', 'Scan Ltd', '--json'])).id as string;
+      const cases: Array<[string, string]> = [[`http://127.0.0.1:${closed}/hook`, 'could not connect'], [`http://127.0.0.1:${(hangUp.address() as AddressInfo).port}/hook`, 'closed without an answer']];
+      for (const [hook, category] of cases) {
+        const { id } = okJson(await db.call(['webhook', 'add', '--account', other, '--country', 'sg', hook, '--json']));
+        const line = fails(await db.call(['webhook', 'test', id], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }), 1, [new RegExp(`not delivered to .*: ${category}$`)], hook);
+        assert.doesNotMatch(line, /E[A-Z]{4,}|\bms\b|hang up|after/, hook);
+      }
+    } finally {
+      await new Promise((resolve) => hangUp.close(resolve));
+    }
   });
 
   it('rotate-secret prints a new secret; both sign for a day', async () => {

@@ -3,8 +3,20 @@ import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { dom, named, only } from '../support/html.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { freePort } from '../support/process.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { dev, signedIn, text, type DashboardClient } from './helpers.js';
+
+/**
+ * Names the test endpoints resolve to (no DNS): addresses where the connection fails at once, in
+ * this host's network stack (issue 40 item 0).
+ */
+const TEST_ADDRESSES: Record<string, string> = { 'broadcast.hooks.test': '255.255.255.255', 'link-local.hooks.test': 'fe80::1' };
+const resolve = async (hostname: string) => {
+  const address = TEST_ADDRESSES[hostname];
+  if (address === undefined) throw Object.assign(new Error(`no test address for ${hostname}`), { code: 'ENOTFOUND' });
+  return [address];
+};
 
 /** Settings > Developer > Webhooks (D24, issue 32 item 5), through the real dashboard. */
 describe('dashboard: webhooks page (D24)', () => {
@@ -17,7 +29,7 @@ describe('dashboard: webhooks page (D24)', () => {
 
   before(async () => {
     // Real time: the receiver checks signatures' timestamps against its own clock.
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true, webhookResolve: resolve });
     accountId = await server.createAccount();
     ({ client } = await signedIn(server, accountId));
     receiver = await startReceiver();
@@ -75,6 +87,37 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.equal(rows.length, 2);
     assert.match(rows[0]!.text, /webhook\.test/);
     assert.match(rows[0]!.text, /HTTP 503/);
+  });
+
+  it('Send test event to an address that fails at once or a closed port: the category only, no error name, no timing (issue 40 items 0, 8)', async () => {
+    const other = await server.createAccount();
+    const { client: member } = await signedIn(server, other);
+    const closed = await freePort();
+    const cases: Array<[string, string]> = [
+      ['https://broadcast.hooks.test/hooks', 'refused address'],
+      ['https://link-local.hooks.test/hooks', 'could not connect'],
+      [`http://127.0.0.1:${closed}/hooks`, 'could not connect'],
+    ];
+    for (const [hook, category] of cases) {
+      assert.equal((await member.post(dev(other, 'webhooks'), { country: 'sg', url: hook })).status, 201, hook);
+      const endpoint = (await server.service.store.webhooks.listForAccount(other)).find((e) => e.url === hook)!;
+      const res = await member.post(dev(other, 'webhooks/test'), { id: endpoint.id });
+      assert.equal(res.status, 200, hook);
+      const alert = text(only(dom(res.body), '[role=alert]').toString()).trim();
+      assert.equal(alert, `Test event not delivered to ${hook}: ${category}.`);
+      const row = only(dom(res.body), `#webhook-${endpoint.id} table.attempts tbody tr`);
+      assert.match(row.text, new RegExp(category));
+      assert.doesNotMatch(row.text, /\d\s*ms|E[A-Z]{4,}/, 'no duration, no error name');
+      const [attempt] = await server.service.store.webhooks.attempts(endpoint.id, 1);
+      assert.equal(attempt!.error, category);
+    }
+    assert.equal((await member.get('/healthz')).status, 200, 'the process goes on');
+  });
+
+  it('an address no deployment may send to is refused when added (issue 40 item 0)', async () => {
+    const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url: 'https://224.0.0.1/hook' });
+    assert.equal(res.status, 400);
+    assert.match(only(dom(res.body), '#webhook-url-error').text, /special-purpose range "multicast"/);
   });
 
   it('a failing endpoint shows since when and how far behind; a disabled one can be enabled', async () => {

@@ -289,12 +289,14 @@ describe('one attempt (D24 safety)', () => {
     const receiver = await startReceiver();
     try {
       const literal = await sendAttempt(receiver.url, {}, '{}', { allowPrivate: false });
-      assert.match(literal.error ?? '', /^refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1/);
+      assert.equal(literal.error, 'refused address');
+      assert.match(literal.detail ?? '', /^resolved address 127\.0\.0\.1 is .* \(allowed only with WEBHOOK_ALLOW_PRIVATE\)$/);
       // DNS rebinding: a public-looking name that resolves to the metadata address.
       const rebinding = await sendAttempt('https://hooks.example.com/x', {}, '{}', { allowPrivate: false, resolve: async () => ['169.254.169.254'] });
-      assert.match(rebinding.error ?? '', /refused: hooks\.example\.com resolves to 169\.254\.169\.254/);
+      assert.equal(rebinding.error, 'refused address');
+      assert.match(rebinding.detail ?? '', /169\.254\.169\.254 is in the non-global range "linkLocal"/);
       const mixed = await sendAttempt('https://hooks.example.com/x', {}, '{}', { allowPrivate: false, resolve: async () => ['93.184.216.34', '10.0.0.1'] });
-      assert.match(mixed.error ?? '', /resolves to 10\.0\.0\.1/);
+      assert.match(mixed.detail ?? '', /10\.0\.0\.1 is in the non-global range "private"/);
       assert.equal(receiver.received.length, 0);
     } finally {
       await receiver.close();
@@ -321,26 +323,27 @@ describe('one attempt (D24 safety)', () => {
       receiver.answerWith(() => 'hang');
       const outcome = await sendAttempt(receiver.url, {}, '{}', { allowPrivate: true, timeoutMs: 200 });
       assert.equal(outcome.status, undefined);
-      assert.match(outcome.error ?? '', /no answer within 0.2 s/);
+      assert.deepEqual([outcome.error, outcome.detail], ['timed out', 'no answer within 0.2 s']);
     } finally {
       await receiver.close();
     }
   });
 
-  it('a connection reset before the answer is a failure with its reason', async () => {
+  it('a connection reset before the answer is a failure: its category, the reason for the operator', async () => {
     const server = createServer((req) => req.socket.destroy());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const outcome = await sendAttempt(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`, {}, '{}', { allowPrivate: true });
       assert.equal(outcome.status, undefined);
-      assert.match(outcome.error ?? '', /ECONNRESET|socket hang up/);
+      assert.equal(outcome.error, 'closed without an answer');
+      assert.match(outcome.detail ?? '', /ECONNRESET|socket hang up/);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
   });
 
-  it('a connection refused is a failure with its reason', async () => {
+  it('a connection refused is a failure: its category, the reason for the operator', async () => {
     const outcome = await sendAttempt('http://127.0.0.1:1/x', {}, '{}', { allowPrivate: true });
-    assert.equal(outcome.error, 'ECONNREFUSED');
+    assert.deepEqual([outcome.error, outcome.detail], ['could not connect', 'ECONNREFUSED']);
   });
 });
