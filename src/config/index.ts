@@ -47,7 +47,10 @@ export interface Config {
   changeHistoryDays: number;
   /** USAGE_COUNTING: count requests per key and keep failed requests for the dashboard (src/usage). */
   usageCounting: boolean;
-  /** WEBHOOK_ALLOW_PRIVATE: webhooks may go to loopback and private addresses (local development and tests; D24). */
+  /**
+   * WEBHOOK_ALLOW_PRIVATE: webhooks may go to loopback, private, link-local, shared and this host's
+   * own addresses (local development and tests; D24, webhooks/address.ts).
+   */
   webhookAllowPrivate: boolean;
   /** How often the usage counts of this process are written, in one batch (USAGE_FLUSH_INTERVAL_MS). */
   usageFlushIntervalMs: number;
