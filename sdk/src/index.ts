@@ -20,10 +20,12 @@ export {
   createWebhookHandler,
   WebhookVerificationError,
   WEBHOOK_TOLERANCE_SECONDS,
+  WEBHOOK_MAX_BODY_BYTES,
   type WebhookMessage,
   type WebhookErrorReason,
   type WebhookHandler,
   type WebhookHandlerOptions,
+  type NodeWebhookRequest,
   type VerifyOptions,
 } from './webhooks.js';
 export {

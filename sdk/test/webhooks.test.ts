@@ -67,6 +67,36 @@ describe('createWebhookHandler', () => {
     assert.equal((await handler(new Request('http://site.test/hooks', { method: 'POST', headers: signed(SECRET, now), body }))).status, 500);
   });
 
+  it('fetch-style: headers are checked and Content-Length capped before the body is read; a body that streams past the cap is 413; a failing body is 400, never a rejection', async () => {
+    const errors: unknown[] = [];
+    const handler = createWebhookHandler({ secret: SECRET, onChange: () => {}, onError: (e) => void errors.push(e), maxBodyBytes: 1024 });
+    const now = Math.floor(Date.now() / 1000);
+    let pulled = 0;
+    /** A body that counts how often it is read, `size` bytes in chunks of 256, or one that fails. */
+    const stream = (size: number, fail = false) => new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        if (fail) return controller.error(new Error('connection reset'));
+        if (size <= 0) return controller.close();
+        controller.enqueue(new Uint8Array(Math.min(256, size)).fill(0x20));
+        size -= 256;
+      },
+    }, { highWaterMark: 0 }); // read only when asked
+    const post = (headers: Record<string, string>, content: ReadableStream<Uint8Array>) =>
+      handler(new Request('http://site.test/hooks', { method: 'POST', headers, body: content, duplex: 'half' } as RequestInit));
+    const { 'webhook-signature': _omitted, ...unsigned } = signed(SECRET, now);
+    const missing = await post(unsigned, stream(10_000));
+    assert.equal(missing.status, 400);
+    assert.deepEqual(await missing.json(), { error: 'missing_headers', message: (errors[0] as Error).message });
+    const tooLong = await post({ ...signed(SECRET, now), 'content-length': '5000' }, stream(5000));
+    assert.equal(tooLong.status, 413);
+    assert.equal(pulled, 0, 'neither body was read');
+    assert.equal((await post(signed(SECRET, now), stream(10_000))).status, 413);
+    assert.ok(pulled <= 6, `read ${pulled} chunks of 256 bytes for a cap of 1024`);
+    assert.equal((await post(signed(SECRET, now), stream(0, true))).status, 400);
+    assert.deepEqual(errors.map((e) => (e as WebhookVerificationError).reason), ['missing_headers', 'body_too_large', 'body_too_large', 'incomplete_body']);
+  });
+
   it('node:http: reads the raw body itself', async () => {
     const changes: unknown[] = [];
     const handler = createWebhookHandler({ secret: SECRET, onChange: (change) => void changes.push(change) });

@@ -5,7 +5,9 @@ import { createSite } from '@listings-api/example-website';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { unfinishedRequest } from './helpers.js';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -58,6 +60,47 @@ describe('example website: webhooks show a change at once', () => {
       const forged = await httpCall(port, '/webhooks/listings', { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_x', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' }, body: '{}' });
       assert.equal(forged.status, 400);
     } finally {
+      await site.close();
+    }
+  });
+
+  it('issue 40 item 4: a body cut short, a 700 MB Content-Length or no signature cannot stop the site', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    const key = (await api.createKey(accountId, 'sg', 'website')).key;
+    const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 0 });
+    const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const refusals: string[] = [];
+    const logged = console.error;
+    console.error = (line: unknown) => void refusals.push(String(line));
+    const site = createSite({ client, now: new TestClock().now, webhookSecret: secret });
+    const port = await site.listen(0);
+    const at = Math.floor(Date.now() / 1000);
+    const signed = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(at), 'webhook-signature': new Webhook(secret).sign('msg_1', new Date(at * 1000), '{}') };
+    const head = (headers: Record<string, string>) =>
+      ['POST /webhooks/listings HTTP/1.1', `Host: 127.0.0.1:${port}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)].join('\r\n');
+    try {
+      // The issue's `curl -m 1 -H 'Content-Length: 1000' --data-binary '{}'`: refused at once, without waiting for the body.
+      const curl = await unfinishedRequest(port, head({ 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '1000' }), '{}', 1000);
+      assert.equal(curl.status, 400, curl.text);
+      // Signed headers, and the body cut short: nothing to answer, and nothing thrown.
+      const cut = await unfinishedRequest(port, head({ ...signed, 'Content-Length': '1000' }), '{}', 300);
+      assert.equal(cut.status, undefined);
+      // 700 MB announced: 413 before a byte of it is read.
+      const huge = await unfinishedRequest(port, head({ ...signed, 'Content-Length': String(700 * 1024 * 1024) }), '{}', 1000);
+      assert.equal(huge.status, 413, huge.text);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(unhandled, []);
+      assert.equal(refusals.length, 3, refusals.join('\n'));
+      assert.match(refusals[1]!, /cut short/);
+      // The site still serves its pages.
+      const home = await httpCall(port, '/');
+      assert.equal(home.status, 200);
+      assert.match(home.body, /Before the change|After the change/);
+    } finally {
+      console.error = logged;
+      process.off('unhandledRejection', record);
       await site.close();
     }
   });

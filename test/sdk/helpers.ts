@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { Listing } from '@listings-api/sdk';
@@ -29,3 +31,86 @@ export const LISTING_TYPE_FIELDS: Record<keyof Listing, true> = {
   view_count: true, inquiry_count: true, building_name: true, street_address: true, images: true, cover_image_index: true,
   url: true, created_at: true,
 };
+
+/** What came back on a connection whose request the client did not finish: the status line's code, if any. */
+export interface PartialAnswer {
+  status: number | undefined;
+  /** The answer as received (head and body), for messages. */
+  text: string;
+  /** Milliseconds from sending the head to the first byte of the answer (undefined without one). */
+  answeredAfterMs: number | undefined;
+}
+
+/**
+ * A request whose body the client does not finish: the head (with the Content-Length it claims) and
+ * `sent` of the body, then up to `waitMs` for an answer, then the connection is closed, as
+ * `curl -m 1 -H 'Content-Length: 1000' --data-binary '{}'` does. A server that answers without
+ * waiting for the rest is seen to do so; one that waits sees the body cut short.
+ */
+export function unfinishedRequest(port: number, head: string, sent: string, waitMs: number): Promise<PartialAnswer> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const started = Date.now();
+    let firstByteAt: number | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      firstByteAt ??= Date.now();
+      chunks.push(chunk);
+    });
+    // A server that answers and closes may reset the connection under the client: what came is the answer.
+    socket.on('error', () => {});
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('utf8');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1];
+      const answeredAfterMs = firstByteAt === undefined ? undefined : firstByteAt - started;
+      resolve({ status: status === undefined ? undefined : Number(status), text, answeredAfterMs });
+    };
+    const timer = setTimeout(finish, waitMs);
+    socket.on('close', finish);
+    socket.write(`${head.replace(/\r?\n/g, '\r\n').replace(/(\r\n)*$/, '')}\r\n\r\n${sent}`);
+  });
+}
+
+/**
+ * A chunked POST that keeps sending `chunkBytes` at a time (up to `limitBytes`) until the server
+ * answers: the status, and how many bytes of body had been handed to the socket by then.
+ */
+export function endlessPost(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  chunkBytes: number,
+  limitBytes: number,
+): Promise<{ status: number | undefined; sentBytes: number }> {
+  return new Promise((resolve) => {
+    let sentBytes = 0;
+    let answered: number | undefined;
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      resolve({ status: answered, sentBytes });
+    };
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', headers: { host: 'www.example.test', ...headers }, agent: false }, (res) => {
+      answered = res.statusCode;
+      res.resume();
+      res.on('end', () => {
+        req.destroy();
+        finish();
+      });
+    });
+    // Writing into a connection the server closed after answering: the answer is what counts.
+    req.on('error', finish);
+    const chunk = Buffer.alloc(chunkBytes, 0x20);
+    const pump = () => {
+      while (answered === undefined && !req.destroyed && sentBytes < limitBytes) {
+        sentBytes += chunk.length;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      if (answered === undefined && !req.destroyed) req.end();
+    };
+    pump();
+  });
+}

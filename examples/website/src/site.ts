@@ -107,8 +107,8 @@ export function createSite(options: SiteOptions): Site {
     ? undefined
     : createWebhookHandler({
       secret: options.webhookSecret,
-      onChange: ({ upserted, removed }) => void handler.forget([...upserted, ...removed]),
-      onResync: () => void handler.forget('all'),
+      onChange: ({ upserted, removed }) => handler.forget([...upserted, ...removed]),
+      onResync: () => handler.forget('all'),
       onError: (error) => console.error(`example website: webhook refused: ${error instanceof Error ? error.message : String(error)}`),
     });
 
@@ -137,7 +137,9 @@ export function createSite(options: SiteOptions): Site {
   }
 
   const server = createServer((req, res) => {
-    if (webhook !== undefined && req.url === '/webhooks/listings') return void webhook.node(req, res);
+    // The receiver answers every request itself (a body over 1 MiB is a 413, one cut short is
+    // reported) and returns nothing that could reject.
+    if (webhook !== undefined && req.url === '/webhooks/listings') return webhook.node(req, res);
     handler.node(req, res, () => {
       page(req, res).catch((error: unknown) => {
         if (error instanceof ListingsApiError && error.status === 404) return html(res, 404, messagePage('Listing not found', 'This listing is no longer available.'));
