@@ -1,6 +1,7 @@
 import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
 import { ListingsApiError } from './errors.js';
 import { LIST_CHANGES_RANGES, LIST_CHANGES_RULES, LIST_LISTINGS_RANGES, LIST_LISTINGS_RULES, type ChangePage, type Listing, type ListingPage, type QueryRule } from './openapi.js';
+import { addressKey } from './budgets.js';
 import { checkQuery, parseQuery } from './query.js';
 import { SharedCopies, type How, type ProxyStats, type UpstreamFailure } from './shared-copies.js';
 
@@ -41,13 +42,32 @@ export interface ListingsHandlerOptions {
    */
   visitorLookupsPerMinute?: number | undefined;
   /**
+   * How many look-ups visitors together may cause in any rolling minute: the site's share of the
+   * key (default three quarters of the key's limit as the API reports it in X-RateLimit-Limit, 45 of
+   * 60). The last third of it is kept for visitors with fewer than 5 look-ups in the last minute, so
+   * that a few busy visitors cannot take it all; and no look-up is sent for a visitor while the API's
+   * last answer said the key is down to the rest (its limit minus the share: what other instances
+   * of the site or anything else with the key spent counts too), until X-RateLimit-Reset. When it is
+   * spent, a visitor gets the kept copy (younger than `staleIfErrorMs`, marked `stale`), else a 503
+   * `rate_limited` with Retry-After. The server's own reads (without `visitor`) do not spend it.
+   * `Infinity` turns it off.
+   */
+  siteLookupsPerMinute?: number | undefined;
+  /**
+   * The prefix length by which IPv6 visitors are grouped into one budget (default 56: a subscriber
+   * is commonly given a /56 or a /48, that is 256 or 65,536 /64s). 64 counts each /64 apart, 48 each
+   * /48. IPv4 addresses count one by one.
+   */
+  visitorIPv6Prefix?: number | undefined;
+  /**
    * Who a Fetch API request comes from, for `visitorLookupsPerMinute`: the client address your
    * platform vouches for (e.g. Cloudflare's `CF-Connecting-IP`), never a header any client can set.
    * Without it, or when it returns undefined, all Fetch API requests share one budget. The node
    * adapter does not use it: it takes `req.ip` (Express, after its `trust proxy` setting), else the
    * socket's address (see `visitorOf`). `context` is what the framework passed the handler after the
    * request: Hono's `c.env` through `app.mount` (on @hono/node-server, `{ incoming }`, whose
-   * `incoming.socket.remoteAddress` is the peer), Next.js's `{ params }`, a Worker's `env`.
+   * `incoming.socket.remoteAddress` is the peer), Next.js's `{ params }`, a Worker's `env`. An IPv6
+   * address it returns is grouped by `visitorIPv6Prefix`.
    */
   visitorKey?: ((request: Request, context: unknown) => string | undefined) | undefined;
   /**
@@ -108,7 +128,7 @@ export interface ListingsHandler {
     get(id: string, options?: ServerReadOptions): Promise<Listing>;
     changes(params?: ChangesParams, options?: ServerReadOptions): Promise<ChangePage>;
   };
-  /** The budget key of a node:http / Express request: `req.ip`, else the socket's address; an IPv6 address by its /64. */
+  /** The budget key of a node:http / Express request: `req.ip`, else the socket's address; an IPv6 address by its network (`visitorIPv6Prefix`). */
   visitorOf(req: NodeRequestLike): string;
   /**
    * Makes the copies that may show these listings due again (a webhook said they changed): each
@@ -151,7 +171,9 @@ const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
  *   openapi.json gives each parameter (src/openapi.ts): what the API would refuse is a 400 here,
  *   without asking, since the API counts its 400s against the key's limit.
  * - Each visitor may cause `visitorLookupsPerMinute` look-ups a minute (default 20, well below the
- *   key's 60): 65 distinct URLs from one address cannot spend the key's minute for everyone.
+ *   key's 60): 65 distinct URLs from one address cannot spend the key's minute for everyone. All
+ *   visitors together may cause `siteLookupsPerMinute` (default three quarters of the key's limit),
+ *   so that a few addresses cannot either.
  * - A copy younger than `freshMs` is served as it is; an older one is revalidated with its ETag by
  *   one request (a free 304 while unchanged) for all the visitors asking meanwhile. With 10 s,
  *   1,000 page views a minute of one page cost one counted request and at most six free 304s.
@@ -173,12 +195,21 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
   const freshMs = options.freshMs ?? 10_000;
   const lookupsPerMinute = options.visitorLookupsPerMinute ?? 20;
   if (!(lookupsPerMinute >= 1)) throw new TypeError('visitorLookupsPerMinute must be 1 or more (Infinity turns the budget off).');
+  const { siteLookupsPerMinute } = options;
+  if (siteLookupsPerMinute !== undefined && !(siteLookupsPerMinute >= 1)) throw new TypeError('siteLookupsPerMinute must be 1 or more (Infinity turns the site\'s share off).');
+  const prefix = options.visitorIPv6Prefix ?? 56;
+  if (!(Number.isInteger(prefix) && prefix >= 1 && prefix <= 128)) throw new TypeError('visitorIPv6Prefix must be a whole number of bits from 1 to 128 (e.g. 48, 56 or 64).');
+  const visitorOf = (req: NodeRequestLike): string => {
+    const address = req.ip ?? req.socket?.remoteAddress;
+    return address === undefined || address === '' ? '' : addressKey(address, prefix);
+  };
   const copies = new SharedCopies(client, {
     freshMs,
     staleIfErrorMs: options.staleIfErrorMs ?? 600_000,
     maxEntries: options.maxEntries ?? 1000,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
     lookupsPerMinute,
+    siteLookupsPerMinute,
     onError: options.onError ?? logFailure,
     now: options.now ?? Date.now,
   });
@@ -195,7 +226,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
       rest: underBase(basePath, url.pathname) ?? url.pathname,
       query: url.search.slice(1),
       ifNoneMatch: request.headers.get('if-none-match'),
-      visitor: visitorKey?.(request, context) ?? '',
+      visitor: addressKey(visitorKey?.(request, context) ?? '', prefix),
     });
     return new Response(result.body, { status: result.status, headers: result.headers });
   } as ListingsHandler;
@@ -206,7 +237,7 @@ export function createListingsHandler(options: ListingsHandlerOptions): Listings
     listings: { enumerable: true, value: serverReads(copies) },
     visitorOf: { enumerable: true, value: visitorOf },
     forget: { enumerable: true, value: (ids: readonly string[] | 'all'): number => copies.forget(ids) },
-    node: { enumerable: true, value: nodeAdapter(basePath, answer) },
+    node: { enumerable: true, value: nodeAdapter(basePath, answer, visitorOf) },
   });
   return handler;
 }
@@ -314,7 +345,7 @@ function serverReads(copies: SharedCopies): ListingsHandler['listings'] {
 }
 
 /** `handler.node`: the adapter for node:http and Express. */
-function nodeAdapter(basePath: string, answer: (visit: Visit) => Promise<Answer>): ListingsHandler['node'] {
+function nodeAdapter(basePath: string, answer: (visit: Visit) => Promise<Answer>, visitorOf: (req: NodeRequestLike) => string): ListingsHandler['node'] {
   return function node(req: NodeRequestLike, res: NodeResponseLike, next?: (error?: unknown) => void): void {
     // Nothing a visitor sends may throw out of here: a throw in a request listener ends the
     // process. Every input is answered (or passed to `next`); the catch is the last resort.
@@ -368,34 +399,6 @@ function etagMatches(header: string | null, etag: string): boolean {
   return header.split(',').some((raw) => raw.trim() === '*' || bare(raw.trim()) === bare(etag));
 }
 
-/** The budget key of a node:http / Express request (shared by all requests without an address). */
-function visitorOf(req: NodeRequestLike): string {
-  const address = req.ip ?? req.socket?.remoteAddress;
-  return address === undefined || address === '' ? '' : addressKey(address);
-}
-
-/**
- * The budget key of a client address: an IPv4 address as it is (an IPv4-mapped IPv6 one as its
- * IPv4), an IPv6 address by its /64 network, since one subscriber is commonly given a whole /64
- * and would otherwise have a fresh budget at each of its addresses. Anything else as it is.
- */
-function addressKey(address: string): string {
-  const mapped = /^::ffff:([0-9]{1,3}(?:\.[0-9]{1,3}){3})$/i.exec(address);
-  if (mapped !== null) return mapped[1]!;
-  if (!address.includes(':')) return address;
-  const halves = address.split('%')[0]!.split('::');
-  if (halves.length > 2) return address;
-  const groupsOf = (part: string) => (part === '' ? [] : part.split(':'));
-  const head = groupsOf(halves[0]!);
-  const tail = halves.length === 2 ? groupsOf(halves[1]!) : [];
-  // `::` stands for the zero groups that make eight (an embedded IPv4 address is two).
-  const tailGroups = tail.reduce((n, group) => n + (group.includes('.') ? 2 : 1), 0);
-  const groups = halves.length === 2 ? [...head, ...Array<string>(Math.max(0, 8 - head.length - tailGroups)).fill('0'), ...tail] : head;
-  const network = groups.slice(0, 4);
-  if (network.length < 4 || !network.every((group) => /^[0-9a-f]{1,4}$/i.test(group))) return address;
-  return `${network.map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
-}
-
 /**
  * What the browser gets when the API could not give an answer: the API's own status and code for
  * 400 and 404 (the visitor asked for something wrong or gone); otherwise a gateway error that says
@@ -408,8 +411,8 @@ function errorAnswer(error: ListingsApiError, method: string, how: How = 'error'
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-listings-cache': how };
   if (error.status === 400 || error.status === 404 || error.status === 405) {
     ({ status, code, message } = error);
-  } else if (how === 'limited') {
-    // The visitor's own budget, not the key's: a 429 to this visitor alone.
+  } else if (how === 'limited' || how === 'busy') {
+    // The visitor's own budget (a 429 to this visitor alone), or the site's share of the key (503).
     ({ status, code, message } = error);
     headers['retry-after'] = String(error.retryAfter);
   } else if (error.status === 429) {

@@ -1,4 +1,5 @@
 import { REQUEST, type ListingsClient } from './client.js';
+import { SiteBudget, VisitorBudget } from './budgets.js';
 import { ListingsApiError } from './errors.js';
 
 /** An upstream failure, as `onError` sees it. */
@@ -26,12 +27,14 @@ export interface ProxyStats {
   misses: number;
   /** Answered after asking the API, unchanged (a 304, free, D21). */
   revalidated: number;
-  /** Answered with an older copy because the API failed, or because the visitor's budget of look-ups was spent. */
+  /** Answered with an older copy because the API failed, or because the visitor's budget or the site's share of look-ups was spent. */
   stale: number;
   /** Answered with an error. */
   errors: number;
   /** Refused (429) because the visitor's budget of look-ups was spent and no copy was kept. */
   limited: number;
+  /** Refused (503) because the site's share of the key was spent and no copy was kept. */
+  busy: number;
 }
 
 /** What the shared copies are told by the handler's options (proxy.ts gives the defaults). */
@@ -41,6 +44,8 @@ export interface CopySettings {
   maxEntries: number;
   upstreamTimeoutMs: number;
   lookupsPerMinute: number;
+  /** The site's share of the key per minute; undefined: three quarters of the key's limit. */
+  siteLookupsPerMinute: number | undefined;
   onError: (failure: UpstreamFailure) => void;
   now: () => number;
 }
@@ -56,7 +61,7 @@ export interface Entry {
   failure: ListingsApiError | undefined;
   checkedAt: number;
 }
-export type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error' | 'limited';
+export type How = 'hit' | 'miss' | 'revalidated' | 'stale' | 'error' | 'limited' | 'busy';
 export interface Read {
   entry: Entry;
   how: How;
@@ -66,28 +71,32 @@ export interface Read {
  * The proxy's copies of the API's answers, one per URL, shared by every visitor: a copy younger
  * than `freshMs` is served as it is; an older one is revalidated with its ETag by one request for
  * all the visitors asking meanwhile; a failed look-up serves the last copy younger than
- * `staleIfErrorMs`; each visitor's look-ups spend a budget (`VisitorBudget`). At most `maxEntries`
+ * `staleIfErrorMs`; each visitor's look-ups spend a budget (`VisitorBudget`) and the site's share of
+ * the key (`SiteBudget`). At most `maxEntries`
  * copies are kept, the least recently read dropped first.
  */
 export class SharedCopies {
-  readonly stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0, limited: 0 };
+  readonly stats: ProxyStats = { requests: 0, refreshes: 0, hits: 0, misses: 0, revalidated: 0, stale: 0, errors: 0, limited: 0, busy: 0 };
   readonly #entries = new Map<string, Entry>();
   readonly #pending = new Map<string, Promise<Read>>();
-  readonly #budget: VisitorBudget;
+  readonly #visitors: VisitorBudget;
+  readonly #site: SiteBudget;
 
   constructor(private readonly client: ListingsClient, private readonly settings: CopySettings) {
-    this.#budget = new VisitorBudget(settings.lookupsPerMinute, settings.now);
+    this.#visitors = new VisitorBudget(settings.lookupsPerMinute, settings.now);
+    this.#site = new SiteBudget(settings.siteLookupsPerMinute, () => client.rateLimit, settings.now);
   }
 
   /**
    * The answer to a read: the fresh copy, the look-up under way, or a new look-up, which spends one
-   * of the visitor's budget (none for the server's own reads, `visitor` undefined).
+   * of the visitor's budget and of the site's share (neither for the server's own reads, `visitor`
+   * undefined).
    */
   read(path: string, query: Record<string, string>, visitor: string | undefined): Promise<Read> {
-    const { freshMs, staleIfErrorMs, lookupsPerMinute, now } = this.settings;
+    const { freshMs } = this.settings;
     const key = `${path}?${new URLSearchParams(query)}`;
     const entry = this.#entries.get(key);
-    const at = now();
+    const at = this.settings.now();
     if (entry !== undefined && at - entry.checkedAt < freshMs) {
       this.#entries.delete(key);
       this.#entries.set(key, entry);
@@ -95,23 +104,41 @@ export class SharedCopies {
     }
     let flight = this.#pending.get(key);
     if (flight === undefined) {
-      const wait = visitor === undefined ? 0 : this.#budget.take(visitor);
-      if (wait > 0) {
-        const good = entry?.good;
-        if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) return Promise.resolve({ entry: { good, failure: undefined, checkedAt: entry!.checkedAt }, how: 'stale' });
-        const retryAfter = Math.max(1, Math.ceil(wait / 1000));
-        const failure = new ListingsApiError({
-          status: 429,
-          code: 'rate_limited',
-          message: `Too many requests for listings not viewed lately (at most ${lookupsPerMinute} a minute per visitor); try again in ${retryAfter} s.`,
-          retryAfter,
-        });
-        return Promise.resolve({ entry: { good: undefined, failure, checkedAt: at }, how: 'limited' });
-      }
+      const refused = visitor === undefined ? undefined : this.#spend(visitor, entry, at);
+      if (refused !== undefined) return Promise.resolve(refused);
       flight = this.#refresh(key, path, query, entry).finally(() => this.#pending.delete(key));
       this.#pending.set(key, flight);
     }
     return flight;
+  }
+
+  /**
+   * Spends a look-up of the visitor's budget and of the site's share; when either is spent, what
+   * the visitor gets instead: the kept copy (younger than `staleIfErrorMs`), else a 429 (the
+   * visitor's own budget) or a 503 (the site's share), with Retry-After.
+   */
+  #spend(visitor: string, entry: Entry | undefined, at: number): Read | undefined {
+    const { staleIfErrorMs, lookupsPerMinute } = this.settings;
+    let wait = this.#visitors.take(visitor);
+    let how: How = 'limited';
+    if (wait === 0) {
+      wait = this.#site.take(visitor);
+      if (wait === 0) return undefined;
+      this.#visitors.refund(visitor);
+      how = 'busy';
+    }
+    const good = entry?.good;
+    if (good !== undefined && at - good.fetchedAt < staleIfErrorMs) return { entry: { good, failure: undefined, checkedAt: entry!.checkedAt }, how: 'stale' };
+    const retryAfter = Math.max(1, Math.ceil(wait / 1000));
+    const failure = how === 'limited'
+      ? new ListingsApiError({
+        status: 429,
+        code: 'rate_limited',
+        message: `Too many requests for listings not viewed lately (at most ${lookupsPerMinute} a minute per visitor); try again in ${retryAfter} s.`,
+        retryAfter,
+      })
+      : new ListingsApiError({ status: 503, code: 'rate_limited', message: `The listings are busy right now; try again in ${retryAfter} s.`, retryAfter });
+    return { entry: { good: undefined, failure, checkedAt: at }, how };
   }
 
   /** Counts one answer by how it was served (`stats`). */
@@ -123,6 +150,7 @@ export class SharedCopies {
     else if (how === 'revalidated') stats.revalidated++;
     else if (how === 'stale') stats.stale++;
     else if (how === 'limited') stats.limited++;
+    else if (how === 'busy') stats.busy++;
     else stats.errors++;
   }
 
@@ -191,37 +219,4 @@ function asApiError(error: unknown): ListingsApiError {
     return new ListingsApiError({ status: 0, code: 'timeout', message: 'The Listings API did not answer in time.', cause: error });
   }
   return new ListingsApiError({ status: 0, code: 'network_error', message: 'The Listings API could not be reached.', cause: error });
-}
-
-/**
- * Look-ups per visitor: a token bucket per key, `perMinute` deep, refilled evenly over the minute,
- * so that a visitor may look up `perMinute` URLs at once and then one every 60 s / `perMinute`. At
- * most MAX_VISITORS keys are kept, the least recently seen dropped first (a dropped visitor starts
- * again with a full budget, as a new one would).
- */
-class VisitorBudget {
-  static readonly MAX_VISITORS = 10_000;
-  readonly #buckets = new Map<string, { tokens: number; at: number }>();
-  readonly #perMs: number;
-
-  constructor(private readonly perMinute: number, private readonly now: () => number) {
-    this.#perMs = perMinute / 60_000;
-  }
-
-  /** Spends one look-up of `visitor`: 0 when it could, else the milliseconds until it can. */
-  take(visitor: string): number {
-    if (this.perMinute === Infinity) return 0;
-    const at = this.now();
-    const bucket = this.#buckets.get(visitor);
-    // A clock that went back refills nothing.
-    const tokens = bucket === undefined ? this.perMinute : Math.min(this.perMinute, bucket.tokens + Math.max(0, at - bucket.at) * this.#perMs);
-    this.#buckets.delete(visitor);
-    if (tokens < 1) {
-      this.#buckets.set(visitor, { tokens, at });
-      return Math.ceil((1 - tokens) / this.#perMs);
-    }
-    this.#buckets.set(visitor, { tokens: tokens - 1, at });
-    if (this.#buckets.size > VisitorBudget.MAX_VISITORS) this.#buckets.delete(this.#buckets.keys().next().value!);
-    return 0;
-  }
 }

@@ -57,6 +57,9 @@ describe('example website: what an anonymous visitor can send it (issue 29)', ()
     }
   });
 
+  /** How many of each status. */
+  const count = (statuses: number[]) => statuses.reduce<Record<number, number>>((all, s) => ({ ...all, [s]: (all[s] ?? 0) + 1 }), {});
+
   /** Requests the API was asked (its log lines), from `before` on. */
   const apiRequests = (before: number) => api.logs.lines.slice(before).filter((l) => String(l.path).startsWith('/v1/')).length;
 
@@ -107,7 +110,11 @@ describe('example website: what an anonymous visitor can send it (issue 29)', ()
       assert.equal(page.status, 429);
       assert.equal(page.headers['retry-after'], '3');
       assert.match(page.body, /Too many requests/);
-      // Pages 1, 2, ... of the site itself, from another visitor: the same budget rule.
+      // A minute later (on the site's clock: the API's does not move, so the key's window still
+      // holds all of these), so that the site's share of the key (45 a minute, issue 40 item 5)
+      // does not cut the second visitor short. Pages 1, 2, ... of the site itself, from another
+      // visitor: the same budget rule.
+      clock.advance(60_000);
       const pages = [];
       for (let n = 1; n <= 30; n++) pages.push((await httpCall(port, `/?page=${n}`, c)).status);
       assert.deepEqual(pages, [...Array(20).fill(200), ...Array(10).fill(429)]);
@@ -117,9 +124,63 @@ describe('example website: what an anonymous visitor can send it (issue 29)', ()
       assert.equal((await httpCall(port, '/?usage=Office', b)).status, 200);
       assert.equal((await httpCall(port, '/api/v1/listings?per_page=5', b)).status, 200);
       assert.equal((await api.get('/v1/listings?per_page=1', { key })).headers['x-ratelimit-remaining'], '17');
-      // After a minute, the first visitor has a whole budget again.
-      clock.advance(60_000);
+      // After that minute, the first visitor has a whole budget again.
       assert.equal((await httpCall(port, '/?page=30', a)).status, 200);
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('issue 40 item 5: four addresses x 20 distinct URLs leave the key its reserve, and new visitors are answered for the rest of the minute', async () => {
+    // The site's clock is the API's: the key's rolling minute and its X-RateLimit-Reset are on it.
+    const { clock } = api;
+    const key = (await api.createKey(accountId, 'sg', 'website')).key;
+    const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 0 });
+    const site = createSite({ client, now: clock.now });
+    const port = await site.listen(0);
+    try {
+      // A visitor before the attack: the home page and the next page are in the copy.
+      const regular = { localAddress: '127.0.0.9' };
+      const home = await httpCall(port, '/', regular);
+      assert.equal(home.status, 200);
+      assert.equal((await httpCall(port, '/?page=2', regular)).status, 200);
+      const ids = [...home.body.matchAll(/href="\/listings\/([0-9a-f-]{36})"/g)].map((m) => m[1]!);
+
+      // Four addresses, 20 distinct URLs each, all at once.
+      const start = api.logs.lines.length;
+      const attackers = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+      const attack = await Promise.all(attackers.map(async (address, a) => {
+        const statuses: number[] = [];
+        for (let i = 1; i <= 20; i++) statuses.push((await httpCall(port, `/api/v1/listings?page=${i}&per_page=${a + 2}`, { localAddress: address })).status);
+        return statuses;
+      }));
+      const attackedAt = clock.ms;
+      const sent = apiRequests(start);
+      const statuses = attack.flat();
+      const figures = () => `${sent} look-ups reached the API during the attack; the key has ${client.rateLimit?.remaining} of 60 left; ` +
+        `the attackers got ${JSON.stringify(count(statuses))}`;
+      // The site's share is 45 of the key's 60 (three quarters), 2 of which the regular visitor used.
+      assert.ok(sent <= 43, figures());
+      assert.ok(client.rateLimit!.remaining >= 15, figures());
+      assert.ok(statuses.every((s) => s === 200 || s === 503), figures());
+
+      // For the rest of the minute, new visitors are answered: from a copy (revalidated for free), or
+      // with a look-up from the part of the share kept for visitors new to the site.
+      for (const [i, second] of [15, 30, 45, 55].entries()) {
+        clock.ms = attackedAt + second * 1000;
+        const visitor = { localAddress: `127.0.0.${20 + i}` };
+        const page = await httpCall(port, '/', visitor);
+        assert.equal(page.status, 200, `${second} s: the home page`);
+        const detail = await httpCall(port, `/listings/${ids[i]}`, visitor);
+        assert.equal(detail.status, 200, `${second} s: a listing not viewed before: ${detail.status}; ${figures()}`);
+        const uncached = await httpCall(port, `/api/v1/listings?per_page=3&sort=price&page=${i + 1}`, visitor);
+        assert.equal(uncached.status, 200, `${second} s: a page not viewed before, through /api: ${uncached.status}`);
+      }
+      // An attacker asking again gets its old copy, marked stale: the share is not theirs to spend.
+      const again = await httpCall(port, '/api/v1/listings?page=1&per_page=2', { localAddress: '127.0.0.2' });
+      assert.equal(again.status, 200);
+      assert.equal(again.headers['x-listings-cache'], 'stale');
+      assert.ok(client.rateLimit!.remaining >= 15, `the key's last quarter is left: ${client.rateLimit!.remaining}`);
     } finally {
       await site.close();
     }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { inspect } from 'node:util';
+import express from 'express';
 import { createListingsHandler, fetchWithLocalhost, ListingsClient, type FetchLike, type ListingsHandler, type ListingsHandlerOptions, type UpstreamFailure } from '@listings-api/sdk';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
 
@@ -347,21 +348,153 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     }
   });
 
-  it('issue 29 item 2: the Fetch API handler keys the budget by visitorKey, else one budget for all; IPv6 visitors by their /64', async () => {
+  it('issue 29 item 2: the Fetch API handler keys the budget by visitorKey, else one budget for all; IPv6 visitors by their network', async () => {
     const { handler: shared } = setup({ visitorLookupsPerMinute: 2 });
     const ask = (h: ListingsHandler, page: number, visitor?: string) =>
       h(new Request(`https://www.example.test/api/v1/listings?page=${page}`, visitor === undefined ? {} : { headers: { 'x-visitor': visitor } })).then((r) => r.status);
     assert.deepEqual([await ask(shared, 1, 'a'), await ask(shared, 2, 'b'), await ask(shared, 3, 'c')], [200, 200, 429], 'without visitorKey: one budget');
     const { handler: keyed } = setup({ visitorLookupsPerMinute: 2, visitorKey: (request: Request) => request.headers.get('x-visitor') ?? undefined });
     assert.deepEqual([await ask(keyed, 1, 'a'), await ask(keyed, 2, 'a'), await ask(keyed, 3, 'a'), await ask(keyed, 3, 'b'), await ask(keyed, 4)], [200, 200, 429, 200, 200]);
-    const of = (address: string, ip?: string) => keyed.visitorOf({ headers: {}, socket: { remoteAddress: address }, ...(ip === undefined ? {} : { ip }) });
-    assert.equal(of('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
-    assert.equal(of('2001:0db8:0001:0002:ffff:1:2:3'), '2001:db8:1:2::/64');
-    assert.equal(of('2001:db8::1'), '2001:db8:0:0::/64');
+    const of = (address: string, ip?: string, h = keyed) =>
+      h.visitorOf({ headers: {}, socket: { remoteAddress: address }, ...(ip === undefined ? {} : { ip }) });
+    // By its /56 (issue 40 item 5), or the prefix given.
+    assert.equal(of('2001:db8:1:2:aaaa::1'), '2001:db8:1:0::/56');
+    assert.equal(of('2001:db8:1:2ff:ffff::1'), '2001:db8:1:200::/56');
+    const by64 = setup({ visitorIPv6Prefix: 64 }).handler;
+    assert.equal(of('2001:db8:1:2:aaaa::1', undefined, by64), '2001:db8:1:2::/64');
+    assert.equal(of('2001:0db8:0001:0002:ffff:1:2:3', undefined, by64), '2001:db8:1:2::/64');
+    assert.equal(of('2001:db8::1', undefined, by64), '2001:db8:0:0::/64');
+    assert.equal(of('2001:db8:1:2:aaaa::1', undefined, setup({ visitorIPv6Prefix: 48 }).handler), '2001:db8:1::/48');
+    assert.equal(of('2001:db8::1', undefined, setup({ visitorIPv6Prefix: 128 }).handler), '2001:db8:0:0:0:0:0:1/128');
     assert.equal(of('::ffff:203.0.113.9'), '203.0.113.9');
     assert.equal(of('203.0.113.9'), '203.0.113.9');
     assert.equal(of('10.0.0.1', '198.51.100.7'), '198.51.100.7', 'Express\'s req.ip (after trust proxy) first');
     assert.throws(() => createListingsHandler({ client: new ListingsClient({ apiKey: key, baseUrl: 'http://x.test' }), visitorLookupsPerMinute: 0 }), /visitorLookupsPerMinute/);
+    assert.throws(() => createListingsHandler({ client: new ListingsClient({ apiKey: key, baseUrl: 'http://x.test' }), siteLookupsPerMinute: 0 }), /siteLookupsPerMinute/);
+    assert.throws(() => createListingsHandler({ client: new ListingsClient({ apiKey: key, baseUrl: 'http://x.test' }), visitorIPv6Prefix: 129 }), /visitorIPv6Prefix/);
+  });
+
+  it('issue 40 item 5: four IPv6 /64s of one /56, 20 distinct URLs each, are one visitor; with /64 budgets the site\'s share still holds', async () => {
+    // Behind a reverse proxy on loopback, as Express's recipe says: req.ip is the X-Forwarded-For address.
+    async function expressSite(handler: ListingsHandler): Promise<{ port: number; close(): Promise<void> }> {
+      const app = express();
+      app.set('trust proxy', 'loopback');
+      app.use(handler.node);
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise<void>((resolve) => server.once('listening', resolve));
+      return { port: (server.address() as { port: number }).port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+    }
+    /** 20 distinct URLs from each address, the addresses at once; the statuses, and how many look-ups reached the API. */
+    async function flood(port: number, addresses: string[], sent: () => number) {
+      const before = sent();
+      const statuses = (await Promise.all(addresses.map(async (address, a) => {
+        const got: number[] = [];
+        for (let page = 1; page <= 20; page++) {
+          got.push((await httpCall(port, `/api/v1/listings?page=${page}&per_page=${a + 1}`, { headers: { 'x-forwarded-for': address } })).status);
+        }
+        return got;
+      }))).flat();
+      return { statuses, sent: sent() - before };
+    }
+    const slash64s = ['2001:db8:0:ab01::1', '2001:db8:0:ab02::2', '2001:db8:0:ab03:1::3', '2001:db8:0:abff::4'];
+
+    // The defaults: one /56, one budget of 20.
+    const grouped = await api.createKey(accountId, 'sg', 'site');
+    const up = upstream();
+    const client = new ListingsClient({ apiKey: grouped.key, baseUrl: `http://api.localhost:${api.port}`, fetch: up.fetch, maxRetries: 0 });
+    const handler = createListingsHandler({ client, now: new TestClock().now, onError: () => {} });
+    const s = await expressSite(handler);
+    try {
+      const { statuses, sent } = await flood(s.port, slash64s, () => up.sent.length);
+      assert.equal(sent, 20, `one budget for the /56: ${sent} look-ups reached the API`);
+      assert.equal(statuses.filter((status) => status === 200).length, 20);
+      assert.equal(statuses.filter((status) => status === 429).length, 60);
+      // Another /56 is another visitor, and the key has most of its limit.
+      const other = await httpCall(s.port, '/api/v1/listings?per_page=9', { headers: { 'x-forwarded-for': '2001:db8:0:cd00::1' } });
+      assert.equal(other.status, 200);
+      assert.equal(client.rateLimit!.remaining, 39);
+    } finally {
+      await s.close();
+    }
+
+    // Budgets by /64: four visitors, but the site's share (45 of the key's 60) holds, and a new visitor is served.
+    const apart = await api.createKey(accountId, 'sg', 'site by /64');
+    const up64 = upstream();
+    const client64 = new ListingsClient({ apiKey: apart.key, baseUrl: `http://api.localhost:${api.port}`, fetch: up64.fetch, maxRetries: 0 });
+    const by64 = createListingsHandler({ client: client64, now: new TestClock().now, visitorIPv6Prefix: 64, onError: () => {} });
+    const s64 = await expressSite(by64);
+    try {
+      const { statuses, sent } = await flood(s64.port, slash64s, () => up64.sent.length);
+      assert.ok(sent <= 45, `${sent} look-ups reached the API`);
+      assert.ok(statuses.every((status) => status === 200 || status === 503), JSON.stringify(statuses));
+      assert.ok(client64.rateLimit!.remaining >= 15, `the key has ${client64.rateLimit!.remaining} left`);
+      const newcomer = await httpCall(s64.port, '/api/v1/listings?per_page=9', { headers: { 'x-forwarded-for': '2001:db8:0:cd00::1' } });
+      assert.equal(newcomer.status, 200);
+      assert.equal(newcomer.headers['x-listings-cache'], 'miss');
+    } finally {
+      await s64.close();
+    }
+  });
+
+  it('issue 40 item 5: the site\'s share: three quarters of the key\'s reported limit, a part kept for newcomers, stale copies or a 503 once spent, the key\'s own Remaining', async () => {
+    // A key of 8 a minute: once the API has said so, the share is 6, of which 2 are kept for newcomers.
+    const small = await api.createKey(accountId, 'sg', 'small');
+    await api.service.store.keys.setRateLimit(small.id, 8);
+    const up = upstream();
+    // The proxy's clock is the API's: the key's rolling minute and its X-RateLimit-Reset are on it.
+    const { clock } = api;
+    const client = new ListingsClient({ apiKey: small.key, baseUrl: `http://api.localhost:${api.port}`, fetch: up.fetch, maxRetries: 0 });
+    const handler = createListingsHandler({ client, now: clock.now, visitorLookupsPerMinute: Infinity, visitorKey: (r) => r.headers.get('x-visitor') ?? undefined, onError: () => {} });
+    const ask = async (path: string, visitor: string) => {
+      const res = await handler(new Request(`https://www.example.test/api${path}`, { headers: { 'x-visitor': visitor } }));
+      return { status: res.status, how: res.headers.get('x-listings-cache'), retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    };
+    const busy = [];
+    for (let page = 1; page <= 8; page++) busy.push(await ask(`/v1/listings?page=${page}&per_page=1`, 'busy'));
+    // Four from the open part, one more while the busy visitor still counts as new (fewer than 5), then the site's 503.
+    assert.deepEqual(busy.map((r) => r.status), [200, 200, 200, 200, 200, 503, 503, 503]);
+    assert.deepEqual([busy[7]!.how, busy[7]!.retryAfter], ['busy', '60']);
+    assert.deepEqual(JSON.parse(busy[7]!.body), { error: 'rate_limited', message: 'The listings are busy right now; try again in 60 s.' });
+    // A newcomer takes the last of the share; then no one can, and the key keeps its last 2.
+    assert.equal((await ask('/v1/listings?per_page=5', 'new')).status, 200);
+    assert.deepEqual((await ask('/v1/listings?per_page=6', 'another')).status, 503);
+    assert.equal(up.sent.length, 6);
+    assert.equal(client.rateLimit!.remaining, 2);
+    // A copy due again is served as it is, marked stale, while the share is spent.
+    clock.advance(15_000);
+    const stale = await ask('/v1/listings?page=1&per_page=1', 'another');
+    assert.deepEqual([stale.status, stale.how], [200, 'stale']);
+    assert.equal(handler.stats.busy, 4);
+    // The server's own reads spend none of the share (the key's reserve is for them).
+    assert.equal((await handler.listings.list({ perPage: 7 })).per_page, 7);
+    assert.equal(up.sent.length, 7);
+    // Once the key's X-RateLimit-Reset has passed (a minute after the server's read), the share is whole again.
+    clock.advance(61_000);
+    assert.equal((await ask('/v1/listings?page=9&per_page=1', 'busy')).status, 200);
+
+    // The key's own report: anything else that spends the key (another instance of the site, a
+    // sync job) leaves the proxy no more than its share; it waits for the key's X-RateLimit-Reset.
+    const shared = await api.createKey(accountId, 'sg', 'shared');
+    for (let i = 0; i < 44; i++) assert.equal((await api.get(`/v1/listings?per_page=${1 + (i % 50)}&page=${1 + Math.floor(i / 50)}`, { key: shared.key })).status, 200);
+    const up2 = upstream();
+    const client2 = new ListingsClient({ apiKey: shared.key, baseUrl: `http://api.localhost:${api.port}`, fetch: up2.fetch, maxRetries: 0 });
+    const proxy2 = createListingsHandler({ client: client2, now: api.clock.now, onError: () => {} });
+    const get2 = (path: string) => proxy2(new Request(`https://www.example.test/api${path}`));
+    assert.equal((await get2('/v1/listings?per_page=61')).status, 200);
+    assert.equal(client2.rateLimit!.remaining, 15, '44 + 1 of 60');
+    const waiting = await get2('/v1/listings?per_page=62');
+    assert.equal(waiting.status, 503);
+    assert.ok(Number(waiting.headers.get('retry-after')) >= 55, `Retry-After ${waiting.headers.get('retry-after')}`);
+    assert.equal(up2.sent.length, 1);
+    api.clock.advance(61_000);
+    assert.equal((await get2('/v1/listings?per_page=62')).status, 200);
+    // Infinity: no share at all.
+    const unlimited = createListingsHandler({
+      client: client2, now: api.clock.now, siteLookupsPerMinute: Infinity, visitorLookupsPerMinute: Infinity, onError: () => {},
+    });
+    const answers = [];
+    for (let n = 1; n <= 50; n++) answers.push((await unlimited(new Request(`https://www.example.test/api/v1/listings?per_page=${n}&page=2`))).status);
+    assert.ok(answers.slice(0, 45).every((status) => status === 200), JSON.stringify(answers));
   });
 
   it('serves the last copy when the API cannot be reached, and a clear 502 when it has none', async () => {
@@ -492,11 +625,13 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     assert.equal(failures[5]!.error.requestId, 'lb-1');
 
     // 429 from the API (a key whose limit is spent): retried after Retry-After, then the visitor's 503.
+    // (Without the site's share, which would not ask the API once its last answer said the key is spent.)
     const limited = await api.createKey(accountId, 'sg', 'limited');
     await api.service.store.keys.setRateLimit(limited.id, 1);
     const seen: UpstreamFailure[] = [];
     const busy = createListingsHandler({
       client: new ListingsClient({ apiKey: limited.key, baseUrl: `http://api.localhost:${api.port}`, maxRetries: 1, random: () => 0, sleep: async () => {} }),
+      siteLookupsPerMinute: Infinity,
       onError: (f) => seen.push(f),
     });
     assert.equal((await busy(new Request('https://www.example.test/api/v1/listings'))).status, 200);

@@ -148,6 +148,11 @@ export function createSite(options: SiteOptions): Site {
           // This visitor's budget of look-ups (or, after the client's retries, the key's limit).
           return html(res, 429, messagePage('Too many requests', `The listings could not be loaded just now. Please try again in ${error.retryAfter} seconds.`));
         }
+        if (error instanceof ListingsApiError && error.status === 503 && error.retryAfter !== undefined) {
+          res.setHeader('retry-after', String(error.retryAfter));
+          // The site's share of the key is spent for now (the proxy's siteLookupsPerMinute), and this page has no copy.
+          return html(res, 503, messagePage('Busy', `The listings are busy right now. Please try again in ${error.retryAfter} seconds.`));
+        }
         console.error(`example website: ${error instanceof Error ? error.message : String(error)}`);
         html(res, 502, messagePage('Listings unavailable', 'The listings could not be loaded just now. Please try again in a moment.'));
       });
