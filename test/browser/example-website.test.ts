@@ -40,6 +40,17 @@ function photo(url: string): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480" viewBox="0 0 640 480"><defs><linearGradient id="s" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="hsl(${hue},60%,75%)"/><stop offset="1" stop-color="hsl(${(hue + 40) % 360},55%,90%)"/></linearGradient></defs><rect width="640" height="480" fill="url(#s)"/>${towers}</svg>`;
 }
 
+/**
+ * A photo that is not 4:3: `wide` (4:1) or tall (1:4), with a red band at one end and a blue band at
+ * the other, so that a screenshot shows whether both ends are on screen (nothing cropped).
+ */
+function oddPhoto(shape: 'wide' | 'tall'): string {
+  const [w, h] = shape === 'wide' ? [1200, 300] : [300, 1200];
+  const band = shape === 'wide' ? (x: number, fill: string) => `<rect x="${x}" y="0" width="60" height="${h}" fill="${fill}"/>` : (y: number, fill: string) => `<rect x="0" y="${y}" width="${w}" height="60" fill="${fill}"/>`;
+  const far = (shape === 'wide' ? w : h) - 60;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}"><rect width="${w}" height="${h}" fill="#fff"/>${band(0, '#f00')}${band(far, '#00f')}</svg>`;
+}
+
 // Without Chromium: one skipped test, so that the runner's count says so too.
 if (!available) it('example website in a real browser (Chromium)', { skip: `${CHROMIUM} not found: browser test SKIPPED` }, () => {});
 
@@ -82,9 +93,13 @@ describe('example website in a real browser (Chromium): listings, images, filter
 
     browser = await launchChromium({ viewport: { width: 1280, height: 900 } });
     context = browser.context;
-    await context.route('https://images.example.com/**', (route) =>
-      route.request().url().includes('/broken/') ? route.abort('namenotresolved') : route.fulfill({ status: 200, contentType: 'image/svg+xml', body: photo(route.request().url()) }),
-    );
+    // Listing 3's photos are wide, listing 6's tall; the others 4:3 like their frames.
+    await context.route('https://images.example.com/**', (route) => {
+      const url = route.request().url();
+      if (url.includes('/broken/')) return route.abort('namenotresolved');
+      const body = url.includes('/listings/3/') ? oddPhoto('wide') : url.includes('/listings/6/') ? oddPhoto('tall') : photo(url);
+      return route.fulfill({ status: 200, contentType: 'image/svg+xml', body });
+    });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (m) => {
       // A failed image is the browser noting what the placeholders are for.
@@ -195,6 +210,62 @@ describe('example website in a real browser (Chromium): listings, images, filter
     } finally {
       await plain.close();
     }
+  });
+
+  it('shows every photo whole, whatever its shape: a wide or a tall one fits its frame, uncropped (issue 40 item 11)', async () => {
+    await page.goto(`${siteUrl}/`);
+    /** Red and blue pixels in a screenshot, counted in a blank page's canvas. */
+    const scratch = await context.newPage();
+    const colours = (png: Buffer) => scratch.evaluate(async (base64) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${base64}`;
+      await img.decode();
+      const canvas = document.createElement('canvas');
+      [canvas.width, canvas.height] = [img.width, img.height];
+      const g = canvas.getContext('2d')!;
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, img.width, img.height).data;
+      let red = 0;
+      let blue = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i]! > 200 && d[i + 1]! < 60 && d[i + 2]! < 60) red++;
+        if (d[i + 2]! > 200 && d[i]! < 60 && d[i + 1]! < 60) blue++;
+      }
+      return { red, blue };
+    }, png.toString('base64'));
+    try {
+      // The covers of listing 3 (4:1, the fourth card) and listing 6 (1:4, the seventh).
+      for (const [n, shape] of [[3, 'wide'], [6, 'tall']] as const) {
+        const img = page.locator('.card').nth(n).locator('img');
+        await img.scrollIntoViewIfNeeded();
+        await page.waitForFunction((i) => {
+          const el = document.querySelectorAll('.card')[i]?.querySelector('img');
+          return el !== null && el !== undefined && el.complete && el.naturalWidth > 0;
+        }, n);
+        const seen = await colours(await img.screenshot());
+        assert.ok(seen.red > 0 && seen.blue > 0, `the ${shape} photo shows both ends: ${JSON.stringify(seen)}`);
+      }
+      // Every photo on the page is drawn whole and undistorted.
+      const shown = await page.$$eval('.thumb img', (imgs) => (imgs as HTMLImageElement[]).filter((img) => img.complete && img.naturalWidth > 0).map((img) => {
+        const fit = getComputedStyle(img).objectFit;
+        const box = img.getBoundingClientRect();
+        const sameShape = Math.abs(box.width / box.height - img.naturalWidth / img.naturalHeight) < 0.01;
+        return { src: img.src, whole: fit === 'contain' || fit === 'scale-down' || (sameShape && fit !== 'none') };
+      }));
+      assert.ok(shown.length >= 3, `${shown.length} photos loaded`);
+      assert.deepEqual(shown.filter((img) => !img.whole), []);
+    } finally {
+      await scratch.close();
+    }
+  });
+
+  it('a page past the last is a 404 "No page 9" whose link leads to the last page (issue 40 item 11)', async () => {
+    const past = await page.goto(`${siteUrl}/?page=9`);
+    assert.equal(past?.status(), 404);
+    assert.equal(await page.textContent('h1'), 'No page 9');
+    await Promise.all([page.waitForURL('**/?page=2'), page.click('[rel=last]')]);
+    assert.equal(await page.textContent('#count'), '15 listings, page 2 of 2');
+    assert.equal(await page.locator('.card').count(), 3);
   });
 
   it('logged no script errors', () => {

@@ -117,15 +117,39 @@ describe('example website: what an anonymous visitor can send it (issue 29)', ()
       clock.advance(60_000);
       const pages = [];
       for (let n = 1; n <= 30; n++) pages.push((await httpCall(port, `/?page=${n}`, c)).status);
-      assert.deepEqual(pages, [...Array(20).fill(200), ...Array(10).fill(429)]);
+      // (15 listings are two pages: from page 3 on, a 404 "No page N", which took a look-up all the same.)
+      assert.deepEqual(pages, [200, 200, ...Array(18).fill(404), ...Array(10).fill(429)]);
       assert.equal(apiRequests(before), 40);
       // A third visitor is served, pages and /api alike.
       const b = { localAddress: '127.0.0.3' };
       assert.equal((await httpCall(port, '/?usage=Office', b)).status, 200);
       assert.equal((await httpCall(port, '/api/v1/listings?per_page=5', b)).status, 200);
       assert.equal((await api.get('/v1/listings?per_page=1', { key })).headers['x-ratelimit-remaining'], '17');
-      // After that minute, the first visitor has a whole budget again.
-      assert.equal((await httpCall(port, '/?page=30', a)).status, 200);
+      // After that minute, the first visitor has a whole budget again: the page is read (and there is no page 30).
+      const again = await httpCall(port, '/?page=30', a);
+      assert.equal(again.status, 404);
+      assert.match(again.body, /No page 30/);
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('issue 40 item 11: a page past the last is a 404 "No page N" with a link to the last page, never "page 9 of 2"', async () => {
+    const { site, port } = await start();
+    try {
+      const past = await httpCall(port, '/?page=9');
+      assert.equal(past.status, 404);
+      assert.match(past.headers['content-type'] as string, /^text\/html/);
+      assert.match(past.body, /<h1>No page 9<\/h1>/);
+      assert.match(past.body, /href="\/\?page=2" rel="last"/);
+      assert.doesNotMatch(past.body, /page 9 of/);
+      const last = await httpCall(port, '/?page=2');
+      assert.equal(last.status, 200);
+      assert.match(last.body, /15 listings, page 2 of 2/);
+      // With a filter: five offices are one page.
+      const filtered = await httpCall(port, '/?usage=Office&page=2');
+      assert.equal(filtered.status, 404);
+      assert.match(filtered.body, /href="\/\?usage=Office" rel="last"/);
     } finally {
       await site.close();
     }

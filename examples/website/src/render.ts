@@ -91,9 +91,14 @@ export interface ListPageModel {
   perPage: number;
 }
 
+/** The address of page `p` of the listings, of a usage type or all. */
+function pageHref(usage: string | undefined, p: number): string {
+  return `/?${new URLSearchParams({ ...(usage ? { usage } : {}), ...(p > 1 ? { page: String(p) } : {}) })}`.replace(/\?$/, '');
+}
+
 /** The listings page: filter, cards, and a next-page link that the script turns into "Load more". */
 export function listPage({ page, usage, perPage }: ListPageModel): string {
-  const query = (p: number) => `/?${new URLSearchParams({ ...(usage ? { usage } : {}), ...(p > 1 ? { page: String(p) } : {}) })}`.replace(/\?$/, '');
+  const query = (p: number) => pageHref(usage, p);
   const options = [`<option value="">All types</option>`, ...USAGE_CHOICES.map((u) => `<option value="${attr(u)}"${u === usage ? ' selected' : ''}>${text(u)}</option>`)];
   const more = page.page < page.pages
     ? `<a class="button load-more" href="${attr(query(page.page + 1))}" rel="next" data-load-more data-page="${page.page + 1}" data-per-page="${perPage}" data-usage="${attr(usage ?? '')}">Next page</a>`
@@ -187,4 +192,18 @@ ${original ? `<p><a class="button" href="${attr(original)}" rel="noopener">View 
 
 export function messagePage(title: string, message: string): string {
   return layout(title, `<h1>${text(title)}</h1><p>${text(message)}</p><p><a href="/">All listings</a></p>`);
+}
+
+/**
+ * A page number past the last (an old link, or listings that have gone since): there is no such
+ * page, so no "page 9 of 3"; the links lead to the last page there is and to the first.
+ */
+export function noSuchPage({ requested, pages, usage }: { requested: number; pages: number; usage: string | undefined }): string {
+  const what = usage ? `${text(usage)} listings` : 'listings';
+  return layout(
+    `No page ${requested}`,
+    `<h1>No page ${requested}</h1>
+<p>There ${pages === 1 ? 'is 1 page' : `are ${pages} pages`} of ${what}.</p>
+<nav class="pager" aria-label="Pages"><a class="button" href="${attr(pageHref(usage, pages))}" rel="last">Last page (${pages})</a><a class="button" href="/" rel="first">First page</a></nav>`,
+  );
 }

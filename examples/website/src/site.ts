@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createListingsHandler, createWebhookHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
-import { detailPage, isUsageChoice, listPage, messagePage } from './render.js';
+import { detailPage, isUsageChoice, listPage, messagePage, noSuchPage } from './render.js';
 
 export * from './render.js';
 
@@ -125,6 +125,9 @@ export function createSite(options: SiteOptions): Site {
       // look-ups, as their "load more" through /api does (issue 29: /?page=1, 2, 3, ... would
       // otherwise let one visitor use up the key's limit).
       const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) }, { visitor: handler.visitorOf(req) });
+      // Past the last page the API answers with no items: a 404 that says so and links to the last
+      // page (a redirect would cost this visitor another look-up, and hide that the link is stale).
+      if (answer.page > answer.pages) return html(res, 404, noSuchPage({ requested: answer.page, pages: answer.pages, usage }));
       return html(res, 200, listPage({ page: answer, usage, perPage }));
     }
     const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);

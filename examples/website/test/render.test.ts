@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Listing } from '@listings-api/sdk';
-import { card, countLine, detailPage, displayPrice, displaySize, displayTitle, jsonForScript, jsonLd, listPage, picture, safeUrl, text } from '@listings-api/example-website';
+import { card, countLine, detailPage, displayPrice, displaySize, displayTitle, jsonForScript, jsonLd, listPage, noSuchPage, picture, safeUrl, text } from '@listings-api/example-website';
 
 /** The example site's templates: escaping, null fields, placeholders, links without script, JSON-LD. */
 
@@ -79,6 +79,18 @@ describe('example website templates', () => {
     assert.match(html, /<a class="button load-more" href="\/\?usage=F%26B&amp;page=2" rel="next"/);
     assert.match(html, /30 listings, page 1 of 3/);
     assert.match(html, /<a class="card-link" href="\/listings\/3f6c1a2e-8b4d-4e7a-9c15-2d8e6f0a4b71">/);
+  });
+
+  it('a page past the last says there is no such page and links to the last one and to page 1 (issue 40 item 11)', () => {
+    const html = noSuchPage({ requested: 9, pages: 3, usage: undefined });
+    assert.match(html, /<h1>No page 9<\/h1>/);
+    assert.match(html, /There are 3 pages of listings\./);
+    assert.match(html, /<a class="button" href="\/\?page=3" rel="last">Last page \(3\)<\/a>/);
+    assert.match(html, /<a class="button" href="\/" rel="first">First page<\/a>/);
+    assert.doesNotMatch(html, /of 3/);
+    const filtered = noSuchPage({ requested: 4, pages: 1, usage: 'F&B' });
+    assert.match(filtered, /There is 1 page of F&amp;B listings\./);
+    assert.match(filtered, /<a class="button" href="\/\?usage=F%26B" rel="last">Last page \(1\)<\/a>/);
   });
 
   it('the detail page has every image and schema.org RealEstateListing JSON-LD with an Offer', () => {
