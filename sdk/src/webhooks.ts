@@ -176,6 +176,8 @@ export interface WebhookHandlerOptions {
 export interface NodeWebhookRequest extends NodeRequestLike {
   /** The raw body, when a body parser read it first (`express.text({ type: 'application/json' })` or `express.raw`). */
   body?: unknown;
+  /** True once the body has been read to its end (by a body parser that ran first, when the receiver finds it so). */
+  readableEnded?: boolean;
   on(event: 'data', listener: (chunk: Uint8Array | string) => void): unknown;
   on(event: 'end' | 'close', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
@@ -327,7 +329,9 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
       body = await read();
     } catch (error) {
       report(error);
-      return error instanceof WebhookVerificationError ? { ...refusalOf(error), unread: true } : { status: 400, unread: true };
+      if (error instanceof WebhookVerificationError) return { ...refusalOf(error), unread: true };
+      // The receiver's own set-up (a body parser ran first): 500, so that the message comes again once it is fixed.
+      return { status: 500, refusal: { error: 'internal_error', message: 'The receiver could not read the message.' } };
     }
     return apply(body, admitted).catch((error: unknown) => {
       report(error);
@@ -347,6 +351,7 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
     const read = () => {
       // A body parser that ran first left the raw body; anything else (or nothing) means the stream is still to be read.
       const body = typeof given === 'string' ? encoder.encode(given) : given instanceof Uint8Array ? given : undefined;
+      if (body === undefined && req.readableEnded === true) throw new TypeError(BODY_ALREADY_READ);
       if (body === undefined) return readNodeBody(req, maxBodyBytes);
       if (body.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
       return new TextDecoder().decode(body);
@@ -357,6 +362,9 @@ export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHan
   };
   return handler;
 }
+
+const BODY_ALREADY_READ = 'The webhook handler found the request body already read, and parsed (a body parser such as express.json() ran first), ' +
+  'so it cannot check the signature: mount it before any body parser, or after express.text({ type: \'application/json\' }).';
 
 /** Sends an outcome on a node:http response; never throws (the connection may be gone). */
 function answerNode(res: NodeResponseLike, outcome: Outcome): void {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import express from 'express';
 import { Webhook } from 'standardwebhooks';
 import { createWebhookHandler, WebhookVerificationError, type WebhookHandler, type WebhookHandlerOptions } from '@listings-api/sdk';
 import { endlessPost, unfinishedRequest } from './helpers.js';
@@ -144,6 +145,26 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
     assert.equal(await under.deliver(), 413);
     assert.throws(() => createWebhookHandler({ secret: SECRET, onChange: () => {}, maxBodyBytes: 0 }), /maxBodyBytes/);
     await settle();
+    assert.deepEqual(unhandled, []);
+  });
+
+  it('Express: after express.text({ type: \'application/json\' }) it takes the raw text; after express.json() it says why it cannot verify (500, never a hang)', async () => {
+    const errors: unknown[] = [];
+    const changes: unknown[] = [];
+    const webhook = createWebhookHandler({ secret: SECRET, onChange: (change) => void changes.push(change), onError: (error) => void errors.push(error) });
+    const app = express();
+    app.post('/raw', express.text({ type: 'application/json' }), webhook.node);
+    app.post('/parsed', express.json(), webhook.node);
+    const server = app.listen(0, '127.0.0.1');
+    servers.push(server);
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const post = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { ...signed(), 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(5000) });
+    assert.equal((await post('/raw')).status, 204);
+    assert.equal(changes.length, 1);
+    const parsed = await post('/parsed');
+    assert.equal(parsed.status, 500);
+    assert.match(String(errors[0]), /body parser such as express\.json\(\) ran first/);
     assert.deepEqual(unhandled, []);
   });
 
