@@ -67,7 +67,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const usage = startUsageCounter(basics, store, reads, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
   const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted: requestCompletedHook(usage, metrics) });
   apiServer = app.server;
-  const webhooks = createWebhooks(basics, store, metrics, options);
+  const webhooks = createWebhooks(basics, store, metrics, options, outageLog({ lost: 'webhook delivery: cannot read the endpoints; will retry', back: 'webhook delivery: reading the endpoints again' }));
   const warmUp = createWarmUp(basics, store, reads, readiness);
   const parts: ServiceParts = {
     ...basics,
@@ -319,8 +319,15 @@ function buildApi({ config, clock, logger }: Basics, parts: ApiParts): Promise<F
 }
 
 /** Webhook delivery (D24): every instance looks at the endpoints; one sends to each at a time. */
-function createWebhooks({ config, clock, logger }: Basics, store: Store, metrics: Metrics | undefined, options: ServiceOptions): WebhookDeliverer {
+function createWebhooks(
+  { config, clock, logger }: Basics,
+  store: Store,
+  metrics: Metrics | undefined,
+  options: ServiceOptions,
+  health: DatabaseOutageLog,
+): WebhookDeliverer {
   const webhooks = createWebhookDeliverer({
+    health,
     store,
     clock,
     logger,

@@ -7,6 +7,7 @@ import type { Country } from '../core/countries.js';
 import { tenantOf, type Tenant } from '../core/tenant.js';
 import { createFeed } from '../readmodel/feed.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
+import { isDatabaseError } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
 import { ATTEMPT_TIMEOUT_MS, delivered, failureText, sendAttempt, type Outcome, type SendOptions } from './send.js';
 import { signatureHeaders } from './signature.js';
@@ -38,6 +39,12 @@ export interface DelivererOptions {
   /** Names this instance in leases. */
   instanceId?: string;
   onAttempt?: (outcome: DeliveryOutcome) => void;
+  /**
+   * Told whether each look at the endpoints could read the database, e.g. an OutageLog: one
+   * warning when it cannot, one line when it can again, not a warning with a stack a second
+   * (issue 40 item 10). Without it, failures are warnings.
+   */
+  health?: { failed(error: unknown): void; succeeded(): void };
 }
 
 /** What this instance last found for an endpoint: nothing new at that version until that time. */
@@ -105,6 +112,7 @@ export const testEventBody = (country: string, at: number) => JSON.stringify({ t
  */
 export function createWebhookDeliverer(options: DelivererOptions) {
   const { store, clock, logger } = options;
+  const health = options.health ?? { failed: (error: unknown) => logger.warn({ err: error }, 'webhook look failed'), succeeded: () => {} };
   const delivery: Delivery = {
     options,
     owner: options.instanceId ?? randomUUID(),
@@ -144,7 +152,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       if (!due || inFlight.size >= CONCURRENCY || inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
       inFlight.add(e.id);
       const sending: Promise<void> = deliver(delivery, e.id)
-        .catch((error: unknown) => void logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed'))
+        .catch((error: unknown) => (isDatabaseError(error) ? health.failed(error) : logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed')))
         .finally(() => {
           inFlight.delete(e.id);
           running.delete(sending);
@@ -170,7 +178,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     },
     start(): void {
       // Each second a look; the deliveries it starts run on, and the next look skips their endpoints.
-      timer ??= setInterval(() => void lookOnce().catch((error: unknown) => logger.warn({ err: error }, 'webhook look failed')), TICK_MS);
+      timer ??= setInterval(() => void lookOnce().then(() => health.succeeded(), (error: unknown) => health.failed(error)), TICK_MS);
       timer.unref();
     },
     async stop(): Promise<void> {

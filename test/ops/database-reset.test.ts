@@ -250,6 +250,11 @@ describe('serve on PostgreSQL through a link that goes down (a restart or a fail
     assert.ok(during.every((a) => a.ms < 3000), 'each answered without waiting long');
     await waitFor(async () => (await httpCall(server.port, '/readyz')).status === 200, 'ready again', 3000);
 
+    // Issue 40 item 10: one warning for the outage and one line at its end, whatever else needed
+    // the database meanwhile (the webhook poller looked 2-3 times, with no endpoint configured).
+    const warnings = logLines(server.output()).filter((l) => l.level >= 40);
+    assert.deepEqual(warnings.map((l) => l.msg), ["database unavailable: it cannot serve the API's reads, which fail until it can; /readyz answers 503"], JSON.stringify(warnings));
+    assert.deepEqual(logLines(server.output()).filter((l) => JSON.stringify(l).includes('"stack"')), [], 'no stack trace');
     const failed = logLines(server.output()).filter((l) => l.msg === 'request' && l.status === 500);
     assert.ok(failed.length > 0);
     for (const line of failed) {
