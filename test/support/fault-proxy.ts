@@ -5,9 +5,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * the test can break the way networks and servers break: a real fault on a real connection, not
  * a mock of the driver (issue 40: outages are tested, not assumed).
  *
- * - `cut()`: every open connection is reset now (a server restart, an administrator ending
- *   sessions, a failover); new connections are forwarded as before.
- * - `down()`: as `cut()`, and every new connection is reset at once until `restore()` (the
+ * - `cut()`: every open connection is closed now, both ways (a server restart, an administrator
+ *   ending sessions, a failover); new connections are forwarded as before.
+ * - `down()`: as `cut()`, and every new connection is closed at once until `restore()` (the
  *   server is away).
  * - `stall()`: bytes stop flowing both ways on every connection, open or new, without a reset
  *   (a partition, a hung server); `restore()` lets them flow again.
@@ -44,7 +44,7 @@ export class FaultProxy {
   }
 
   cut(): void {
-    for (const pair of this.pairs) this.reset(pair);
+    for (const pair of this.pairs) this.drop(pair);
   }
 
   down(): void {
@@ -80,13 +80,13 @@ export class FaultProxy {
 
   private accept(client: Socket): void {
     if (this.state === 'down') {
-      client.resetAndDestroy();
+      client.destroy();
       return;
     }
     const pair = { client, upstream: undefined as Socket | undefined };
     this.pairs.add(pair);
-    client.on('error', () => this.reset(pair));
-    client.on('close', () => this.reset(pair));
+    client.on('error', () => this.drop(pair));
+    client.on('close', () => this.drop(pair));
     // Stalled: the connection is accepted, and nothing goes through until restore().
     if (this.state === 'stalled') client.pause();
     else this.link(pair);
@@ -95,8 +95,8 @@ export class FaultProxy {
   private link(pair: { client: Socket; upstream: Socket | undefined }): void {
     const upstream = connect(this.target.port, this.target.host);
     pair.upstream = upstream;
-    upstream.on('error', () => this.reset(pair));
-    upstream.on('close', () => this.reset(pair));
+    upstream.on('error', () => this.drop(pair));
+    upstream.on('close', () => this.drop(pair));
     this.flow(pair.client, upstream);
   }
 
@@ -105,9 +105,11 @@ export class FaultProxy {
     upstream.pipe(client);
   }
 
-  private reset(pair: { client: Socket; upstream: Socket | undefined }): void {
+  private drop(pair: { client: Socket; upstream: Socket | undefined }): void {
     if (!this.pairs.delete(pair)) return;
-    if (!pair.client.destroyed) pair.client.resetAndDestroy();
-    if (pair.upstream !== undefined && !pair.upstream.destroyed) pair.upstream.resetAndDestroy();
+    // destroy(), not resetAndDestroy(): on Node 20 a reset of a socket whose peer has already
+    // closed it can leave its handle open, spinning the event loop for ever.
+    pair.client.destroy();
+    pair.upstream?.destroy();
   }
 }
