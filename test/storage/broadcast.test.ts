@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { sql } from '#kysely';
-import { tenantKey } from '../../src/core/tenant.js';
+import { tenantKey, tenantOf, type Tenant } from '../../src/core/tenant.js';
 import { issueKey } from '../../src/auth/keys.js';
 import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { openStore, type Store } from '../../src/storage/index.js';
@@ -14,6 +14,15 @@ import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/da
  * applied its changes and said so. That a stalled instance holds a real command back is
  * test/ops/cross-instance.test.ts's; here, which instances are waited for.
  */
+/** Polls `condition` every few milliseconds until it holds, or fails after `ms`. */
+async function waitUntil(condition: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
   let database: TestDatabase;
   let command: Store;
@@ -123,6 +132,45 @@ describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
     } finally {
       release();
       await client.end();
+      await instance.close();
+    }
+  });
+
+  it('its listener away: each read sees every commit made before it, by its own tenant; under steady reads, versions are exact again once it is back (issue 40 item 1)', async () => {
+    const id = randomUUID();
+    const instance = openStore(database.url, { listenForChanges: true, instanceId: id });
+    await instance.start();
+    const tenants = Array.from({ length: 3 }, () => tenantOf(randomUUID(), 'sg'));
+    const bump = (tenant: Tenant, version: number) =>
+      sql`insert into tenant_versions (owner_account_id, country, version, pruned_seq) values (${tenant.ownerAccountId}, 'sg', ${version}, 0)
+          on conflict (owner_account_id, country) do update set version = excluded.version`.execute(command.db);
+    let reading = true;
+    const reads = (async () => {
+      // Steady traffic: every tenant read in every turn, as a busy instance would.
+      while (reading) {
+        await Promise.all(tenants.map((t) => instance.changes.currentVersion(t)));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    try {
+      assert.ok(tenants.every((t) => instance.changes.knownVersion(t) !== undefined), 'exact while it listens');
+      await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${INSTANCE_APPLICATION_NAME + id}`.execute(command.db);
+      await waitUntil(() => instance.changes.knownVersion(tenants[0]!) === undefined, 'the listener to be seen away');
+      // Commits while it is away: no notification reaches it, and a read made after each sees it.
+      for (const [i, tenant] of tenants.entries()) {
+        await bump(tenant, 1000 + i);
+        assert.equal(await instance.changes.currentVersion(tenant), 1000 + i);
+      }
+      await waitUntil(() => tenants.every((t) => instance.changes.knownVersion(t) !== undefined), 'versions exact again despite the steady reads', 10_000);
+      assert.deepEqual(tenants.map((t) => instance.changes.knownVersion(t)), [1000, 1001, 1002]);
+      // And notifications are followed again.
+      await bump(tenants[0]!, 2000);
+      await command.changes.caughtUp();
+      await sql`select pg_notify('listings_api_changes', ${JSON.stringify({ tenants: [[tenants[0]!.ownerAccountId, 'sg', 2000]] })})`.execute(command.db);
+      await waitUntil(() => instance.changes.knownVersion(tenants[0]!) === 2000, 'the notification');
+    } finally {
+      reading = false;
+      await reads;
       await instance.close();
     }
   });
