@@ -115,8 +115,10 @@ function parameterRule(document, parameter) {
     if (explode || SEPARATORS[style] === undefined) throw new Error(`generate-types: ${where}: only style form, spaceDelimited or pipeDelimited with explode: false is supported`);
     return { type: 'array', separator: SEPARATORS[style], ...Object.fromEntries(Object.entries(rule).filter(([k]) => k !== 'type')) };
   }
-  // The document's example, for the message about a value that does not match the pattern.
-  if (rule.pattern !== undefined && typeof parameter.example === 'string') rule.example = parameter.example;
+  // The document's example, for the message about a value that does not match the pattern: an
+  // optional parameter's is an Example Object (`examples.default`), not a value to send.
+  const example = parameter.example ?? parameter.examples?.default?.value;
+  if (rule.pattern !== undefined && typeof example === 'string') rule.example = example;
   return rule;
 }
 

@@ -264,6 +264,8 @@ export const openApiPath = (route: string): string => route.replace(/:([A-Za-z]+
  * required only when the client must send it (one with a default never is); an array is one
  * parameter of comma-separated values (`style: form, explode: false`), the only way the API reads
  * one. Keywords the validator reads but JSON Schema does not know (`x-clamp`) stay out.
+ * An optional parameter's example is an example, not a value to send (issue 40 item 11): see
+ * `optionalExample`.
  */
 function parametersOf(schema: TObject | undefined, where: 'query' | 'path'): Record<string, Json> {
   const parameters: Record<string, Json> = {};
@@ -272,17 +274,32 @@ function parametersOf(schema: TObject | undefined, where: 'query' | 'path'): Rec
   for (const [name, property] of Object.entries(schema.properties)) {
     const { description, examples, ...rest } = JSON.parse(JSON.stringify(property)) as Json & { description: string; examples: unknown[] };
     const published = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith('x-')));
+    const mustSend = where === 'path' || (required.has(name) && rest.default === undefined);
     parameters[name] = {
       name,
       in: where,
-      required: where === 'path' || (required.has(name) && rest.default === undefined),
+      required: mustSend,
       description,
       ...(rest.type === 'array' ? { style: 'form', explode: false } : {}),
       schema: published,
-      example: examples[0],
+      ...(mustSend ? { example: examples[0] } : optionalExample(examples[0])),
     };
   }
   return parameters;
+}
+
+/**
+ * The example of an optional parameter, shown but not sent by "try it" (issue 40 item 11).
+ * Interactive references fill a parameter's example into their request form, and send it: /docs
+ * (Scalar) did, so its first "try it" of the list asked for page 2 of featured offices and retail
+ * between 800 and 2500 sq ft, and got an empty list. As an Example Object under `default`, the
+ * name of the example Scalar's request form starts from, with `x-disabled` (Scalar's extension:
+ * the parameter is listed with this value but not sent until ticked), it is still documented, and
+ * the first request is the plain one. Without it Scalar would fill in the schema's `default`
+ * (sent: harmless but not asked for) or first `enum` value (`sort=price`: an order nobody chose).
+ */
+function optionalExample(value: unknown): Json {
+  return { examples: { default: { summary: 'An example value (not a default: leave the parameter out for the default)', value, 'x-disabled': true } } };
 }
 
 /** Every endpoint's parameters, by name; a name two endpoints share must mean the same in both. */
@@ -502,7 +519,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           description:
             'The `ETag` of a copy you hold (also accepted: its weak form `W/"..."`, a comma-separated list of tags, or `*`). When it matches the body this request would get, the answer is `304 Not Modified` without a body, and it does not count against the rate limit, even when the key has no requests left. Only an answer that would otherwise be 200 becomes 304: a request that fails a check gets that error, and a request whose tag does not match is answered and counted as usual.',
           schema: { type: 'string' },
-          example: ETAG,
+          ...optionalExample(ETAG),
         },
       },
       headers: sharedHeaders(),

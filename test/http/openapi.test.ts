@@ -349,7 +349,14 @@ describe('OpenAPI document (item 10)', () => {
         for (const p of params) {
           assert.ok(['query', 'path', 'header'].includes(p.in) && typeof p.name === 'string' && p.schema, `${path}: parameter ${JSON.stringify(p)}`);
           assert.equal(typeof p.description, 'string', `${path}: parameter ${p.name} is described`);
-          assert.notEqual(p.example, undefined, `${path}: parameter ${p.name} has an example`);
+          if (p.required) {
+            assert.notEqual(p.example, undefined, `${path}: parameter ${p.name} has an example`);
+          } else {
+            // Issue 40 item 11: an optional parameter's example is documented, not pre-set in "try it" (Scalar's x-disabled).
+            assert.equal(p.example, undefined, `${path}: optional parameter ${p.name} has no bare example, which "try it" would send`);
+            assert.deepEqual(Object.keys(p.examples ?? {}), ['default'], `${path}: parameter ${p.name} has its example`);
+            assert.equal(p.examples.default['x-disabled'], true, `${path}: parameter ${p.name}'s example is not sent until chosen`);
+          }
         }
         assert.ok(params.some((p: Json) => p.in === 'header' && p.name === 'If-None-Match' && p.required === false), `${path}: If-None-Match (D21)`);
         assert.deepEqual(Object.keys(op.responses), GET_STATUSES, `${path}: statuses`);
@@ -467,7 +474,9 @@ describe('OpenAPI document (item 10)', () => {
       }
       for (const example of Object.values<Json>(doc.paths[DETAIL].get.responses['200'].content['application/json'].examples)) assertStrictListing(example.value, 'detail example');
       // Parameter and header examples match their schemas too.
-      for (const [name, p] of Object.entries<Json>(doc.components.parameters)) assertValid(pointer('components', 'parameters', name, 'schema'), p.example, `parameter ${name} example`);
+      for (const [name, p] of Object.entries<Json>(doc.components.parameters)) {
+        assertValid(pointer('components', 'parameters', name, 'schema'), p.example ?? p.examples.default.value, `parameter ${name} example`);
+      }
       for (const [name, h] of Object.entries<Json>(doc.components.headers)) assertValid(pointer('components', 'headers', name, 'schema'), h.example, `header ${name} example`);
     });
 
