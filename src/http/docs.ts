@@ -1,5 +1,6 @@
 import compress from '@fastify/compress';
 import scalarApiReference from '@scalar/fastify-api-reference';
+import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 
@@ -12,10 +13,58 @@ import type { FastifyInstance } from 'fastify';
  * "Try it" calls the host the page was loaded from: the one server given is `/`, which the
  * browser resolves against the page, so the reference read on `api.my.localhost:3000` tries
  * `api.my.localhost:3000` (same origin: no CORS). A key pasted there stays in that browser tab.
+ * It starts with no optional parameter set: the document's parameter examples are shown but not
+ * sent (openapi.ts, parametersOf).
  */
 export const DOCS_PATH = '/docs';
 
+/**
+ * The page's Content-Security-Policy (issue 40 item 9): scripts only from this origin (Scalar's
+ * bundle) plus the page's one inline script, the call of `Scalar.createApiReference` with this
+ * configuration, allowed by its SHA-256 rather than by 'unsafe-inline' (and never 'unsafe-eval');
+ * requests ("try it", /openapi.json) only to this origin; never framed. Styles allow
+ * 'unsafe-inline': Scalar adds its stylesheet as a `<style>` element at run time, and a nonce for
+ * it would have to be fixed at start-up (the plugin renders the page from a static
+ * configuration), which is no better. Styles cannot run script.
+ */
+export function docsContentSecurityPolicy(inlineScripts: readonly string[]): string {
+  const hashes = inlineScripts.map((script) => `'sha256-${createHash('sha256').update(script, 'utf8').digest('base64')}'`);
+  return [
+    "default-src 'none'",
+    `script-src 'self' ${hashes.join(' ')}`.trim(),
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+/** The bodies of a page's inline `<script>` elements (those without `src`), as the browser hashes them. */
+export function inlineScriptsOf(html: string): string[] {
+  return [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)].filter(([, attributes]) => !/\bsrc\s*=/i.test(attributes!)).map(([, , body]) => body!);
+}
+
 export async function docsRoutes(app: FastifyInstance): Promise<void> {
+  // Before @fastify/compress's hooks (route-level, so they run after this one): the page is
+  // still the string the plugin rendered. It is the same at every request (a static
+  // configuration), so its policy is worked out once.
+  let policyFor: { html: string; policy: string } | undefined;
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('x-frame-options', 'DENY');
+    reply.header('x-content-type-options', 'nosniff');
+    const type = String(reply.getHeader('content-type') ?? '');
+    if (typeof payload === 'string' && type.startsWith('text/html')) {
+      if (policyFor?.html !== payload) policyFor = { html: payload, policy: docsContentSecurityPolicy(inlineScriptsOf(payload)) };
+      reply.header('content-security-policy', policyFor.policy);
+    } else {
+      // The redirect to /docs/, the script, anything else under /docs: nothing to run or show.
+      reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
+    }
+    return payload;
+  });
   // Scalar's script is 4.4 MB: compressed (and cached by the browser) it is about a quarter of
   // that. Registered here, inside this plugin, so that only these routes are compressed; the
   // API's answers are small and their path stays as it is.
