@@ -1,4 +1,4 @@
-import { issueKey } from '../auth/keys.js';
+import { issueKey, KeyLimitError } from '../auth/keys.js';
 import { recordCliChange } from './audit.js';
 import { CliError, emit, table } from './output.js';
 import { countryArg, existingAccount, uuidArg, withStore } from './store.js';
@@ -14,10 +14,14 @@ export async function keyCreate(opts: { account: string; country: string; label:
   const label = opts.label.trim();
   if (label === '') throw new CliError('--label is empty');
   if (label.length > 200) throw new CliError('--label is longer than 200 characters');
-  const created = await withStore(async (store) => {
+  const created = await withStore(async (store, config) => {
     const accountId = await existingAccount(store, opts.account);
     const now = new Date();
-    const created = await issueKey(store, { accountId, country, label, now });
+    const created = await issueKey(store, { accountId, country, label, now, maxActive: config.maxKeysPerAccountCountry }).catch((error: unknown) => {
+      if (!(error instanceof KeyLimitError)) throw error;
+      throw new CliError(`account ${accountId} has ${error.max} active keys in ${country} already, the most MAX_KEYS_PER_ACCOUNT_COUNTRY allows; `
+        + 'revoke one it no longer uses ("listings-api key revoke KEY_ID"), or raise MAX_KEYS_PER_ACCOUNT_COUNTRY');
+    });
     await recordCliChange(store, { account_id: accountId, at: now.toISOString(), action: 'key.created' }, (await store.keys.get(created.id))!);
     return created;
   });

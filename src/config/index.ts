@@ -63,6 +63,8 @@ export interface Config {
   warmupTimeoutMs: number;
   /** WARMUP_MAX_LISTINGS: the warm-up starts no further tenant once this many listings are indexed. */
   warmupMaxListings: number;
+  /** MAX_KEYS_PER_ACCOUNT_COUNTRY: active (not revoked) keys an account may have in one country; the dashboard and `key create` refuse more. */
+  maxKeysPerAccountCountry: number;
 }
 
 
@@ -105,6 +107,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: metricsPort(env),
     warmupTimeoutMs: integer(env, 'WARMUP_TIMEOUT_MS', 30_000, 0, 600_000),
     warmupMaxListings: integer(env, 'WARMUP_MAX_LISTINGS', 1_000_000, 0, 100_000_000),
+    maxKeysPerAccountCountry: integer(env, 'MAX_KEYS_PER_ACCOUNT_COUNTRY', 10, 1, 1000),
   };
 }
 

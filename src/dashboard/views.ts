@@ -181,6 +181,8 @@ export function keysPage(ctx: PageContext, opts: {
   formToken: string;
   /** The deployment's requests per minute, for keys without a limit of their own. */
   defaultLimit: number;
+  /** MAX_KEYS_PER_ACCOUNT_COUNTRY: active keys an account may have in one country. */
+  maxKeysPerCountry: number;
 }): string {
   const create = opts.create ?? { label: '', country: opts.countries[0] ?? '', errors: {} };
   const keysPath = developerPath(ctx.accountId, 'keys');
@@ -207,7 +209,8 @@ ${errorSummary === undefined ? '' : html`<div class="alert error" role="alert">N
     </div>
     <div class="field">
       <label for="country">Country</label>
-      <select id="country" name="country"${described(undefined, 'country-error', create.errors.country)}>${countryOptions(opts.countries, create.country)}</select>
+      <select id="country" name="country"${described('country-hint', 'country-error', create.errors.country)}>${countryOptions(opts.countries, create.country)}</select>
+      <p class="hint" id="country-hint">At most ${opts.maxKeysPerCountry} active keys per country.</p>
       ${fieldError('country-error', create.errors.country)}
     </div>
     <div class="field actions-field"><button type="submit" class="primary">Create key</button></div>

@@ -1,4 +1,5 @@
-import type { Kysely } from '#kysely';
+import { sql, type Kysely } from '#kysely';
+import { isPostgres } from './database.js';
 import type { ApiKeysTable, Database } from './schema.js';
 import type { Write } from './write.js';
 
@@ -10,10 +11,31 @@ export const LAST_USED_PER_WRITE = 100;
 /** API keys. Every change of one records an auth change (D4: every instance drops its cached keys). */
 export function createKeysRepository(db: Kysely<Database>, write: Write) {
   return {
-    async create(key: ApiKeyRecord): Promise<void> {
-      await write(async (tx, changes) => {
+    /**
+     * Adds a key; with `maxActive`, only while its account has fewer active (not revoked) keys in
+     * its country, else nothing is written and the answer is false (issue 40 item 9). The count
+     * and the insert are one transaction that no other create for the same account and country
+     * runs beside (SQLite: the write lock, BEGIN IMMEDIATE; PostgreSQL: an advisory lock on the
+     * pair, which read committed needs, since two transactions would each count the keys
+     * committed before either inserted), so concurrent creates on any number of instances never
+     * pass the cap together.
+     */
+    async create(key: ApiKeyRecord, maxActive?: number): Promise<boolean> {
+      return write(async (tx, changes) => {
+        if (maxActive !== undefined) {
+          if (isPostgres(tx)) await sql`select pg_advisory_xact_lock(hashtextextended(${`api keys ${key.account_id} ${key.country}`}, 0))`.execute(tx);
+          const { n } = await tx
+            .selectFrom('api_keys')
+            .select((eb) => eb.fn.countAll<number | string>().as('n'))
+            .where('account_id', '=', key.account_id)
+            .where('country', '=', key.country)
+            .where('revoked_at', 'is', null)
+            .executeTakeFirstOrThrow();
+          if (Number(n) >= maxActive) return false;
+        }
         await tx.insertInto('api_keys').values(key).execute();
         await changes.recordAuth();
+        return true;
       });
     },
     async get(id: string): Promise<ApiKeyRecord | undefined> {

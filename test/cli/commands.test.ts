@@ -266,6 +266,24 @@ describe('keys: create, list, set-limit, revoke', () => {
     assert.equal(dump(db.file), before);
   });
 
+  it('issue 40 item 9: key create past MAX_KEYS_PER_ACCOUNT_COUNTRY active keys in a country is exit 1 with one line, writing nothing; revoked keys do not count', async () => {
+    const capped = okJson(await db.call(['account', 'create', '--name', 'Capped Pte Ltd', '--json'])).id as string;
+    const cap = { MAX_KEYS_PER_ACCOUNT_COUNTRY: '2' };
+    const make = (label: string, country = 'sg') => db.call(['key', 'create', '--account', capped, '--country', country, '--label', label, '--json'], undefined, cap);
+    const first = okJson(await make('one'));
+    okJson(await make('two'));
+    const before = dump(db.file, ['api_keys', 'dashboard_audit']);
+    const line = fails(await make('three'), 1, [new RegExp(`account ${capped} has 2 active keys in sg already, the most MAX_KEYS_PER_ACCOUNT_COUNTRY allows`), /key revoke/]);
+    // Spawned too: the exit status the shell gets.
+    assert.equal(fails(db.run(['key', 'create', '--account', capped, '--country', 'sg', '--label', 'three'], undefined, cap), 1, []), line);
+    assert.equal(dump(db.file, ['api_keys', 'dashboard_audit']), before, 'no key, no audit entry');
+    okJson(await make('three', 'my'), 'another country is not capped by these');
+    okText(await db.call(['key', 'revoke', first.id], undefined, cap));
+    okJson(await make('three'), 'a revoked key makes room');
+    // The default cap (10) of this deployment allows what 2 did not.
+    okJson(await db.call(['key', 'create', '--account', capped, '--country', 'sg', '--label', 'four', '--json']));
+  });
+
   it('key list --json: exactly the documented fields, null for what is unset, no full key', () => {
     const list = okJson(db.run(['key', 'list', '--account', account, '--json']));
     assert.deepEqual(Object.keys(list), ['keys']);

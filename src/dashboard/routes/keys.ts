@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { issueKey } from '../../auth/keys.js';
+import { issueKey, KeyLimitError } from '../../auth/keys.js';
 import { keyDisplay } from '../../auth/key-format.js';
 import { canonicalUuid } from '../../core/formats.js';
 import { isCountry, type Country } from '../../core/countries.js';
@@ -17,7 +17,8 @@ async function keysPage(ctx: DashboardContext, member: Member, extra: Partial<Pa
   // Every rendering of the create form is a new single-use form (forms.ts).
   const formToken = newFormToken(member.sessionId, clock());
   return views.keysPage(member.ctx, {
-    keys: keys.map(ctx.withLastUse), recent, countries: config.countries, formToken, defaultLimit: config.rateLimitPerMinute, ...extra,
+    keys: keys.map(ctx.withLastUse), recent, countries: config.countries, formToken, defaultLimit: config.rateLimitPerMinute,
+    maxKeysPerCountry: config.maxKeysPerAccountCountry, ...extra,
   });
 }
 
@@ -77,11 +78,16 @@ async function createKey(ctx: DashboardContext, request: FastifyRequest, reply: 
   }
   let created: Awaited<ReturnType<typeof issueKey>>;
   try {
-    created = await issueKey(store, { accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()) });
+    created = await issueKey(store, {
+      accountId: member.ctx.accountId, country: country as Country, label, now: new Date(clock()), maxActive: ctx.config.maxKeysPerAccountCountry,
+    });
   } catch (error) {
     // Nothing was created: the member may send the same form again.
     await store.forms.release(form.nonce).catch(() => undefined);
-    throw error;
+    if (!(error instanceof KeyLimitError)) throw error;
+    // Issue 40 item 9: at the cap, the form says so, with what to do.
+    const limit = `${views.countryName(country)} has ${error.max} active keys already, the most an account may have in one country. Revoke a key you no longer use, then create this one.`;
+    return send(reply, 409, await keysPage(ctx, member, { create: { ...create, errors: { country: limit } } }));
   }
   await store.forms.recordKey(form.nonce, created.id);
   const key = (await store.keys.get(created.id))!;
