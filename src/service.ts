@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
-import { systemClock, type Clock } from './core/clock.js';
+import { systemClock, type Clock, type Sleep } from './core/clock.js';
 import { createLogger, startLogFlush, type Logger } from './core/logger.js';
 import { createDashboard, type Dashboard } from './dashboard/index.js';
 import { buildApp } from './http/app.js';
@@ -28,6 +28,8 @@ import type { FastifyInstance } from 'fastify';
  */
 export interface ServiceOptions {
   clock?: Clock;
+  /** Tests: the dashboard's sign-in delays follow their clock (dashboard/throttle.ts). */
+  sleep?: Sleep;
   logger?: Logger;
   /**
    * A worker of `serve --workers`: with METRICS_PORT set, its metrics are summed by the primary,
@@ -63,7 +65,10 @@ export async function createService(config: Config, options: ServiceOptions = {}
   // writes reach the API's caches at once (D4).
   let apiServer: Server | undefined = undefined;
   const apiPort = () => portOf(apiServer);
-  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({ store, config, clock, logger, apiPort, metrics: metrics?.dashboard, lastUsedOf: (id) => lastUsed.peek(id), webhookResolve: options.webhookResolve });
+  const dashboard = config.dashboardPort === 'off' ? undefined : await createDashboard({
+    store, config, clock, sleep: options.sleep, logger, apiPort, metrics: metrics?.dashboard,
+    lastUsedOf: (id) => lastUsed.peek(id), webhookResolve: options.webhookResolve,
+  });
   const usage = startUsageCounter(basics, store, reads, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
   const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted: requestCompletedHook(usage, metrics) });
   apiServer = app.server;

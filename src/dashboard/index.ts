@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyError, type FastifyReply, type Fast
 import type { Logger } from 'pino';
 import { redactedExcerpt } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, systemSleep, type Clock, type Sleep } from '../core/clock.js';
 import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
 import { nextRequestId } from '../http/request-id.js';
 import type { Country } from '../core/countries.js';
@@ -31,6 +31,8 @@ export interface DashboardOptions {
   store: Store;
   config: Config;
   clock?: Clock;
+  /** The sign-in throttle's delays (throttle.ts); tests pass their clock's. */
+  sleep?: Sleep;
   logger: Logger;
   /** The API's actual port (PORT=0 picks one at listen time), for the curl line of a new key. */
   apiPort?: () => number | undefined;
@@ -162,7 +164,7 @@ export async function createDashboard(options: DashboardOptions) {
     config,
     clock,
     sessions: createSessions(store, clock),
-    throttle: createSignInThrottle(store, clock),
+    throttle: createSignInThrottle(store, clock, options.sleep ?? systemSleep),
     onSignIn: metrics === undefined ? undefined : (result) => metrics.signIn(result),
     apiBaseUrl: (country: Country) => apiBaseUrl(country, config, options.apiPort?.()),
     lastUsedOf: options.lastUsedOf,

@@ -56,22 +56,31 @@ export function createSessionsRepository(db: Kysely<Database>, write: Write) {
   };
 }
 
-/** Failed sign-ins, per email and per client address, for throttling across instances. */
+/** Failed sign-ins, per email and per client (dashboard/throttle.ts), for throttling across instances. */
 export function createSignInFailuresRepository(db: Kysely<Database>, write: Write) {
-  const times = async (q: Kysely<Database>, by: { email: string } | { ip: string }, since: string): Promise<string[]> => {
+  const times = async (q: Kysely<Database>, by: { email: string; ip?: string } | { ip: string }, since: string): Promise<string[]> => {
     let query = q.selectFrom('dashboard_login_failures').select('at').where('at', '>', since);
-    query = 'email' in by ? query.where('email', '=', by.email) : query.where('ip', '=', by.ip);
+    if ('email' in by) query = query.where('email', '=', by.email);
+    if (by.ip !== undefined) query = query.where('ip', '=', by.ip);
     const rows = await query.orderBy('at').limit(1000).execute();
     return rows.map((r) => r.at);
+  };
+  /** The email's failures since `since` from clients other than `ip`. */
+  const othersFailures = async (q: Kysely<Database>, email: string, ip: string, since: string): Promise<number> => {
+    const { n } = await q.selectFrom('dashboard_login_failures').select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('email', '=', email).where('ip', '<>', ip).where('at', '>', since).executeTakeFirstOrThrow();
+    return Number(n);
   };
   return {
     /**
      * Reserves one sign-in attempt atomically, before the password is checked: within one write
-     * transaction (serialised per email and per address: SQLite's write lock, advisory locks on
-     * PostgreSQL) the failures of the window are read, `decide` says how long the attempt must wait
-     * (0: it may go ahead), and an attempt that may go ahead is recorded as a failure at once. So
-     * any number of parallel attempts, on any number of instances, reach the password check at
-     * most as often as the limit allows. The row is taken back when the password is right.
+     * transaction (serialised per email and per client: SQLite's write lock, advisory locks on
+     * PostgreSQL) the failures of the window are read (this client's for this email, and this
+     * client's for any email), `decide` says how long the attempt must wait (0: it may go ahead),
+     * and an attempt that may go ahead is recorded as a failure at once. So any number of
+     * parallel attempts, on any number of instances, reach the password check at most as often
+     * as the limits allow. The row is taken back when the password is right. A reserved attempt
+     * also learns how many failures other clients made at the email (the account side's delay).
      *
      * An attempt that must wait already by the failures committed so far is refused before any
      * lock is taken: a burst of attempts (150 at once for one email) would otherwise queue one
@@ -81,32 +90,35 @@ export function createSignInFailuresRepository(db: Kysely<Database>, write: Writ
     async reserve(
       attempt: SignInFailure,
       since: string,
-      decide: (byEmail: readonly string[], byAddress: readonly string[]) => number,
-    ): Promise<{ reserved: true } | { reserved: false; waitMs: number }> {
-      const early = decide(await times(db, { email: attempt.email }, since), await times(db, { ip: attempt.ip }, since));
+      decide: (byEmailAndClient: readonly string[], byClient: readonly string[]) => number,
+    ): Promise<{ reserved: true; othersFailures: number } | { reserved: false; waitMs: number }> {
+      const pair = { email: attempt.email, ip: attempt.ip };
+      const early = decide(await times(db, pair, since), await times(db, { ip: attempt.ip }, since));
       if (early > 0) return { reserved: false, waitMs: early };
       return write(async (tx) => {
         if (isPostgres(tx)) {
-          // Email before address, always: two attempts never wait on each other's locks in a cycle.
+          // Email before client, always: two attempts never wait on each other's locks in a cycle.
           await sql`select pg_advisory_xact_lock(hashtextextended(${`sign-in email ${attempt.email}`}, 0))`.execute(tx);
           await sql`select pg_advisory_xact_lock(hashtextextended(${`sign-in address ${attempt.ip}`}, 0))`.execute(tx);
         }
-        const waitMs = decide(await times(tx, { email: attempt.email }, since), await times(tx, { ip: attempt.ip }, since));
+        const waitMs = decide(await times(tx, pair, since), await times(tx, { ip: attempt.ip }, since));
         if (waitMs > 0) return { reserved: false as const, waitMs };
+        const others = await othersFailures(tx, attempt.email, attempt.ip, since);
         await tx.insertInto('dashboard_login_failures').values(attempt).execute();
-        return { reserved: true as const };
+        return { reserved: true as const, othersFailures: others };
       });
     },
-    /** Takes back a reservation (the password was right). */
+    /** Takes back a reservation (the password was right, or the attempt was not made). */
     async release(id: string): Promise<void> {
       await write((tx) => tx.deleteFrom('dashboard_login_failures').where('id', '=', id).execute());
     },
-    /** Times (ascending) of the failures since `since` for this email, or for this address. */
-    async since(by: { email: string } | { ip: string }, since: string): Promise<string[]> {
+    /** Times (ascending) of the failures since `since` for this email (from this client, if given), or for this client. */
+    async since(by: { email: string; ip?: string } | { ip: string }, since: string): Promise<string[]> {
       return times(db, by, since);
     },
-    async clearEmail(email: string): Promise<void> {
-      await write((tx) => tx.deleteFrom('dashboard_login_failures').where('email', '=', email).execute());
+    /** Forgets this client's failures for this email (its member signed in from it). */
+    async clearEmailFrom(email: string, ip: string): Promise<void> {
+      await write((tx) => tx.deleteFrom('dashboard_login_failures').where('email', '=', email).where('ip', '=', ip).execute());
     },
     async deleteBefore(at: string): Promise<void> {
       await write((tx) => tx.deleteFrom('dashboard_login_failures').where('at', '<', at).execute());

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { PER_EMAIL } from '../../src/dashboard/throttle.js';
+import { PER_EMAIL_AND_ADDRESS } from '../../src/dashboard/throttle.js';
 import { TEST_STORE } from '../support/database.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
@@ -41,7 +41,7 @@ describe(`dashboard answers and sign-ins in the metrics on ${TEST_STORE} (issue 
     const before = await scrape();
     const client = new DashboardClient(server.dashboardPort!);
     const guessed = `nobody-${randomUUID().slice(0, 8)}@example.com`;
-    for (let i = 0; i < PER_EMAIL; i++) assert.equal((await client.signIn(guessed, 'not the password')).status, 401);
+    for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await client.signIn(guessed, 'not the password')).status, 401);
     assert.equal((await client.signIn(guessed, 'not the password')).status, 429, 'throttled');
     assert.equal((await client.post('/sign-in', { _csrf: 'forged', email: guessed, password: 'x' })).status, 403);
     const member = await addMember(server, accountId);
@@ -53,18 +53,18 @@ describe(`dashboard answers and sign-ins in the metrics on ${TEST_STORE} (issue 
 
     const requests = (labels: Record<string, string>) =>
       sampleValue(after, 'listings_dashboard_requests_total', labels) - sampleValue(before, 'listings_dashboard_requests_total', labels);
-    assert.equal(requests({ method: 'GET', route: '/sign-in', status: '200' }), PER_EMAIL + 2);
-    assert.equal(requests({ method: 'POST', route: '/sign-in', status: '401' }), PER_EMAIL);
+    assert.equal(requests({ method: 'GET', route: '/sign-in', status: '200' }), PER_EMAIL_AND_ADDRESS + 2);
+    assert.equal(requests({ method: 'POST', route: '/sign-in', status: '401' }), PER_EMAIL_AND_ADDRESS);
     assert.equal(requests({ method: 'POST', route: '/sign-in', status: '429' }), 1);
     assert.equal(requests({ method: 'POST', route: '/sign-in', status: '403' }), 1);
     assert.equal(requests({ method: 'POST', route: '/sign-in', status: '303' }), 1);
     assert.equal(requests({ method: 'GET', route: '/accounts/:accountId/settings/developer/keys', status: '200' }), 1);
     assert.equal(requests({ method: 'GET', route: 'unmatched', status: '404' }), 1);
-    assert.equal(requests({}), PER_EMAIL * 2 + 2 + 1 + 2 + 1 + 1, 'nothing else was counted');
+    assert.equal(requests({}), PER_EMAIL_AND_ADDRESS * 2 + 2 + 1 + 2 + 1 + 1, 'nothing else was counted');
 
     const signIns = (result: string) =>
       sampleValue(after, 'listings_dashboard_sign_ins_total', { result }) - sampleValue(before, 'listings_dashboard_sign_ins_total', { result });
-    assert.equal(signIns('failed'), PER_EMAIL);
+    assert.equal(signIns('failed'), PER_EMAIL_AND_ADDRESS);
     assert.equal(signIns('throttled'), 1);
     assert.equal(signIns('succeeded'), 1);
     // The API's counter is the API's alone.

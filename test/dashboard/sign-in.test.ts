@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ABSOLUTE_MS, IDLE_MS } from '../../src/dashboard/sessions.js';
-import { PER_ADDRESS, PER_EMAIL, WINDOW_MS } from '../../src/dashboard/throttle.js';
+import { PER_ADDRESS, PER_EMAIL_AND_ADDRESS, WINDOW_MS } from '../../src/dashboard/throttle.js';
 import { dom, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { addMember, DashboardClient, dev, PASSWORD, setCookie, text } from './helpers.js';
@@ -109,10 +109,10 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await client.post('/sign-in', { email: member.email, password: member.password }, { origin: `http://localhost:${server.dashboardPort}` })).status, 303);
   });
 
-  it(`throttles failed sign-ins: after ${PER_EMAIL} failures for an email even the right password is refused (429, Retry-After) until the window passes`, async () => {
+  it(`throttles failed sign-ins: after ${PER_EMAIL_AND_ADDRESS} failures for an email from an address, even the right password from it is refused (429, Retry-After) until the window passes`, async () => {
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
-    for (let i = 0; i < PER_EMAIL; i++) assert.equal((await client.signIn(member.email, `wrong password ${i}`)).status, 401);
+    for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await client.signIn(member.email, `wrong password ${i}`)).status, 401);
     const blocked = await client.signIn(member.email, member.password);
     assert.equal(blocked.status, 429);
     assert.match(text(blocked.body), /Too many failed sign-in attempts\. Try again in 15 minutes/);
@@ -183,7 +183,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     try {
       const client = new DashboardClient(own.dashboardPort!);
       await client.get('/sign-in');
-      const cases: Array<[string, string]> = [
+      // [X-Forwarded-For, the client address (logged), the client the throttle counts (issue 40 item 6: an IPv6 address's /64)]
+      const cases: Array<[string, string, string?]> = [
         // Longer than the throttle's column: refused by PostgreSQL before; the peer counts instead.
         [`203.0.113.5, ${'x'.repeat(100)}`, '127.0.0.1'],
         ['not-an-address', '127.0.0.1'],
@@ -193,16 +194,16 @@ describe('dashboard sign-in, sessions and sign-out', () => {
         // Some proxies append the source port: one count per address, not per connection.
         ['203.0.113.5:4711', '203.0.113.5'],
         ['203.0.113.5:4712', '203.0.113.5'],
-        ['[2001:db8::5]:443', '2001:db8::5'],
-        ['10.0.0.1, 2001:db8::6', '2001:db8::6'],
+        ['[2001:db8::5]:443', '2001:db8::5', '2001:db8:0:0::/64'],
+        ['10.0.0.1, 2001:db8::6', '2001:db8::6', '2001:db8:0:0::/64'],
       ];
-      for (const [n, [xff, expected]] of cases.entries()) {
+      for (const [n, [xff, logged, counted = logged]] of cases.entries()) {
         const res = await client.post('/sign-in', { email: `odd${n}@example.com`, password: 'guess guess guess' }, { 'x-forwarded-for': xff });
         assert.equal(res.status, 401, xff);
         const row = await own.service.store.db.selectFrom('dashboard_login_failures').select('ip').where('email', '=', `odd${n}@example.com`).executeTakeFirst();
-        assert.equal(row?.ip, expected, xff);
-        const line = own.logs.lines.find((l) => l.msg === 'dashboard request' && l.method === 'POST' && l.client_address === expected);
-        assert.ok(line, `the dashboard's log line names ${expected}`);
+        assert.equal(row?.ip, counted, xff);
+        const line = own.logs.lines.find((l) => l.msg === 'dashboard request' && l.method === 'POST' && l.client_address === logged);
+        assert.ok(line, `the dashboard's log line names ${logged}`);
       }
     } finally {
       await own.close();

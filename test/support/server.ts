@@ -15,9 +15,33 @@ import { createTestDatabase } from './database.js';
 /** A clock tests move by hand (inject, never sleep). */
 export class TestClock {
   constructor(public ms = Date.parse('2026-11-22T10:00:00.000Z')) {}
+  /** Waits in progress on this clock: when each ends, and what ends it. */
+  private readonly sleepers: Array<{ until: number; wake: () => void }> = [];
+  /** Tests waiting for a number of sleepers (untilSleeping). */
+  private readonly watchers: Array<{ count: number; resolve: () => void }> = [];
   readonly now = (): number => this.ms;
+  /** The server's waits (the sign-in throttle's delays): they end when advance() moves this clock past them. */
+  readonly sleep = (ms: number): Promise<void> => new Promise((wake) => {
+    this.sleepers.push({ until: this.ms + ms, wake });
+    for (const watcher of this.watchers.splice(0)) {
+      if (this.sleepers.length >= watcher.count) watcher.resolve();
+      else this.watchers.push(watcher);
+    }
+  });
+  /** How long each wait in progress has still to go, in ms. */
+  sleeping(): number[] {
+    return this.sleepers.map((s) => s.until - this.ms);
+  }
+  /** Resolves once at least `count` waits are in progress. */
+  untilSleeping(count = 1): Promise<void> {
+    if (this.sleepers.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.watchers.push({ count, resolve }));
+  }
   advance(ms: number): void {
     this.ms += ms;
+    for (let i = this.sleepers.length - 1; i >= 0; i--) {
+      if (this.sleepers[i]!.until <= this.ms) this.sleepers.splice(i, 1)[0]!.wake();
+    }
   }
 }
 
@@ -163,7 +187,7 @@ export async function startTestServer(
   // At LOG_LEVEL (info unless `env` says otherwise), as the serving process.
   const logger = options.servingLogger ? servingLogger(config.logLevel, logs.output()) : pino({ level: config.logLevel }, logs);
   const { readiness, manualWebhooks, webhookResolve } = options;
-  const service = await createService(config, { clock: clock.now, logger, readiness, manualWebhooks, webhookResolve });
+  const service = await createService(config, { clock: clock.now, sleep: clock.sleep, logger, readiness, manualWebhooks, webhookResolve });
   await service.listen();
   // Ready, as a load balancer would wait for: the warm-up (issue 30 item 4) has ended.
   await service.warmedUp();

@@ -1,8 +1,19 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CSRF_FIELD, fromThisSite, newSignInSecret, signInToken, tokenMatches } from '../csrf.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from '../passwords.js';
+import type { Refusal } from '../throttle.js';
 import * as views from '../views.js';
 import { cookies, field, type DashboardContext } from './context.js';
+
+/** What a refused sign-in attempt is told (throttle.ts): its client's failures, or too many attempts waiting at once. */
+function refusalText(refusal: Refusal): string {
+  if (refusal.reason === 'busy') {
+    const seconds = Math.ceil(refusal.retryAfterMs / 1000);
+    return `Too many sign-in attempts at once. Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+  }
+  const minutes = Math.ceil(refusal.retryAfterMs / 60_000);
+  return `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
 
 /** Signing in and out: the pages before a session, and the redirect of the dashboard's root. */
 export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext): Promise<void> {
@@ -38,15 +49,12 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
     }
     const email = normalizeEmail(field(request.body, 'email')).slice(0, 254);
     const password = field(request.body, 'password');
+    // Resolves after the account's delay, when other clients have been failing at this email (throttle.ts).
     const attempt = await throttle.reserve(email, request.ip);
     if ('retryAfterMs' in attempt) {
       ctx.onSignIn?.('throttled');
-      const minutes = Math.ceil(attempt.retryAfterMs / 60_000);
       reply.header('retry-after', String(Math.ceil(attempt.retryAfterMs / 1000)));
-      return signInForm(request, reply, 429, {
-        email,
-        error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      });
+      return signInForm(request, reply, 429, { email, error: refusalText(attempt) });
     }
     const user = email === '' ? undefined : await store.users.findByEmail(email);
     const ok = password.length > 0 && password.length <= MAX_PASSWORD_LENGTH
@@ -57,7 +65,7 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
       return signInForm(request, reply, 401, { email, error: 'That email and password do not match a member. Check them and try again.' });
     }
     ctx.onSignIn?.('succeeded');
-    await throttle.succeeded(email, attempt.attemptId);
+    await throttle.succeeded(email, request.ip, attempt.attemptId);
     // A new session id at every sign-in (no fixation); any earlier session of this browser ends.
     const previous = request.cookies[names.session];
     if (previous !== undefined) await sessions.end(previous).catch(() => undefined);
