@@ -1,7 +1,6 @@
-import { sql, type Kysely } from '#kysely';
-import { isPostgres } from './database.js';
+import type { Kysely } from '#kysely';
 import type { ApiKeysTable, Database } from './schema.js';
-import type { Write } from './write.js';
+import { serialiseOn, type Write } from './write.js';
 
 export type ApiKeyRecord = ApiKeysTable;
 
@@ -23,7 +22,7 @@ export function createKeysRepository(db: Kysely<Database>, write: Write) {
     async create(key: ApiKeyRecord, maxActive?: number): Promise<boolean> {
       return write(async (tx, changes) => {
         if (maxActive !== undefined) {
-          if (isPostgres(tx)) await sql`select pg_advisory_xact_lock(hashtextextended(${`api keys ${key.account_id} ${key.country}`}, 0))`.execute(tx);
+          await serialiseOn(tx, `api keys ${key.account_id} ${key.country}`);
           const { n } = await tx
             .selectFrom('api_keys')
             .select((eb) => eb.fn.countAll<number | string>().as('n'))

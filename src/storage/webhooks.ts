@@ -1,7 +1,7 @@
 import type { Kysely } from '#kysely';
 import { timeOrderedId } from './audit.js';
 import type { Database, WebhookAttemptsTable, WebhookEndpointsTable } from './schema.js';
-import type { Write } from './write.js';
+import { serialiseOn, type Write } from './write.js';
 
 export type WebhookEndpoint = WebhookEndpointsTable;
 export type WebhookAttempt = WebhookAttemptsTable;
@@ -42,9 +42,14 @@ export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;
 /** The endpoints as their account manages them (the dashboard), and the list the deliverer scans. */
 function endpointManagement(db: Kysely<Database>, write: Write) {
   return {
-    /** Adds an endpoint; false when the account has MAX_WEBHOOKS_PER_TENANT in that country already. */
+    /**
+     * Adds an endpoint; false when the account has MAX_WEBHOOKS_PER_TENANT in that country already.
+     * Adds for one account and country never run beside each other (serialiseOn), so concurrent
+     * ones on any number of instances never pass the cap together.
+     */
     async add(endpoint: WebhookEndpoint): Promise<boolean> {
       return write(async (tx) => {
+        await serialiseOn(tx, `webhook endpoints ${endpoint.account_id} ${endpoint.country}`);
         const { n } = await tx
           .selectFrom('webhook_endpoints')
           .select((eb) => eb.fn.countAll<number | string>().as('n'))

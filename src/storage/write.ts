@@ -1,7 +1,7 @@
 import { sql, type Kysely } from '#kysely';
 import { yieldToEventLoop } from '../core/event-loop.js';
 import { ChangeRecorder, type CommittedChanges } from './changes.js';
-import type { Dialect } from './database.js';
+import { isPostgres, type Dialect } from './database.js';
 import type { Database } from './schema.js';
 
 /**
@@ -13,6 +13,17 @@ export class StoreBusyError extends Error {
     super(`the database stayed busy with another write for ${Math.round(waitedMs / 1000)} s (an import being applied?); nothing was written, try again`);
     this.name = 'StoreBusyError';
   }
+}
+
+/**
+ * Inside a write: no other write that takes the same `name` runs beside this one until it ends.
+ * A count-then-insert under a cap needs it (keys per account and country, webhook endpoints):
+ * SQLite's write lock serialises every write already (BEGIN IMMEDIATE); PostgreSQL's read
+ * committed would let two transactions each count what was committed before either inserted, so
+ * there a transaction-scoped advisory lock on the name's hash does it.
+ */
+export async function serialiseOn(tx: Kysely<Database>, name: string): Promise<void> {
+  if (isPostgres(tx)) await sql`select pg_advisory_xact_lock(hashtextextended(${name}, 0))`.execute(tx);
 }
 
 export type WriteFn<T> = (tx: Kysely<Database>, changes: ChangeRecorder) => Promise<T>;

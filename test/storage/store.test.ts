@@ -14,6 +14,8 @@ import * as failedRequestReasonMigration from '../../src/storage/migrations/010_
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { tenantKey } from '../../src/core/tenant.js';
 import { openStore, type Store } from '../../src/storage/index.js';
+import { MAX_WEBHOOKS_PER_TENANT } from '../../src/storage/webhooks.js';
+import { addWebhook, WebhookError } from '../../src/webhooks/endpoints.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 
@@ -219,6 +221,24 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(store.changes.authVersion(), auth, 'listings are not keys or origins (D4 caches stay)');
     await store.origins.add({ account_id: owner, country: 'uk', origin: 'https://b.example', created_at: NOW });
     assert.notEqual(store.changes.authVersion(), auth, 'an origin change moves the auth version at once');
+  });
+
+  it('webhook endpoints added at once from two processes never pass the cap of D24 (10 per account and country)', async () => {
+    const account = randomUUID();
+    await store.accounts.create({ id: account, name: 'Busy', kind: 'organisation', created_at: NOW });
+    const second = openStore(database.url);
+    try {
+      const adds = Array.from({ length: 16 }, (_, i) =>
+        addWebhook(i % 2 === 0 ? store : second, () => Date.parse(NOW), { accountId: account, country: 'sg', url: `https://hooks.example.com/${i}` }).then(
+          () => 'added',
+          (error: unknown) => (error instanceof WebhookError ? 'refused' : Promise.reject(error)),
+        ));
+      const outcomes = await Promise.all(adds);
+      assert.equal(outcomes.filter((o) => o === 'added').length, MAX_WEBHOOKS_PER_TENANT);
+      assert.equal((await store.webhooks.listForAccount(account)).length, MAX_WEBHOOKS_PER_TENANT);
+    } finally {
+      await second.close();
+    }
   });
 
   it("another process's writes are seen: tenant versions and the auth version", async () => {
