@@ -34,6 +34,8 @@ export interface LoadOptions {
   headers: Record<string, string>;
   /** The paths (or requests) to send, rotated over by all connections together. */
   paths: readonly (string | LoadRequest)[];
+  /** wrk only: the CPU wrk is pinned to (`taskset -c`, pinning.ts); unset: not pinned. */
+  cpu?: number;
 }
 
 const asRequest = (item: string | LoadRequest): LoadRequest => (typeof item === 'string' ? { path: item } : item);

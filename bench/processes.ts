@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createReadStream, openSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
+import { onCpu } from './pinning.js';
 
 /**
  * Child processes of the benchmark (the service and the baseline), started with a robust wait for
@@ -50,6 +51,8 @@ export interface StartOptions {
   stdoutFile: string;
   cwd?: string;
   startTimeoutMs?: number;
+  /** The CPU the child is pinned to (`taskset -c`, pinning.ts); unset: not pinned. */
+  cpu?: number;
 }
 
 /** Starts `node <args>` and resolves once GET /healthz answers 200; rejects (and kills it) otherwise. */
@@ -57,7 +60,9 @@ export async function startChild(options: StartOptions): Promise<Child> {
   const out = openSync(options.stdoutFile, 'a');
   let proc: ChildProcess;
   try {
-    proc = spawn(process.execPath, options.args, { cwd: options.cwd, env: options.env, stdio: ['ignore', out, 'pipe'] });
+    // taskset execs node in its own process: the pid, and so the signals, are node's.
+    const [command, args] = onCpu(options.cpu, process.execPath, options.args);
+    proc = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', out, 'pipe'] });
   } finally {
     closeSync(out); // the child holds its own descriptor
   }
