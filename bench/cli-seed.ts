@@ -37,10 +37,16 @@ export async function seedThroughCli(seed: CliSeed): Promise<{ key: string }> {
   return { key: created.key };
 }
 
-/** One CLI command with DATABASE_URL; its stdout, or an error with its stderr (never the key: `key create` prints it on stdout only). */
+/**
+ * One CLI command with DATABASE_URL; its stdout, or an error with its stderr (never the key: `key
+ * create` prints it on stdout only). Older releases' imports run under DATABASE_STATEMENT_TIMEOUT_MS
+ * (default 5 s), which an import of the data set into PostgreSQL can pass on a busy machine: the
+ * seeding commands get the longest the setting allows, as an operator's import would.
+ */
 function runCli({ bin, cwd, databaseUrl }: CliSeed, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = { ...process.env, DATABASE_URL: databaseUrl, DATABASE_STATEMENT_TIMEOUT_MS: '600000' };
+    const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
