@@ -148,6 +148,8 @@ async function main(against: string | undefined): Promise<number> {
   const s = settings(against);
   const workDir = mkdtempSync(join(tmpdir(), 'listings-bench-'));
   let reference: Reference | undefined;
+  /** With --against: today's commit, and whether the working tree had changes, when the run started. */
+  let today = '';
 
   // Children die with us, whatever happens; the temp data goes too (unless BENCH_KEEP=1).
   const removeWorkDir = () => {
@@ -161,11 +163,12 @@ async function main(against: string | undefined): Promise<number> {
     if (s.against !== undefined) {
       log(`CPU: ${s.pinning.description}.`);
       reference = await prepareReference(ROOT, s.against, log);
-      log(`Today: the working tree, ${await describeWorkingTree(ROOT)}. Reference: ${reference.ref} = ${reference.commit} (${reference.date}: ${reference.subject}).`);
+      today = await describeWorkingTree(ROOT);
+      log(`Today: the working tree, ${today}. Reference: ${reference.ref} = ${reference.commit} (${reference.date}: ${reference.subject}).`);
     }
     const outcomes: ModeOutcome[] = [];
     for (const mode of s.modes) outcomes.push(await sideBySide(s, mode, workDir, reference));
-    if (reference !== undefined) return await reportAgainst(s, reference, outcomes);
+    if (reference !== undefined) return reportAgainst(s, { reference, today }, outcomes);
     const outcome = outcomes[0]!;
     printSummary(outcome.goals.table, outcome);
     writeResults(s, outcome);
@@ -677,9 +680,8 @@ function writeResults(s: Settings, outcome: ModeOutcome): void {
  * --against: the table of every configuration (against-report.ts), each configuration's validity,
  * and bench/results/against.json. Exit 1 when any answer was not a 200.
  */
-async function reportAgainst(s: Settings, reference: Reference, outcomes: readonly ModeOutcome[]): Promise<number> {
+function reportAgainst(s: Settings, { reference, today }: { reference: Reference; today: string }, outcomes: readonly ModeOutcome[]): number {
   const figures = outcomes.flatMap((o) => againstFigures(o.mode, s.targets, o.rows));
-  const today = await describeWorkingTree(ROOT);
   log('');
   log(`Today (the working tree, ${today}) against the reference ${reference.ref} = ${reference.commit} (${reference.date}: ${reference.subject}).`);
   log(`Per configuration and target, ${s.rounds} rounds of ${s.durationS} s that take the four servers in turn; load from ${s.loadGenerator}, ${s.connections} connections; ${s.pinning.description}.`);
