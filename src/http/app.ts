@@ -4,7 +4,7 @@ import { ApiError, ERROR_STATUS, errorBody, notFound } from '../core/api-error.j
 import { answerClientError, createFrontServer } from './front.js';
 import { requestIdFor } from './request-id.js';
 import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
-import { targetProblem } from './request-target.js';
+import { MAX_TARGET_LENGTH, targetProblem } from './request-target.js';
 import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { demoImageRoutes } from './demo-images.js';
@@ -19,7 +19,7 @@ import { isDatabaseError } from '../storage/index.js';
 import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
 import { knownPath, methodNotAllowed, v1Routes, type V1Options } from './v1/routes.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
-import { parseQueryString } from './v1/query.js';
+import { parseQueryString, queryBoundProblem } from './v1/query.js';
 
 export interface AppOptions extends V1Options {
   logger: FastifyBaseLogger;
@@ -43,7 +43,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) => {
     setCommonHeaders(request, reply);
     // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
-    const problem = targetProblem(request.raw);
+    // So is a URL over the bounds of what a request may carry (request-target.ts, query.ts).
+    const problem = targetProblem(request.raw) ?? queryBoundProblem(request.query);
     if (problem !== undefined) return done(problem);
     // The route stage (D5) is decided here, before Fastify reads or parses any body on its
     // not-found route: a method the API does not serve is 405 and an unknown path 404, whatever
@@ -93,8 +94,8 @@ function createFastify(opts: AppOptions): FastifyInstance {
     serverFactory: (handler) => createFrontServer(handler, { trust, logger: opts.logger, virtualHost: opts.virtualHost }),
     // Shutdown drains connections itself, with a time limit (front.ts drainServer).
     forceCloseConnections: false,
-    // Any id fits (a request line is bounded by Node's header size limit anyway): a long id is one more id the key cannot see (D11).
-    routerOptions: { maxParamLength: 64 * 1024, querystringParser: parseQueryString },
+    // Any id that fits in a URL fits here: a long id is one more id the key cannot see (D11).
+    routerOptions: { maxParamLength: MAX_TARGET_LENGTH, querystringParser: parseQueryString },
     // In-flight and keep-alive requests are answered normally while the server drains.
     return503OnClosing: false,
     clientErrorHandler: (error: Error & { code?: string }, socket) => answerClientError(error, socket, opts.logger),

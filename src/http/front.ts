@@ -5,7 +5,7 @@ import { ERROR_STATUS, errorBody } from '../core/api-error.js';
 import { ALLOWED_METHODS } from '../cors/cors.js';
 import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
-import { inspectTarget, rejectExpectation, requestHostName, targetProblem } from './request-target.js';
+import { inspectTarget, MAX_TARGET_LENGTH, rejectExpectation, requestHostName, targetProblem, targetTooLong } from './request-target.js';
 import { trackConnections } from './drain.js';
 import { unroutedRequestLine } from './request-log.js';
 
@@ -70,14 +70,37 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
  */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger: FastifyBaseLogger): void {
   if (error.code === 'ECONNRESET' || !socket.writable) return;
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? 431 : 400;
-  const reqId = answerRaw(socket, status, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
-    errorBody('bad_request', tooLarge ? 'Request headers are too large.' : 'Malformed HTTP request.'));
+  answerMalformed(error, socket, logger);
+}
+
+/** The JSON error of a request Node could not parse, written on its socket, which then closes. */
+function answerMalformed(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex, logger: FastifyBaseLogger): void {
+  const overflow = error.code === 'HPE_HEADER_OVERFLOW';
+  // Node counts the request line within maxHeaderSize: one over MAX_TARGET_LENGTH is the URL's fault.
+  const tooLong = overflow && targetLengthIn(error.rawPacket) > MAX_TARGET_LENGTH;
+  const [status, reason, message] = tooLong
+    ? [414, 'URI Too Long', targetTooLong().message]
+    : overflow
+      ? [431, 'Request Header Fields Too Large', 'Request headers are too large.']
+      : [400, 'Bad Request', 'Malformed HTTP request.'];
+  const reqId = answerRaw(socket, status, reason, errorBody('bad_request', message));
   // The headers were not read: the client address is the connection's peer (a proxy, behind one).
   const peer = (socket as Duplex & { remoteAddress?: string }).remoteAddress ?? null;
   const line = unroutedRequestLine({ reqId, method: null, status, client_address: peer, host: undefined, error: 'bad_request', reason: 'malformed_request' });
   logger.info({ ...line, parse_error: error.code ?? null }, 'request');
+}
+
+/**
+ * The length of the request target at the start of `packet` (the bytes Node failed on), when the
+ * packet starts with a request line: to its end, or to the packet's end when the line goes on.
+ * 0 when the packet starts elsewhere (a request line split over reads is not told apart).
+ */
+function targetLengthIn(packet: unknown): number {
+  if (!Buffer.isBuffer(packet)) return 0;
+  const space = packet.subarray(0, 21).indexOf(0x20);
+  if (space < 1 || !/^[A-Z]+$/.test(packet.toString('latin1', 0, space))) return 0;
+  const ends = [packet.indexOf(0x20, space + 1), packet.indexOf(0x0d, space + 1)].filter((i) => i !== -1);
+  return (ends.length === 0 ? packet.length : Math.min(...ends)) - space - 1;
 }
 
 /** Writes a whole JSON error response on a raw socket and closes it; returns the request id it carries. */

@@ -7,6 +7,8 @@ import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, lis
 import type { Endpoint, Examples } from './v1/endpoint.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
 import { ERROR_EXAMPLES, ETAG, FEATURED_ID, REQUEST_ID, RESET, SPARSE_ID } from './v1/examples.js';
+import { MAX_QUERY_PARAMETERS } from './v1/query.js';
+import { MAX_TARGET_LENGTH } from './request-target.js';
 import { WEBHOOK_MESSAGE_SCHEMAS } from '../webhooks/messages.js';
 
 /**
@@ -237,7 +239,7 @@ function sharedResponses(): Record<string, Json> {
       { internalError: x.internalError },
     ),
     Error: jsonResponse(
-      `Any other error, in the same JSON shape. In particular: 405 \`method_not_allowed\` with an \`Allow: ${ALLOWED_METHODS}\` header for any method other than GET, HEAD or OPTIONS on an API path (never for this operation), decided before any other check; 431 \`bad_request\` for request headers over the size limit; and 417 \`bad_request\` for an \`Expect\` header other than \`100-continue\`.`,
+      `Any other error, in the same JSON shape. In particular: 405 \`method_not_allowed\` with an \`Allow: ${ALLOWED_METHODS}\` header for any method other than GET, HEAD or OPTIONS on an API path (never for this operation), decided before any other check; 414 \`bad_request\` for a request target (path and query) over ${MAX_TARGET_LENGTH} characters, and 431 \`bad_request\` for request headers over the size limit, both before any other check; and 417 \`bad_request\` for an \`Expect\` header other than \`100-continue\`.`,
       {
         Allow: header(`Sent with 405: the methods of the path, \`${ALLOWED_METHODS}\`.`, { type: 'string', const: ALLOWED_METHODS }, false, ALLOWED_METHODS),
         ...rateLimitHeaders(false),
@@ -248,7 +250,7 @@ function sharedResponses(): Record<string, Json> {
         'Access-Control-Expose-Headers': ref('headers', 'Access-Control-Expose-Headers'),
       },
       ref('schemas', 'ErrorBody'),
-      { methodNotAllowed: x.methodNotAllowed, headersTooLarge: x.headersTooLarge },
+      { methodNotAllowed: x.methodNotAllowed, targetTooLong: x.targetTooLong, headersTooLarge: x.headersTooLarge },
     ),
   };
 }
@@ -323,7 +325,7 @@ function operation(endpoint: Endpoint): Json {
   const badRequest = [
     '`bad_request`: a malformed request.',
     endpoint.badRequest?.description ?? '',
-    'Also a `Host` header that is missing or sent twice, or a request target naming another host: refused before the key check, so without rate-limit headers. Not retryable until the request is fixed.',
+    `Also a \`Host\` header that is missing or sent twice, a request target naming another host, or a query of more than ${MAX_QUERY_PARAMETERS} parameters: refused before the key check, so without rate-limit headers. Not retryable until the request is fixed.`,
   ].filter((s) => s !== '');
   const notFound = endpoint.notFound === undefined
     ? '`not_found`: this host serves no country; use the API host of your key\'s country. Refused before the key check, so without rate-limit headers.'
@@ -345,7 +347,7 @@ function operation(endpoint: Endpoint): Json {
         ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
       },
       304: ref('responses', 'NotModified'),
-      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest?.examples, hostTwice: x.hostTwice }),
+      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest?.examples, hostTwice: x.hostTwice, tooManyParameters: x.tooManyParameters }),
       401: ref('responses', 'Unauthorized'),
       403: ref('responses', 'OriginNotAllowed'),
       404: errorResponse(
@@ -488,7 +490,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         '**Keys.** `Authorization: Bearer <cc>_live_<secret>`. Keep keys on your server; a key used from a browser works only from origins registered for it.',
         '',
-        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 417, 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
+        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 414, 417, 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
         '',
         '**Rate limit.** 60 requests per rolling 60 seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a 429 also carries `Retry-After`.',
         '',

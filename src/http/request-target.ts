@@ -22,6 +22,21 @@ export function headerCount(req: IncomingMessage, name: string): number {
   return count;
 }
 
+/**
+ * The longest request target (path and query) the API accepts, in characters: 8 KiB, nginx's
+ * default for a request line (`large_client_header_buffers`), so that a URL that passes a proxy in
+ * front passes here too. A longer one is 414 before anything else (issue 40 item 2). Node refuses
+ * a request line and headers over `maxHeaderSize` (16 KiB) together before this is reached: 414
+ * when its request line alone is over this bound (front.ts), else 431. The router's
+ * `maxParamLength` is this bound, so that no id that fits in a URL is cut off.
+ */
+export const MAX_TARGET_LENGTH = 8 * 1024;
+
+/** The 414 of a request target over `MAX_TARGET_LENGTH` characters. */
+export function targetTooLong(): ApiError {
+  return new ApiError(414, 'bad_request', `The request target (path and query) is too long: the API accepts at most ${MAX_TARGET_LENGTH} characters.`, {}, 'malformed_request');
+}
+
 const TARGET_PROBLEM = Symbol('targetProblem');
 type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: ApiError };
 
@@ -60,6 +75,7 @@ export function inspectTarget(req: IncomingMessage): void {
   else if (hosts > 1) inspected[TARGET_PROBLEM] = badRequest('The Host header was sent more than once; send it once.', 'malformed_request');
 
   let url = req.url ?? '/';
+  if (url.length > MAX_TARGET_LENGTH) inspected[TARGET_PROBLEM] ??= targetTooLong();
   if (!url.startsWith('/')) {
     const absolute = /^(https?):\/\/([^/?#]*)([^#]*)$/i.exec(url);
     if (absolute === null) {

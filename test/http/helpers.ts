@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { Agent } from 'node:http';
 import { connect } from 'node:net';
-import type { RequestOptions, TestResponse, TestServer } from '../support/server.js';
+import { httpCall, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
 
 /** Shared helpers of the HTTP suites (not a test file itself). */
 
@@ -113,4 +115,150 @@ function dechunk(body: string): string {
     out += rest.slice(eol + 2, eol + 2 + size);
     rest = rest.slice(eol + 2 + size + 2);
   }
+}
+
+/**
+ * The latencies, in ms, of `count` requests sent one after another on one keep-alive connection:
+ * how a tenant sees the service. Every answer must be a 200.
+ */
+export async function latencies(port: number, path: string, options: RequestOptions, count: number): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const times: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const started = performance.now();
+      const res = await httpCall(port, path, { ...options, agent });
+      times.push(performance.now() - started);
+      assert.equal(res.status, 200, res.body);
+    }
+    return times;
+  } finally {
+    agent.destroy();
+  }
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/**
+ * A tenant's median latency alone and while anonymous clients attack (`attackers`), measured in
+ * alternating rounds, so that whatever else the machine does weighs on both alike.
+ */
+export async function tenantLatency(
+  port: number,
+  tenant: { path: string; options: RequestOptions },
+  attack: { connections: number; requests: Array<string | Buffer> },
+  rounds = 3,
+  perRound = 20,
+): Promise<{ alone: number; attacked: number; attacks: number }> {
+  const measure = () => latencies(port, tenant.path, tenant.options, perRound);
+  const attackers = await startAttackers(port, attack.connections, attack.requests);
+  try {
+    // Warm: the tenant's index and caches, and the attackers' process, before anything is measured.
+    await measure();
+    await attackers.attack();
+    await attackers.pause();
+    const alone: number[] = [];
+    const attacked: number[] = [];
+    let attacks = 0;
+    for (let round = 0; round < rounds; round++) {
+      alone.push(...(await measure()));
+      await attackers.attack();
+      attacked.push(...(await measure()));
+      attacks += await attackers.pause();
+    }
+    return { alone: median(alone), attacked: median(attacked), attacks };
+  } finally {
+    await attackers.close();
+  }
+}
+
+/** The attacking clients' process (see `startAttackers`): raw requests in turn, each on a new connection. */
+const ATTACKER = `
+import { connect } from 'node:net';
+let requests = [];
+let intervalMs = 0;
+let connections = 0;
+let running = false;
+let loops = [];
+let attacks = 0;
+const once = (bytes) => new Promise((resolve) => {
+  const socket = connect(Number(process.argv[1]), '127.0.0.1');
+  const done = () => { socket.destroy(); resolve(); };
+  // The first bytes of an answer, or the connection's end (the server may close while a body is
+  // still being written): the attacker does not wait for more.
+  socket.once('data', done);
+  socket.once('close', done);
+  socket.on('error', done);
+  socket.write(bytes);
+});
+const loop = async (start) => {
+  for (let i = start; running; i++) {
+    const began = Date.now();
+    await once(requests[i % requests.length]);
+    if (attacks++ === 0) process.send('attacking');
+    const rest = intervalMs - (Date.now() - began);
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+  }
+};
+process.on('message', async (message) => {
+  if (message === 'attack') {
+    attacks = 0;
+    running = true;
+    loops = Array.from({ length: connections }, (_, c) => loop(c));
+  } else if (message === 'pause') {
+    running = false;
+    await Promise.all(loops);
+    process.send({ attacks });
+  } else if (message === 'exit') {
+    process.exit(0);
+  } else {
+    requests = message.requests.map((text) => Buffer.from(text, 'base64'));
+    intervalMs = message.intervalMs;
+    connections = message.connections;
+    process.send('ready');
+  }
+});
+`;
+
+/**
+ * `connections` anonymous clients in a process of their own (so that their work is not this
+ * process's, where the server runs), which on `attack()` send `requests` (raw bytes, in turn, each
+ * on a new connection) one after another, each as soon as the previous one is answered and at most
+ * one every `intervalMs` per client: a request the server stalls on keeps it busy all the same, and
+ * one it answers at once does not turn the attackers into a CPU hog that would slow the test's
+ * process down on a 2-core machine whatever the server does. `attack()` resolves once the first
+ * attack is answered; `pause()` with how many were answered since `attack()`.
+ */
+export async function startAttackers(port: number, connections: number, requests: Array<string | Buffer>, intervalMs = 20) {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', ATTACKER, String(port)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  /** The child's next message (or a failure when it exits first). */
+  const reply = <T>(): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the attacking process exited (${code})`));
+      child.once('exit', onExit);
+      child.once('message', (message) => {
+        child.off('exit', onExit);
+        resolve(message as T);
+      });
+    });
+  const ready = reply<string>();
+  child.send({ connections, intervalMs, requests: requests.map((r) => Buffer.from(r).toString('base64')) });
+  await ready;
+  return {
+    attack: async (): Promise<void> => {
+      const attacking = reply<string>();
+      child.send('attack');
+      await attacking;
+    },
+    pause: async (): Promise<number> => {
+      const paused = reply<{ attacks: number }>();
+      child.send('pause');
+      return (await paused).attacks;
+    },
+    close: async (): Promise<void> => {
+      if (child.exitCode === null) child.send('exit');
+      await exited;
+    },
+  };
 }

@@ -9,6 +9,8 @@ import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../
 import { buildOpenApiDocument, CACHE_CONTROL, ID_PATTERN, openApiPath } from '../../src/http/openapi.js';
 import { ENDPOINTS } from '../../src/http/v1/endpoints/index.js';
 import { ERROR_EXAMPLES } from '../../src/http/v1/examples.js';
+import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
+import { MAX_TARGET_LENGTH } from '../../src/http/request-target.js';
 import { errorSchema, listingSchema, pageSchema, usageTypeSchema } from '../../src/listings/listing.js';
 import { USAGE_NAMES } from '../../src/listings/taxonomy.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
@@ -628,6 +630,11 @@ describe('OpenAPI document (item 10)', () => {
       checkDocumentedError(LIST, await server.get('/v1/listings?usage_type=Offices', { key: orgKey }), 400, ERROR_EXAMPLES.usageTypeUnknown);
       checkDocumentedError(LIST, await server.get('/v1/listings?min_price=9&max_price=8.5', { key: orgKey }), 400, ERROR_EXAMPLES.minAboveMax);
       checkDocumentedError(LIST, await server.get('/v1/listings?sort=rank', { key: orgKey }), 400, ERROR_EXAMPLES.sortUnknown);
+      const tooMany = `${'utm=1&'.repeat(MAX_QUERY_PARAMETERS)}per_page=1`;
+      for (const path of [LIST, DETAIL, CHANGES]) {
+        const url = path.replace('{id}', 'a0000000-0000-4000-8000-0000000000ff');
+        checkDocumentedError(path, await server.get(`${url}?${tooMany}`, { key: orgKey }), 400, ERROR_EXAMPLES.tooManyParameters);
+      }
     });
 
     it('the change feed (D22): both kinds of event, a 304 of a caught-up poll, and its 400s with the documented messages', async () => {
@@ -736,7 +743,7 @@ describe('OpenAPI document (item 10)', () => {
       check(DETAIL, 'get', await server.get(`/v1/listings/${landlordListing}`, { key: orgKey }), 404);
     });
 
-    it('405 for other methods, and 431 for oversized headers, match the operations\' default response', async () => {
+    it('405 for other methods, 431 for oversized headers and 414 for an overlong URL match the operations\' default response', async () => {
       for (const [method, path] of [['POST', '/v1/listings'], ['DELETE', `/v1/listings/${full}`], ['PUT', '/v1/listings/x']]) {
         const res = await server.get(path!, { key: orgKey, method, headers: { origin } });
         assert.equal(res.status, 405, `${method} ${path}`);
@@ -751,6 +758,11 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(tooLarge.status, 431);
       assertDocumented(DEFAULT_RESPONSE, tooLarge, 'oversized headers 431');
       assertExampleMessage(tooLarge, ERROR_EXAMPLES.headersTooLarge);
+
+      const tooLong = await server.get(`/v1/listings?x=${'x'.repeat(MAX_TARGET_LENGTH)}`, { key: orgKey });
+      assert.equal(tooLong.status, 414);
+      assertDocumented(DEFAULT_RESPONSE, tooLong, 'request target over the length limit 414');
+      assertExampleMessage(tooLong, ERROR_EXAMPLES.targetTooLong);
     });
 
     it('OPTIONS preflight: 204 with the D16 headers the path description names, for any origin and without a key; 404 on an unknown host', async () => {

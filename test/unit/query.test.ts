@@ -4,7 +4,7 @@ import { ApiError } from '../../src/core/api-error.js';
 import { Type } from 'typebox';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, listListings } from '../../src/http/v1/endpoints/list-listings.js';
 import { listChanges } from '../../src/http/v1/endpoints/list-changes.js';
-import { compileQueryValidator, parseQueryString, Query, type QueryValue } from '../../src/http/v1/query.js';
+import { compileQueryValidator, MAX_QUERY_PARAMETERS, parseQueryString, Query, queryBoundProblem, type QueryValue } from '../../src/http/v1/query.js';
 import { pageCount } from '../../src/readmodel/index.js';
 
 const MAX_INT32 = 2 ** 31 - 1;
@@ -90,6 +90,63 @@ describe('parseQueryString (D7)', () => {
     assert.equal(q.__proto__, '1');
     assert.equal(q.constructor, '2');
     assert.equal(parseQueryString('page=1').toString, undefined);
+  });
+
+  it('takes time linear in the query: one query of 64 times the parameters costs about 64 small ones, not 64 times more (issue 40 item 2)', () => {
+    // Unbounded here (the bound is the second argument), so that the parse itself is measured. CPU
+    // time, not wall time: a busy machine delays the process but does not add to its CPU time.
+    const unbounded = 1e6;
+    const shapes: Record<string, (n: number) => string> = {
+      'one name repeated': (n) => 'a&'.repeat(n),
+      'one name repeated with values': (n) => 'page=1&'.repeat(n),
+      'names without "=", then one with': (n) => `${'a&'.repeat(n)}b=1`,
+      'percent-encoded repeats': (n) => 'p%61ge=%31&'.repeat(n),
+    };
+    const cpuMs = (work: () => void): number => {
+      const before = process.cpuUsage();
+      work();
+      const spent = process.cpuUsage(before);
+      return (spent.user + spent.system) / 1000;
+    };
+    const [smallCount, largeCount] = [250, 16_000];
+    const times = largeCount / smallCount;
+    for (const [shape, make] of Object.entries(shapes)) {
+      const small = make(smallCount);
+      const large = make(largeCount);
+      const smallOnes = () => {
+        for (let i = 0; i < times; i++) parseQueryString(small, unbounded);
+      };
+      smallOnes(); // warm-up: compiled before it is measured
+      const smallMs = Math.min(...[1, 2, 3, 4, 5].map(() => cpuMs(smallOnes)));
+      const measure = () => cpuMs(() => parseQueryString(large, unbounded)) / Math.max(smallMs, 0.01);
+      // A run over the bound is tried again, twice at most, in case the machine was busy; a
+      // quadratic parse (about 5 s here, hundreds of times the small ones) is not.
+      let ratio = measure();
+      for (let run = 1; run < 3 && ratio >= 8 && ratio < 40; run++) ratio = Math.min(ratio, measure());
+      // Linear is about 1 to 3 (the large one's arrays grow, and are collected, as they fill);
+      // appending by copying the array was over 100.
+      assert.ok(ratio < 8, `${shape}: ${largeCount} parameters took ${ratio.toFixed(1)} times as long as ${times} queries of ${smallCount}`);
+      const values = Object.values(parseQueryString(large, unbounded))[0];
+      assert.equal(Array.isArray(values) ? values.length : 0, largeCount, `${shape}: every value kept`);
+    }
+  });
+
+  it(`does not parse a query of more than ${MAX_QUERY_PARAMETERS} parameters but marks it, which the API answers with a 400 naming the bound`, () => {
+    // Parts are what `&` separates: a trailing `&` makes one more.
+    const atBound = parseQueryString(`${'a=1&'.repeat(MAX_QUERY_PARAMETERS - 1)}a=1`);
+    assert.equal((atBound.a as string[]).length, MAX_QUERY_PARAMETERS);
+    assert.equal(queryBoundProblem(atBound), undefined);
+    for (const query of [`${'a&'.repeat(MAX_QUERY_PARAMETERS)}a`, `${'x=1&'.repeat(MAX_QUERY_PARAMETERS)}page=2`, 'a&'.repeat(100_000), '&'.repeat(MAX_QUERY_PARAMETERS)]) {
+      const parsed = parseQueryString(query);
+      assert.deepEqual(Object.keys(parsed), [], 'nothing of it is parsed');
+      const problem = queryBoundProblem(parsed);
+      assert.ok(problem instanceof ApiError);
+      assert.equal(problem.statusCode, 400);
+      assert.equal(problem.code, 'bad_request');
+      assert.match(problem.message, new RegExp(`more than ${MAX_QUERY_PARAMETERS} parameters`));
+    }
+    assert.equal(queryBoundProblem({}), undefined);
+    assert.equal(queryBoundProblem(null), undefined);
   });
 });
 

@@ -1,6 +1,8 @@
 import type { ErrorCode } from '../../core/api-error.js';
 import type { Listing } from '../../listings/listing.js';
 import { CURSOR_REFUSED } from '../../readmodel/feed.js';
+import { targetTooLong } from '../request-target.js';
+import { tooManyParameters } from './query.js';
 
 /**
  * The examples of the published document (openapi.ts and the endpoints' declarations). Error
@@ -111,4 +113,6 @@ export const ERROR_EXAMPLES = {
   ),
   methodNotAllowed: errorExample('POST on /v1/listings', 'method_not_allowed', 'Method POST is not allowed here; use GET, HEAD or OPTIONS.'),
   headersTooLarge: errorExample('Request headers over the size limit (status 431)', 'bad_request', 'Request headers are too large.'),
+  targetTooLong: errorExample('A URL over the length limit (status 414)', 'bad_request', targetTooLong().message),
+  tooManyParameters: errorExample('More query parameters than the limit', 'bad_request', tooManyParameters().message),
 } as const;

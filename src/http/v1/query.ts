@@ -160,16 +160,38 @@ export function compileQueryValidator(schema: TObject | TSchema): (query: Readon
 }
 
 /**
+ * The most parameters (`&`-separated parts) a query string may carry (issue 40 item 2): the API
+ * reads a dozen at most, so a hundred leaves room for a client's own tracking parameters, and the
+ * parser's work per request stays bounded whatever the URL holds. More is refused with a 400
+ * before anything else (`queryBoundProblem`); the URL's length is bounded by `MAX_TARGET_LENGTH`
+ * (request-target.ts).
+ */
+export const MAX_QUERY_PARAMETERS = 100;
+
+/** Set on the (empty) parse of a query that had more than its bound of parameters. */
+const OVER_BOUND = Symbol('queryOverBound');
+
+/**
  * Parses a query string as RFC 3986 percent-encoding, without turning `+` into a space: D7 allows
  * a leading `+`, which clients send both raw and as `%2B`. A repeated name becomes an array (D7
  * rejects it); an undecodable value is kept raw so that it fails validation with a 400 in its turn
  * (D5) instead of failing the request before authentication.
+ *
+ * Linear in the query's length: a repeated name's values are appended to one array, and the query
+ * is cut by `split`, which stops after `limit` + 1 parts. A query of more than `limit` parts is
+ * not parsed: its result is empty and marked, and the API answers it with a 400
+ * (`queryBoundProblem`). The router calls it with the query alone.
  */
-export function parseQueryString(query: string): Record<string, string | string[]> {
+export function parseQueryString(query: string, limit = MAX_QUERY_PARAMETERS): Record<string, string | string[]> {
   const result = new (QueryObject as unknown as new () => Record<string, string | string[]>)();
+  const pairs = query.split('&', limit + 1);
+  if (pairs.length > limit) {
+    (result as { [OVER_BOUND]?: true })[OVER_BOUND] = true;
+    return result;
+  }
   // Without a `%` nothing needs decoding (the common case): skip the decoder for every part.
   const encoded = query.includes('%');
-  for (const pair of query.split('&')) {
+  for (const pair of pairs) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
@@ -177,10 +199,24 @@ export function parseQueryString(query: string): Record<string, string | string[
     const name = encoded ? decode(rawName) : rawName;
     const value = encoded ? decode(rawValue) : rawValue;
     const previous = result[name];
-    result[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
+    if (previous === undefined) result[name] = value;
+    else if (Array.isArray(previous)) previous.push(value);
+    else result[name] = [previous, value];
   }
   return result;
 }
+
+/**
+ * The 400 of a query that carried more than `MAX_QUERY_PARAMETERS` parameters, or undefined. Any
+ * route, before the key check: the bound is on what a request may carry, like its size.
+ */
+export function queryBoundProblem(query: unknown): ApiError | undefined {
+  return (query as { [OVER_BOUND]?: true } | null)?.[OVER_BOUND] === true ? tooManyParameters() : undefined;
+}
+
+/** The 400 of a query of more than `MAX_QUERY_PARAMETERS` parameters. */
+export const tooManyParameters = (): ApiError =>
+  badRequest(`The query string has more than ${MAX_QUERY_PARAMETERS} parameters; send at most ${MAX_QUERY_PARAMETERS}.`, 'malformed_request');
 
 /**
  * The parsed query's object: nothing inherited (its prototype is an empty object without a
