@@ -61,6 +61,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('knownKey', null);
   app.decorateRequest('sentKeyPrefix', null);
   app.setErrorHandler(errorHandler(opts.readiness));
+  // The API reads no request body (issue 40 item 3): every answer is decided before one would be
+  // read (405 and 404 above, preflights in their route's onRequest step), and no parser is left
+  // for a route to run on one by mistake.
+  app.removeAllContentTypeParsers();
 
   // Reached only if the onRequest hook above let a not-found request through (it never does).
   app.setNotFoundHandler(async (request, reply) => {

@@ -39,7 +39,19 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
       return;
     }
     if (expectationFailed.has(req)) rejectExpectation(req);
+    // The API reads no request body (issue 40 item 3): a request that carries one is answered as
+    // any other, and its connection closes behind the answer, so no more of the body is read than
+    // arrived with the request, and a malformed body (a bad chunk) cannot become a second answer.
+    if (carriesBody(req)) res.setHeader('connection', 'close');
     apiHandler(req, res);
+  });
+  // `Expect: 100-continue` asks whether to send the body: the API reads none, so it answers at once
+  // without inviting it (RFC 9110 10.1.1 allows a final status instead of 100); the dashboard,
+  // which reads its forms, is told to go on, as Node would.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const virtual = options.virtualHost;
+    if (virtual !== undefined && requestHostName(req, options.trust) === virtual.name) res.writeContinue();
+    server.emit('request', req, res);
   });
   // `Expect` other than 100-continue: Node would answer a bare 417 itself; with a listener, it is a
   // request like any other (the drain tracks it), which the API answers as JSON (D6, D19).
@@ -61,6 +73,13 @@ export function createFrontServer(apiHandler: RequestListener, options: FrontSer
     options.logger.info(line, 'request');
   });
   return server;
+}
+
+/** Whether a request has a body: chunked, or a Content-Length other than 0. */
+function carriesBody(req: IncomingMessage): boolean {
+  const headers = req.headers;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**

@@ -118,14 +118,15 @@ function dechunk(body: string): string {
 }
 
 /**
- * The latencies, in ms, of `count` requests sent one after another on one keep-alive connection:
- * how a tenant sees the service. Every answer must be a 200.
+ * The latencies, in ms, of requests sent one after another on one keep-alive connection, `count` of
+ * them and for `minMs` at least: how a tenant sees the service. Every answer must be a 200.
  */
-export async function latencies(port: number, path: string, options: RequestOptions, count: number): Promise<number[]> {
+export async function latencies(port: number, path: string, options: RequestOptions, count: number, minMs = 0): Promise<number[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
     const times: number[] = [];
-    for (let i = 0; i < count; i++) {
+    const began = performance.now();
+    while (times.length < count || performance.now() - began < minMs) {
       const started = performance.now();
       const res = await httpCall(port, path, { ...options, agent });
       times.push(performance.now() - started);
@@ -140,8 +141,9 @@ export async function latencies(port: number, path: string, options: RequestOpti
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
- * A tenant's median latency alone and while anonymous clients attack (`attackers`), measured in
- * alternating rounds, so that whatever else the machine does weighs on both alike.
+ * A tenant's median latency alone and while anonymous clients attack (`startAttackers`), measured
+ * in alternating rounds (`perRound` requests and `minRoundMs` at least each), so that whatever else
+ * the machine does weighs on both alike.
  */
 export async function tenantLatency(
   port: number,
@@ -149,8 +151,9 @@ export async function tenantLatency(
   attack: { connections: number; requests: Array<string | Buffer> },
   rounds = 3,
   perRound = 20,
+  minRoundMs = 500,
 ): Promise<{ alone: number; attacked: number; attacks: number }> {
-  const measure = () => latencies(port, tenant.path, tenant.options, perRound);
+  const measure = () => latencies(port, tenant.path, tenant.options, perRound, minRoundMs);
   const attackers = await startAttackers(port, attack.connections, attack.requests);
   try {
     // Warm: the tenant's index and caches, and the attackers' process, before anything is measured.

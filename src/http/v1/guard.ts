@@ -178,7 +178,21 @@ export function createGuard(opts: GuardOptions): onRequestHookHandler {
   return pipeline([country, key, limit, origin]);
 }
 
-/** The country step alone: preflights are answered per host (D3) but carry no key (D16). */
-export function countryOnly(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>): onRequestHookHandler {
-  return pipeline([countryStep(opts)]);
+/**
+ * A preflight's onRequest step: the country step alone (preflights are answered per host, D3, but
+ * carry no key, D16), then `answer`, in the hook itself: after the hook Fastify would look for a
+ * parser of the body a preflight may carry, and the API reads no body (issue 40 item 3).
+ */
+export function preflightStep(opts: Pick<GuardOptions, 'countries' | 'apiDomain'>, answer: (request: FastifyRequest, reply: FastifyReply) => unknown): onRequestHookHandler {
+  const country = countryStep(opts);
+  return (request, reply, done) => {
+    try {
+      country(request, reply);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    // Answered: `done` is not called, so Fastify goes no further with the request.
+    answer(request, reply);
+  };
 }

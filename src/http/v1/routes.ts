@@ -9,7 +9,7 @@ import type { RateLimiter } from '../../ratelimit/limiter.js';
 import type { Body, ListingReads } from '../../readmodel/index.js';
 import { answer } from './answer.js';
 import { ENDPOINTS } from './endpoints/index.js';
-import { countryOnly, createGuard, settleRateLimit } from './guard.js';
+import { createGuard, preflightStep, settleRateLimit } from './guard.js';
 import { compileQueryValidator } from './query.js';
 
 /**
@@ -51,7 +51,7 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
   app.decorateRequest('apiKey', null);
   app.decorateRequest('rateLimit', null);
   const guard = createGuard(opts);
-  const preflightGuard = countryOnly(opts);
+  const preflight = preflightStep(opts, answerPreflight);
 
   // The querystring schema of an endpoint is its validator (D7's rules, query.ts): Fastify runs it
   // after the guard's onRequest step, so a malformed parameter is a 400 only for a request that
@@ -70,7 +70,8 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
     const schema = { ...(endpoint.querystring && { querystring: endpoint.querystring }), ...(endpoint.params && { params: endpoint.params }) };
     // HEAD is the same with no body (Fastify derives it from GET).
     app.get(endpoint.url, { onRequest: guard, schema }, handler);
-    app.options(endpoint.url, { onRequest: preflightGuard }, answerPreflight);
+    // The onRequest step answers; the handler is Fastify's required one, never reached.
+    app.options(endpoint.url, { onRequest: preflight }, answerPreflight);
   }
 
   // An error after the limit step of a conditional request is counted now, and becomes a 429 if
