@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError, ERROR_STATUS, errorBody, notFound } from '../core/api-error.js';
 import { answerClientError, createFrontServer } from './front.js';
@@ -86,6 +86,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 function createFastify(opts: AppOptions): FastifyInstance {
   const requestLog = new RequestLog(opts.logger, opts.onRequestCompleted);
   const trust = compileProxyTrust(opts.trustProxy);
+  let front: Server | undefined;
   return Fastify({
     loggerInstance: opts.logger,
     logController: requestLog,
@@ -95,14 +96,15 @@ function createFastify(opts: AppOptions): FastifyInstance {
     // No child logger per request (pino's child() was a measurable share of a cached answer's
     // cost): the request id is written as a field of each line instead (request-log.ts).
     childLoggerFactory: (logger) => logger,
-    serverFactory: (handler) => createFrontServer(handler, { trust, logger: opts.logger, virtualHost: opts.virtualHost }),
+    serverFactory: (handler) => (front = createFrontServer(handler, { trust, logger: opts.logger, virtualHost: opts.virtualHost })),
     // Shutdown drains connections itself, with a time limit (front.ts drainServer).
     forceCloseConnections: false,
     // Any id that fits in a URL fits here: a long id is one more id the key cannot see (D11).
     routerOptions: { maxParamLength: MAX_TARGET_LENGTH, querystringParser: parseQueryString },
     // In-flight and keep-alive requests are answered normally while the server drains.
     return503OnClosing: false,
-    clientErrorHandler: (error: Error & { code?: string }, socket) => answerClientError(error, socket, opts.logger),
+    // The server is made (serverFactory) before any connection can fail.
+    clientErrorHandler: (error: Error & { code?: string }, socket) => answerClientError(error, socket, front!, opts.logger),
     // Malformed URLs and the like, found before routing: JSON like everything else (D6), never
     // echoing a key (D20), and logged with their request id like every response (D19): Fastify
     // does not run the request log for these.

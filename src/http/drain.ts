@@ -68,6 +68,19 @@ export function trackConnections(server: Server): void {
   });
 }
 
+/**
+ * The answers begun on `socket` and not yet closed, in the order of their requests (an answer to a
+ * pipelined request waits for those before it). Looked up only when a connection fails to parse
+ * (front.ts), so nothing is kept per connection for it.
+ */
+export function answersInFlight(server: Server, socket: object): ServerResponse[] {
+  const found: ServerResponse[] = [];
+  for (const res of trackers.get(server)?.answers ?? []) {
+    if (res.req.socket === socket) found.push(res);
+  }
+  return found;
+}
+
 /** The answer closes its connection once written (unless its headers are written already). */
 function closeBehind(res: ServerResponse): void {
   if (!res.headersSent) res.setHeader('Connection', 'close');

@@ -6,7 +6,7 @@ import { ALLOWED_METHODS } from '../cors/cors.js';
 import { clientAddress, normaliseForwardedFor, type ProxyTrust } from '../core/proxy-trust.js';
 import { nextRequestId } from './request-id.js';
 import { inspectTarget, MAX_TARGET_LENGTH, rejectExpectation, requestHostName, targetProblem, targetTooLong } from './request-target.js';
-import { trackConnections } from './drain.js';
+import { answersInFlight, trackConnections } from './drain.js';
 import { unroutedRequestLine } from './request-log.js';
 
 /**
@@ -82,14 +82,41 @@ function carriesBody(req: IncomingMessage): boolean {
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** How long an answer may still take after its request's body failed to parse (see answerClientError). */
+const UNREADABLE_BODY_GRACE_MS = 2_000;
+
+/** Connections whose parse error is dealt with: Node reports one again for every chunk that follows. */
+const failedConnections = new WeakSet<Duplex>();
+
 /**
  * Requests Node cannot parse (bad request line, headers too large) never reach an app; they still
  * get a JSON error (D6) before the connection closes, and a log line with their request id (D19).
  * A connection the client reset gets nothing: there is no one to answer.
+ *
+ * Exactly one answer per request (issue 40 item 7). With answers still in flight on the connection
+ * (pipelined requests, or an answer written but not yet flushed), the error waits for them:
+ * - when the bytes that failed follow a complete request, they are a request of their own, and its
+ *   400 is written after the answers before it;
+ * - when they are the body of the last request (a bad chunk), that request gets its own answer
+ *   (the API answers without reading bodies): nothing more is written, and the connection closes
+ *   behind that answer. An app that waits for the body gets UNREADABLE_BODY_GRACE_MS to answer.
  */
-export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger: FastifyBaseLogger): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) return;
-  answerMalformed(error, socket, logger);
+export function answerClientError(error: Error & { code?: string }, socket: Duplex, server: Server, logger: FastifyBaseLogger): void {
+  if (error.code === 'ECONNRESET' || !socket.writable || failedConnections.has(socket)) return;
+  failedConnections.add(socket);
+  const last = answersInFlight(server, socket).at(-1);
+  if (last === undefined) return answerMalformed(error, socket, logger);
+  const inLastBody = !last.req.complete;
+  // An app that reads bodies (the dashboard reads its forms) waits for one it will never get: after
+  // a moment the request is answered here, as malformed, unless its answer has begun.
+  const giveUp = () => (last.headersSent ? socket.destroy() : answerMalformed(error, socket, logger));
+  const deadline = inLastBody && !last.writableEnded ? setTimeout(giveUp, UNREADABLE_BODY_GRACE_MS) : undefined;
+  last.once('close', () => {
+    clearTimeout(deadline);
+    if (!socket.writable) return;
+    if (inLastBody) socket.end();
+    else answerMalformed(error, socket, logger);
+  });
 }
 
 /** The JSON error of a request Node could not parse, written on its socket, which then closes. */
