@@ -148,13 +148,13 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 export async function tenantLatency(
   port: number,
   tenant: { path: string; options: RequestOptions },
-  attack: { connections: number; requests: Array<string | Buffer> },
+  attack: { connections: number; requests: Array<string | Buffer>; intervalMs?: number },
   rounds = 3,
   perRound = 20,
   minRoundMs = 500,
 ): Promise<{ alone: number; attacked: number; attacks: number }> {
   const measure = () => latencies(port, tenant.path, tenant.options, perRound, minRoundMs);
-  const attackers = await startAttackers(port, attack.connections, attack.requests);
+  const attackers = await startAttackers(port, attack.connections, attack.requests, attack.intervalMs);
   try {
     // Warm: the tenant's index and caches, and the attackers' process, before anything is measured.
     await measure();
@@ -232,7 +232,7 @@ process.on('message', async (message) => {
  * process down on a 2-core machine whatever the server does. `attack()` resolves once the first
  * attack is answered; `pause()` with how many were answered since `attack()`.
  */
-export async function startAttackers(port: number, connections: number, requests: Array<string | Buffer>, intervalMs = 20) {
+export async function startAttackers(port: number, connections: number, requests: Array<string | Buffer>, intervalMs = 50) {
   const child = spawn(process.execPath, ['--input-type=module', '-e', ATTACKER, String(port)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   /** The child's next message (or a failure when it exits first). */

@@ -71,10 +71,11 @@ describe('bounds on the request target and its query (issue 40 item 2; D6)', () 
   });
 
   it('another tenant\'s median latency holds while anonymous clients send URLs of thousands of repeated parameters', async (t) => {
-    // The URLs of the issue: 8,000 repeats (a 16 KB URL, under Node's header limit) and 4,000 (under the target bound).
-    const attackUrls = ['/healthz?' + 'a&'.repeat(8_000), '/v1/listings?' + 'a&'.repeat(4_000), '/healthz?' + 'page=1&'.repeat(1_100)];
+    // The URLs of the issue: 8,000 repeats (a 16 KB URL, under Node's header limit), and 4,000 (under the target bound).
+    const attackUrls = ['/healthz?' + 'a&'.repeat(8_000), '/v1/listings?' + 'a&'.repeat(8_000), '/v1/listings?' + 'a&'.repeat(4_000)];
     const attacks = attackUrls.map((url) => `GET ${url} HTTP/1.1\r\nHost: api.localhost\r\n\r\n`);
-    const { alone, attacked, attacks: answered } = await tenantLatency(server.port, { path: '/v1/listings?per_page=20', options: { key } }, { connections: 4, requests: attacks });
+    const tenant = { path: '/v1/listings?per_page=20', options: { key } };
+    const { alone, attacked, attacks: answered } = await tenantLatency(server.port, tenant, { connections: 4, requests: attacks, intervalMs: 20 });
     t.diagnostic(`tenant median ${alone.toFixed(2)} ms alone, ${attacked.toFixed(2)} ms while 4 clients sent ${answered} attack URLs`);
     assert.ok(answered >= 4, `the attack ran meanwhile (${answered} answered)`);
     // Before: each such URL cost the server 100 ms and more, and this median was about 150 ms.
