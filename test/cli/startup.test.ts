@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { BIN } from '../support/cli.js';
@@ -105,5 +106,41 @@ describe('CLI start-up: each command loads only what it needs', () => {
     assert.ok(files.some((f) => PG.test(f)), 'pg loaded');
     assert.deepEqual(files.filter((f) => SQLITE.test(f)), [], 'better-sqlite3 not loaded');
     for (const [name, pattern] of HEAVY) assert.deepEqual(files.filter((f) => pattern.test(f)), [], `loaded ${name}`);
+  });
+});
+
+describe('npx listings-api in a clone runs the linked bin at once (item 11 of issue 40)', () => {
+  const root = dirname(dirname(BIN));
+
+  it('runs bin/listings-api.js from node_modules/.bin, never installing the repository into the npx cache', () => {
+    // npm 11 installs a local package whose own `bin` names the command into its npx cache (and
+    // runs its `prepare`, rebuilding dist/ under a running server). The command comes from the bin/
+    // workspace instead, linked by `npm ci`. An empty cache and --offline make the old way fail
+    // fast (nothing to install from) instead of rewriting dist/.
+    const cache = mkdtempSync(join(tmpdir(), 'npx-cache-'));
+    try {
+      const started = Date.now();
+      const result = spawnSync('npx', ['--offline', 'listings-api', '--help'], {
+        cwd: join(root, 'docs'), // any folder of the clone
+        env: { ...process.env, npm_config_cache: cache, npm_config_update_notifier: 'false' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      const took = Date.now() - started;
+      assert.equal(result.status, 0, result.stderr);
+      assert.match(result.stdout, /^Usage: listings-api /);
+      assert.equal(existsSync(join(cache, '_npx')), false, 'npx installed something into its cache');
+      assert.ok(took < 15_000, `npx listings-api --help took ${took} ms`);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
+  it('the root package declares no bin of that name (npm would install the clone), the bin/ workspace does', () => {
+    const rootPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    assert.equal(rootPackage.bin, undefined);
+    assert.ok(rootPackage.workspaces.includes('bin'));
+    const cliPackage = JSON.parse(readFileSync(join(root, 'bin', 'package.json'), 'utf8'));
+    assert.deepEqual(cliPackage.bin, { 'listings-api': 'listings-api.js' });
   });
 });
