@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +81,22 @@ describe('documentation in the repository', () => {
   it('docs/api.md has a heading for every decision, D1 to D25, in order', () => {
     const headings = [...readFileSync(API_DOC, 'utf8').matchAll(/^### D(\d+) \S/gm)].map((m) => Number(m[1]));
     assert.deepEqual(headings, Array.from({ length: 25 }, (_, i) => i + 1));
+  });
+
+  it('D24 says endpoints are managed on the dashboard as well as by the CLI, naming actions both have', () => {
+    const doc = readFileSync(API_DOC, 'utf8');
+    const section = doc.slice(doc.indexOf('### D24 '), doc.indexOf('### D25 '));
+    const endpoints = /^- \*\*Endpoints\*\* ([^]*?)\n- /m.exec(section)?.[1] ?? '';
+    assert.match(endpoints, /dashboard's Webhooks page/);
+    assert.match(endpoints, /operator CLI/);
+    // The actions the guide names are the dashboard's routes and the CLI's subcommands.
+    const routes = readFileSync(join(ROOT, 'src', 'dashboard', 'routes', 'webhooks.ts'), 'utf8');
+    for (const action of ['test', 'enable', 'rotate', 'remove']) assert.match(routes, new RegExp(`scope\\.post\\('/webhooks/${action}'`), action);
+    const help = spawnSync(process.execPath, [join(ROOT, 'bin', 'listings-api.js'), 'webhook', '--help'], { encoding: 'utf8' }).stdout;
+    for (const command of ['add', 'list', 'remove', 'test', 'enable', 'rotate-secret']) {
+      assert.match(endpoints, new RegExp(`\`(webhook )?${command}\\b`), command);
+      assert.match(help, new RegExp(`^  ${command}\\b`, 'm'), `listings-api webhook ${command}`);
+    }
   });
 
   it('every decision number cited in the code, the tests and the README is under its heading in docs/api.md', () => {
