@@ -69,7 +69,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     store, config, clock, sleep: options.sleep, logger, apiPort, metrics: metrics?.dashboard,
     lastUsedOf: (id) => lastUsed.peek(id), webhookResolve: options.webhookResolve,
   });
-  const usage = startUsageCounter(basics, store, reads, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
+  const usage = startUsageCounter(basics, store, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
   const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted: requestCompletedHook(usage, metrics) });
   apiServer = app.server;
   const webhooks = createWebhooks(basics, store, metrics, options, outageLog({ lost: 'webhook delivery: cannot read the endpoints; will retry', back: 'webhook delivery: reading the endpoints again' }));
@@ -262,7 +262,7 @@ async function loadMetrics(config: Config, reads: ListingReads, readiness: Readi
  * and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook
  * (`requestCompletedHook`).
  */
-function startUsageCounter({ config, clock }: Basics, store: Store, reads: ListingReads, usageLog: DatabaseOutageLog): UsageCounter | undefined {
+function startUsageCounter({ config, clock }: Basics, store: Store, usageLog: DatabaseOutageLog): UsageCounter | undefined {
   const usage = config.usageCounting
     ? new UsageCounter({
         write: async (batch) => {
@@ -270,7 +270,6 @@ function startUsageCounter({ config, clock }: Basics, store: Store, reads: Listi
           usageLog.succeeded();
         },
         prune: (before) => store.usage.pruneBuckets(before),
-        findKeyByHash: reads.findKeyByHash,
         clock,
         intervalMs: config.usageFlushIntervalMs,
         onError: (error) => usageLog.failed(error),

@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bearerToken, type FindKeyByHash } from '../auth/authenticate.js';
-import { hashKey, redactedExcerpt } from '../auth/key-format.js';
+import { redactedExcerpt } from '../auth/key-format.js';
 import type { ErrorReason } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
 import { loggablePath } from '../http/request-log.js';
@@ -20,11 +19,18 @@ export { OUTCOMES, FIRST_ERROR, isOutcome, outcomeOfStatus, type Outcome } from 
  *
  * What is attributed to a key: every answer to a request whose key passed the 401 stage
  * (`request.apiKey`), and a 401 for a well-formed key whose hash is known (revoked, or sent to
- * another country's host): that key, of that account. A missing, malformed or unknown key belongs
- * to no account and is counted only by the metrics. Nothing of the Authorization header is kept:
+ * another country's host): that key, of that account, as the key step found it
+ * (`request.knownKey`, set from the 401's error). A missing, malformed or unknown key belongs to
+ * no account and is counted only by the metrics. Nothing of the Authorization header is kept:
  * only the id of the stored key its hash matched. A failed request keeps why it failed (its
  * reason, api-error.ts) and the client's address, so that the dashboard explains it by what
  * happened then (issue 29 item 11).
+ *
+ * A failed request is noted as the strings the request already holds, and made into its stored
+ * row (redacted, cut, dated) only at the flush, where at most the last FAILED_REQUESTS_KEPT of an
+ * account survive: so a 401 on a revoked or other-country key costs the request path no more
+ * than an unknown key's, which would otherwise tell a caller that the key exists (issue 40 item
+ * 11), and a flood of failures costs a bounded amount of formatting per flush.
  */
 export const BUCKET_SPANS = { fiveMinutes: 300, hour: 3600 } as const;
 /** How long buckets are kept, per span in seconds. */
@@ -57,14 +63,48 @@ export interface UsageOptions {
   write(batch: UsageBatch): Promise<void>;
   /** Deletes buckets older than their span's retention (store.usage.pruneBuckets). */
   prune(before: ReadonlyMap<number, string>): Promise<unknown>;
-  /** The read path's key look-up, to attribute a 401 to a known (revoked or other-country) key. */
-  findKeyByHash: FindKeyByHash;
   clock: Clock;
   onError(error: unknown): void;
   intervalMs?: number;
 }
 
-type PendingFailure = Omit<FailedRequest, 'id'>;
+/** A failed request as noted on the request path: what the request holds, not yet made into a row (see failedRequestRow). */
+interface PendingFailure {
+  accountId: string;
+  keyId: string;
+  at: number;
+  status: number;
+  outcome: number;
+  method: string;
+  url: string;
+  origin: string | string[] | undefined;
+  requestId: string;
+  message: string | null;
+  reason: ErrorReason | null;
+  ip: string | undefined;
+  headers: Pick<FastifyRequest['headers'], 'sec-fetch-site' | 'sec-fetch-mode' | 'sec-fetch-dest'>;
+}
+
+/** The stored row of a failed request: every value the client chose redacted and cut (D20). */
+function failedRequestRow(f: PendingFailure): Omit<FailedRequest, 'id'> {
+  return {
+    account_id: f.accountId,
+    key_id: f.keyId,
+    at: new Date(f.at).toISOString(),
+    status: f.status,
+    code: OUTCOMES[f.outcome]!,
+    method: f.method.slice(0, 16),
+    path: loggablePath(f.url),
+    origin: typeof f.origin === 'string' ? redactedExcerpt(f.origin, 200) : null,
+    request_id: f.requestId.slice(0, 140),
+    message: redactedExcerpt(f.message ?? '', 300),
+    reason: f.reason,
+    // Fastify's, as TRUST_PROXY has it: behind a proxy it is read from X-Forwarded-For, which a
+    // client writes, so it is redacted like the rest (D20).
+    client_ip: redactedExcerpt(f.ip ?? '', 64) || null,
+    sec_fetch: fetchMetadata(f.headers),
+  };
+}
 
 export class UsageCounter {
   private buckets = new Map<number, Map<string, KeyCounts>>();
@@ -90,31 +130,14 @@ export class UsageCounter {
       const at = this.options.clock();
       this.count(key.id, key.accountId, outcome, at);
       if (outcome >= FIRST_ERROR) this.fail(request, key.id, key.accountId, status, outcome, at);
-    } else if (status === 401 && key === null) {
-      // `null` (not undefined): a /v1 request, which reached the key step and was refused there.
-      this.unauthorized(request, status, outcome);
+    } else if (status === 401 && request.knownKey != null) {
+      // A /v1 request refused at the key step for a key that exists (revoked, or another
+      // country's): the key step found it, so it is not looked up again.
+      const known = request.knownKey;
+      const at = this.options.clock();
+      this.count(known.id, known.accountId, outcome, at);
+      this.fail(request, known.id, known.accountId, status, outcome, at);
     }
-  }
-
-  /** A 401 is attributed to the stored key whose hash the presented one matches, if any (revoked, or another country's). */
-  private unauthorized(request: FastifyRequest, status: number, outcome: number): void {
-    const header = request.headers.authorization;
-    if (typeof header !== 'string') return;
-    let token: string;
-    try {
-      token = bearerToken(header);
-    } catch {
-      return; // missing or malformed: no account to tell
-    }
-    const at = this.options.clock();
-    const attribute = (record: { id: string; account_id: string } | undefined) => {
-      if (record === undefined) return;
-      this.count(record.id, record.account_id, outcome, at);
-      this.fail(request, record.id, record.account_id, status, outcome, at);
-    };
-    const found = this.options.findKeyByHash(hashKey(token));
-    if (found instanceof Promise) found.then(attribute, () => undefined);
-    else attribute(found);
   }
 
   /** Adds `n` requests (default one) of a key with an outcome (an index of OUTCOMES) at a time. */
@@ -146,23 +169,21 @@ export class UsageCounter {
     }
     // Only the newest FAILED_REQUESTS_KEPT of an account can survive the flush anyway.
     if (list.length >= FAILED_REQUESTS_KEPT) list.shift();
-    const origin = request.headers.origin;
+    const { headers } = request;
     list.push({
-      account_id: accountId,
-      key_id: keyId,
-      at: new Date(at).toISOString(),
+      accountId,
+      keyId,
+      at,
       status,
-      code: OUTCOMES[outcome]!,
-      method: request.method.slice(0, 16),
-      path: loggablePath(request.url),
-      origin: typeof origin === 'string' ? redactedExcerpt(origin, 200) : null,
-      request_id: request.id.slice(0, 140),
-      message: redactedExcerpt(request.errorMessage ?? '', 300),
+      outcome,
+      method: request.method,
+      url: request.url,
+      origin: headers.origin,
+      requestId: request.id,
+      message: request.errorMessage ?? null,
       reason: request.errorReason ?? null,
-      // Fastify's, as TRUST_PROXY has it: behind a proxy it is read from X-Forwarded-For, which a
-      // client writes, so it is redacted like the rest (D20).
-      client_ip: redactedExcerpt(request.ip ?? '', 64) || null,
-      sec_fetch: fetchMetadata(request.headers),
+      ip: request.ip,
+      headers: { 'sec-fetch-site': headers['sec-fetch-site'], 'sec-fetch-mode': headers['sec-fetch-mode'], 'sec-fetch-dest': headers['sec-fetch-dest'] },
     });
   }
 
@@ -238,7 +259,7 @@ export class UsageCounter {
  * of the three: every current browser adds them to its requests, a script or curl does not. Only
  * read for a failed request; each value cut to 20 characters and redacted like the rest (D20).
  */
-export function fetchMetadata(headers: FastifyRequest['headers']): string {
+export function fetchMetadata(headers: PendingFailure['headers']): string {
   const values = [headers['sec-fetch-site'], headers['sec-fetch-mode'], headers['sec-fetch-dest']];
   if (values.every((v) => v === undefined)) return '';
   return values.map((v) => (typeof v === 'string' && v !== '' ? redactedExcerpt(v.replace(/\s+/g, '_'), 20) : '-')).join(' ');
@@ -303,7 +324,7 @@ function failureParts(failures: ReadonlyMap<string, PendingFailure[]>): FlushPar
   let failed: FlushPart['failed'] = [];
   let size = 0;
   const close = () => {
-    if (failed.length > 0) parts.push({ batch: { counts: [], failures: failed.flatMap(([, list]) => list) }, counted: [], failed });
+    if (failed.length > 0) parts.push({ batch: { counts: [], failures: failed.flatMap(([, list]) => list.map(failedRequestRow)) }, counted: [], failed });
     failed = [];
     size = 0;
   };

@@ -214,6 +214,28 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.deepEqual(rows.map((r) => [r.span, r.outcome, Number(r.n)]), [[300, '200', 1], [3600, '200', 1]], 'only the new request is left');
   });
 
+  it('a 401 costs one key look-up whatever the key: unknown, revoked or another country\'s (issue 40 item 11)', async () => {
+    // The key step's look-up is the only one: a revoked or other-country key is attributed to its
+    // account from what that step found, not looked up again, so such a 401 takes the path of an
+    // unknown key's (a second look-up, or formatting the failed request on the request path,
+    // would tell a caller by its timing that a key exists).
+    const unknown = generateKey('sg');
+    const lookups = () => {
+      const { hits, misses } = a.service.reads.stats().keys;
+      return hits + misses;
+    };
+    for (const key of [unknown, keys.revoked!.key, keys.malaysia!.key]) {
+      assert.equal((await a.get('/v1/listings', { key })).status, 401);
+      const before = lookups();
+      for (let i = 0; i < 5; i++) assert.equal((await a.get('/v1/listings', { key, headers: { connection: 'close' } })).status, 401);
+      assert.equal(lookups() - before, 5, key === unknown ? 'unknown key' : key === keys.revoked!.key ? 'revoked key' : 'other country');
+    }
+    await a.service.usage!.flush();
+    const attributed = (await failureRows()).filter((f) => f.reason === 'revoked_key' || f.reason === 'wrong_country');
+    assert.ok(attributed.some((f) => f.key_id === keys.revoked!.id && f.path === '/v1/listings' && f.message.startsWith('Unknown or revoked API key.')));
+    assert.ok(attributed.some((f) => f.key_id === keys.malaysia!.id && f.reason === 'wrong_country'));
+  });
+
   it('a flush that fails keeps its counts for the next one', async () => {
     const db = a.service.store.db;
     await db.deleteFrom('api_usage').execute();

@@ -19,7 +19,6 @@ describe('usage counter: a flush in parts (unit)', () => {
     let calls = 0;
     const counter = new UsageCounter({
       clock: clock.now,
-      findKeyByHash: () => undefined,
       onError: (error) => errors.push(error),
       prune: async () => 0,
       write: async (batch) => {
