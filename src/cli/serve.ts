@@ -4,7 +4,7 @@ import { redactKeys } from '../auth/key-format.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { apiBaseUrl, curlLine, dashboardUrl } from '../config/urls.js';
-import { ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
+import { DEMO_MEMBER_EMAIL, demoLeftovers, ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import type { ClusterMetrics } from '../metrics/cluster.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
@@ -112,6 +112,39 @@ async function demoBanner(store: Store, config: Config, apiPort?: number): Promi
   return lines;
 }
 
+/**
+ * A plain `serve` on a database where `serve --demo` once ran: the demo member's sign-in ends and
+ * the demo keys that still work are named, in the log (a warning) and on stderr, at every start
+ * while they work (demoLeftovers; issue 40 item 11). No lines when there is nothing of the demo,
+ * and a failed check is a warning, not a reason to stop serving.
+ */
+async function demoNotice(store: Store, logger: Logger): Promise<string[]> {
+  let leftovers;
+  try {
+    leftovers = await demoLeftovers(store);
+  } catch (error) {
+    // Serving goes on: the check is for the operator's attention, not a condition of serving.
+    logger.warn({ err: error }, 'could not check the database for demo credentials');
+    return [];
+  }
+  const { endedSignIn, workingKeys } = leftovers;
+  if (!endedSignIn && workingKeys.length === 0) return [];
+  logger.warn(
+    { demo_sign_in_ended: endedSignIn, demo_keys: workingKeys.map((k) => ({ key_id: k.id, key_prefix: k.prefix })) },
+    'this database holds demo credentials from serve --demo or listings-api demo',
+  );
+  const lines = ['', 'WARNING: this database was used for the demo (serve --demo, npm start or listings-api demo).'];
+  if (endedSignIn) lines.push(`  The demo dashboard sign-in (${DEMO_MEMBER_EMAIL}) is ended: its password no longer works and its sessions are signed out.`);
+  if (workingKeys.length > 0) {
+    lines.push(
+      `  ${workingKeys.length === 1 ? 'This demo API key still works' : 'These demo API keys still work'} on the demo organisation's listings: ${workingKeys.map((k) => `${k.prefix}... (id ${k.id})`).join(', ')}.`,
+      `  Revoke ${workingKeys.length === 1 ? 'it' : 'them'} before serving real traffic: listings-api key revoke ${workingKeys.map((k) => k.id).join(' ')}`,
+    );
+  }
+  lines.push('');
+  return lines;
+}
+
 /** Stops the process on the first SIGINT/SIGTERM: drains and closes, then exits 0 (1 if closing failed). */
 function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>, logger: Logger): void {
   let stopping = false;
@@ -136,7 +169,7 @@ async function serveOne(config: Config, demo: boolean): Promise<void> {
   const service = await createService(config);
   try {
     await service.listen();
-    if (demo) for (const line of await demoBanner(service.store, config, service.apiPort())) tell(line);
+    for (const line of demo ? await demoBanner(service.store, config, service.apiPort()) : await demoNotice(service.store, service.logger)) tell(line);
   } catch (error) {
     await service.close().catch(() => undefined);
     throw error;
@@ -333,12 +366,19 @@ class WorkerSupervisor {
    * PostgreSQL before it is shown, as any command's change is: D4), then where to find the service.
    */
   private async announce(): Promise<void> {
-    let banner: string[] = [];
+    let banner: string[];
     try {
-      if (this.demo) banner = await withStore((demoStore) => demoBanner(demoStore, this.config), { migrate: false, env: process.env });
+      banner = await withStore(
+        (store) => (this.demo ? demoBanner(store, this.config) : demoNotice(store, this.logger)),
+        { migrate: false, env: process.env },
+      );
     } catch (error) {
-      this.stopAll('SIGTERM', 1, `could not create the demo data: ${oneLine(error)}`);
-      return;
+      if (this.demo) {
+        this.stopAll('SIGTERM', 1, `could not create the demo data: ${oneLine(error)}`);
+        return;
+      }
+      this.logger.warn({ err: error }, 'could not check the database for demo credentials');
+      banner = [];
     }
     if (!this.stopping) for (const line of [...banner, ...listeningLines(this.config, this.workers)]) tell(line);
   }

@@ -265,3 +265,38 @@ export async function ensureDemoMember(store: Store, now: Date): Promise<{ email
   }
   return { email: DEMO_MEMBER_EMAIL, password, created: existing === undefined };
 }
+
+/**
+ * The demo member's password hash once a plain `serve` ended its sign-in: not a hash of any
+ * password (passwords.ts never matches a malformed stored value), so no password signs it in
+ * until `serve --demo` sets a new one.
+ */
+const DEMO_SIGN_IN_ENDED = 'ended: sign-in of the demo member, until serve --demo';
+
+/** What a plain `serve` found of the demo's credentials on its database (demoLeftovers). */
+export interface DemoLeftovers {
+  /** True when this call ended the demo member's sign-in (its password from `serve --demo` worked until now). */
+  endedSignIn: boolean;
+  /** The demo keys that still work (issued by `serve --demo` or `listings-api demo`): id and display prefix (D20). */
+  workingKeys: Array<{ id: string; prefix: string }>;
+}
+
+/**
+ * A plain `serve` (no --demo) on a database where `serve --demo` once ran (issue 40 item 11): the
+ * demo member's password, printed on a terminal for local use, stops working and its sessions
+ * end; the demo keys are named, not revoked, because `listings-api demo` promises a key that works
+ * with `serve` (the operator contract), and an operator revokes them with `key revoke`.
+ */
+export async function demoLeftovers(store: Store): Promise<DemoLeftovers> {
+  const member = await store.users.get(DEMO_MEMBER_ID);
+  let endedSignIn = false;
+  if (member !== undefined && member.account_id === DEMO_ORG_ID && member.password_hash !== DEMO_SIGN_IN_ENDED) {
+    await store.users.setPasswordHash(member.id, DEMO_SIGN_IN_ENDED);
+    await store.sessions.deleteForUser(member.id);
+    endedSignIn = true;
+  }
+  const active = (await store.keys.listForAccount(DEMO_ORG_ID)).filter((k) => k.label === DEMO_KEY_LABEL && k.revoked_at === null);
+  const byMembers = await store.audit.keysCreatedByMembers(DEMO_ORG_ID, active.map((k) => k.id));
+  const workingKeys = active.filter((k) => !byMembers.has(k.id)).map((k) => ({ id: k.id, prefix: k.prefix }));
+  return { endedSignIn, workingKeys };
+}

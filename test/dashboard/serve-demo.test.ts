@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { displayPrefix } from '../../src/auth/key-format.js';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
+import { openStore } from '../../src/storage/index.js';
+import { TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, startServerProcess, waitFor } from '../support/process.js';
 import { httpCall } from '../support/server.js';
@@ -83,6 +86,52 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       assert.match(text(page.body), /operator \(CLI\) revoked key demo/);
     } finally {
       assert.equal(await second.stop(), 0);
+    }
+  });
+
+  it('a plain serve after serve --demo ends the demo sign-in and names the demo key that still works, loudly (issue 40 item 11)', async () => {
+    const dashboardPort = await freePort();
+    const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
+    const demo = await startServerProcess(env, ['--demo']);
+    let login: Awaited<ReturnType<typeof dashboardLines>>;
+    let key: string;
+    let session: DashboardClient;
+    try {
+      login = await dashboardLines(demo.stderr);
+      key = demoKey(demo.stderr());
+      session = new DashboardClient(dashboardPort);
+      assert.equal((await session.signIn(login.email, login.password)).status, 303);
+    } finally {
+      assert.equal(await demo.stop(), 0);
+    }
+    const store = openStore(database.url);
+    const keyId = (await store.keys.listForAccount(DEMO_ORG_ID)).find((k) => k.label === 'demo' && k.revoked_at === null)!.id;
+    await store.close();
+
+    // One process, and (with Redis to share limits) a primary with two workers, which says it once for both.
+    const variants: Array<[string[], Record<string, string>]> = [[[], {}]];
+    if (TEST_REDIS_URL !== undefined) variants.push([['--workers', '2'], { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: uniquePrefix('serve-demo') }]);
+    for (const [args, more] of variants) {
+      const plain = await startServerProcess({ ...env, ...more }, args);
+      try {
+        await waitFor(() => /Listings API listening on/.test(plain.stderr()) && /demo API key still works/.test(plain.stderr()), 'the warning on stderr');
+        // The printed password and the session it opened no longer work; the key does (OPERATIONS:
+        // `listings-api demo` prints a key that works with `serve`), and is named with its id.
+        assert.equal((await new DashboardClient(dashboardPort).signIn(login.email, login.password)).status, 401, args.join(' '));
+        assert.notEqual((await session.get(dev(DEMO_ORG_ID, 'keys'))).status, 200, 'the demo session is signed out');
+        assert.equal((await httpCall(plain.port, '/v1/listings', { key })).status, 200);
+        assert.match(plain.stderr(), /WARNING: this database was used for the demo/);
+        assert.match(plain.stderr(), new RegExp(`Revoke it before serving real traffic: listings-api key revoke ${keyId}`));
+        assert.equal(/demo dashboard sign-in \(admin@demo\.example\) is ended/.test(plain.stderr()), args.length === 0, 'said once, when it ended');
+        // The log says it too, by id and display prefix only (D20).
+        await waitFor(() => plain.stdout().includes('this database holds demo credentials'), 'the warning in the log');
+        const line = JSON.parse(plain.stdout().split('\n').find((l) => l.includes('this database holds demo credentials'))!);
+        assert.equal(line.level, 40);
+        assert.deepEqual(line.demo_keys, [{ key_id: keyId, key_prefix: displayPrefix(key) }]);
+        assert.ok(!plain.output().includes(key) && !plain.output().includes(login.password));
+      } finally {
+        assert.equal(await plain.stop(), 0);
+      }
     }
   });
 
