@@ -61,11 +61,11 @@ export async function v1Routes(app: FastifyInstance, opts: V1Options): Promise<v
   for (const endpoint of ENDPOINTS) {
     const handler: RouteHandlerMethod = (request, reply) => {
       const read = endpoint.read(opts.reads, request.apiKey!.tenant, request.query as never, request.params as never);
-      const respond = (body: Body | undefined): FastifyReply | Promise<FastifyReply> => {
+      const respond = (body: Body | undefined, readyAtOnce: boolean): FastifyReply | Promise<FastifyReply> | undefined => {
         if (body === undefined) throw notFound(endpoint.notFound?.message ?? 'Not found.', 'listing_not_found');
-        return answer(request, reply, body, opts.limiter);
+        return answer(request, reply, body, opts.limiter, readyAtOnce);
       };
-      return read instanceof Promise ? read.then(respond) : respond(read);
+      return read instanceof Promise ? read.then((body) => respond(body, false)) : respond(read, true);
     };
     const schema = { ...(endpoint.querystring && { querystring: endpoint.querystring }), ...(endpoint.params && { params: endpoint.params }) };
     // HEAD is the same with no body (Fastify derives it from GET).
