@@ -31,6 +31,9 @@ export interface ConnectionKeysOptions {
   authVersion(): number;
 }
 
+/** `LISTINGS_CONNECTION_KEYS=off` (read once): every request checks its key in full; the switch of the design record's A/B (bench/ab.ts). */
+const ON = process.env.LISTINGS_CONNECTION_KEYS !== 'off';
+
 interface Remembered {
   header: string;
   key: AuthenticatedKey;
@@ -44,6 +47,7 @@ export class ConnectionKeys {
 
   /** The key `header` was found to be on this connection, if that still holds for this host; else undefined. */
   recall(connection: object, header: string, hostCountry: Country): AuthenticatedKey | undefined {
+    if (!ON) return undefined;
     const remembered = this.last.get(connection);
     if (remembered === undefined) return undefined;
     const { key } = remembered;
@@ -61,7 +65,7 @@ export class ConnectionKeys {
    * is not remembered: the next request finds the key in the cache, and is).
    */
   remember(connection: object, header: string, key: AuthenticatedKey): void {
-    if (this.options.clock() >= key.validUntil) return;
+    if (!ON || this.options.clock() >= key.validUntil) return;
     this.last.set(connection, { header, key, authVersion: this.options.authVersion() });
   }
 }

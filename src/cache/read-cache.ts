@@ -32,6 +32,9 @@ const EXPIRED_PER_STORE = 2;
  */
 const REFRESH_AHEAD_FRACTION = 0.25;
 
+/** `LISTINGS_REFRESH_AHEAD=off` (read once): entries are read again only once expired; the switch of the design record's A/B (bench/ab.ts). */
+const REFRESH_AHEAD = process.env.LISTINGS_REFRESH_AHEAD !== 'off';
+
 /** When the refresh-ahead window of a value read `ttlMs` before `ttlEnd` opens. */
 export function refreshAheadAt(ttlEnd: number, ttlMs: number): number {
   return ttlEnd - ttlMs * REFRESH_AHEAD_FRACTION;
@@ -158,7 +161,7 @@ export class ReadCache<V> {
     const ttlEnd = Math.min(readAt ?? now, now) + this.options.ttlMs;
     if (Math.min(validUntil, ttlEnd) <= now) return;
     // Refreshed ahead only when the TTL ends it: an entry that ends earlier, at validUntil, changes then.
-    const refreshAt = validUntil < ttlEnd ? Infinity : refreshAheadAt(ttlEnd, this.options.ttlMs);
+    const refreshAt = validUntil < ttlEnd || !REFRESH_AHEAD ? Infinity : refreshAheadAt(ttlEnd, this.options.ttlMs);
     this.lru.set(key, { value, expiresAt: Math.min(validUntil, ttlEnd), refreshAt });
   }
 

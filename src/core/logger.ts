@@ -200,6 +200,9 @@ export interface RequestLineFields {
   reason: string | null;
 }
 
+/** `LISTINGS_REQUEST_LOG=pino` (read once): request lines by pino's own method; the switch of the design record's A/B (bench/ab.ts). */
+const TEMPLATE = process.env.LISTINGS_REQUEST_LOG !== 'pino';
+
 /** The levels a request line is written at: info, and debug for the health checks (their routes' `logLevel`). */
 export type RequestLineLevel = 'info' | 'debug';
 
@@ -223,7 +226,7 @@ export type RequestLineWriter = (fields: RequestLineFields, level?: RequestLineL
  * throwing in a 'finish' listener.
  */
 export function requestLineWriter(logger: Logger, message: string): RequestLineWriter {
-  const serving = servingLoggers.get(logger);
+  const serving = TEMPLATE ? servingLoggers.get(logger) : undefined;
   if (serving === undefined) return (fields, level = 'info') => logger[level](fields, message);
   const { batch, time, bindings } = serving;
   const info = logger.levels.values.info!;
