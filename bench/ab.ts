@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchDataset } from './dataset.js';
 import { seedThroughCli, writeListingsFile } from './cli-seed.js';
-import { cleanUpOnExit, freePort, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { cleanUpOnExit, freePort, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { runLoad as runAutocannonLoad, type LoadResult } from './load.js';
 import { cpuPinning } from './pinning.js';
 import { loadGeneratorEnv, median, numberEnv } from './settings.js';
@@ -71,10 +71,8 @@ async function main(): Promise<void> {
   const runLoad = generator === 'wrk' ? runWrkLoad : runAutocannonLoad;
 
   const workDir = mkdtempSync(join(tmpdir(), 'bench-ab-'));
-  cleanUpOnExit(() => {
-    killAllNow();
-    rmSync(workDir, { recursive: true, force: true });
-  });
+  // At exit, however it comes: the servers are killed (cleanUpOnExit), then the folder removed.
+  cleanUpOnExit(() => rmSync(workDir, { recursive: true, force: true }));
   const data = benchDataset(listings);
   const listingsFile = join(workDir, 'listings.ndjson');
   writeListingsFile(listingsFile, data);
@@ -113,12 +111,10 @@ async function main(): Promise<void> {
       `${side.name}: ${fmt(median(side.rounds.map((r) => r.result.reqPerSec)), 0)} req/s, p99 ${fmt(median(side.rounds.map((r) => r.result.p99Ms)), 1)} ms, CPU ${fmt(median(side.rounds.map((r) => r.cpuUsPerRequest)), 1)} us/request`;
     console.log(`${target.name}: B/A req/s ${fmt(median(ratios))} (rounds ${ratios.map((r) => fmt(r)).join(', ')}); ${summary(a)}; ${summary(b)}`);
   }
-  await stopAll();
-  rmSync(workDir, { recursive: true, force: true });
+  await stopAll(); // the exit handler above removes the work folder
 }
 
 main().catch((error: unknown) => {
   console.error(`bench:ab: ${error instanceof Error ? error.message : String(error)}`);
-  killAllNow();
-  process.exitCode = 1;
+  process.exitCode = 1; // the exit handler kills the servers
 });
