@@ -1,18 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DashboardMetrics, SignInResult } from '../dashboard/metrics.js';
 import type { DeliveryOutcome } from '../webhooks/deliverer.js';
 import type { ReadStats } from '../readmodel/index.js';
 import { trackConnections } from '../http/drain.js';
-import { OUTCOMES, outcomeOfStatus } from '../usage/outcomes.js';
+import { OUTCOMES, outcomeOfStatus } from '../usage/index.js';
 import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
 
 /**
  * Prometheus metrics (issue 12), with prom-client, served at GET /metrics on a port of their own
- * (METRICS_PORT; the API's port answers 404 there). The request path only adds to plain integers
- * (a Map per route of status -> count, and a histogram's bucket counts): prom-client reads them
- * when scraped, so a request costs no label hashing.
+ * (METRICS_PORT; the API's port answers 404 there). Each answer is counted by prom-client's own
+ * Counter and Histogram: plain integers read at each scrape cost no less (docs/design/request-metrics.md).
  *
  * - `listings_http_requests_total{route, status, code}`: every answer of the API's app; `route` is
  *   the route's pattern (`/v1/listings/:id`) or `unmatched`, `code` the error code (D6) or `none`.
@@ -50,50 +49,16 @@ export const EVENT_LOOP_RESOLUTION_MS = 1;
 const SIGN_IN_RESULTS: readonly SignInResult[] = ['succeeded', 'failed', 'throttled'];
 const CODE_OF_OUTCOME: readonly string[] = OUTCOMES.map((o, i) => (i < 2 ? 'none' : o));
 
-class RouteStats {
-  readonly byStatus = new Map<number, number>();
-  /** Per bucket of DURATION_BUCKETS (and one more for +Inf): answers that took at most that long and more than the bucket before. */
-  readonly buckets = new Float64Array(DURATION_BUCKETS.length + 1);
-  sum = 0;
-  count = 0;
-}
-
 /** The label `code` of an answer's status. */
 export function codeOfStatus(status: number): string {
   const outcome = outcomeOfStatus(status);
   return outcome < 0 ? (status >= 400 ? 'other' : 'none') : CODE_OF_OUTCOME[outcome]!;
 }
 
-type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
-
-/** A histogram whose observations are plain array increments; prom-client reads it through get(). */
-class RouteHistogram {
-  readonly name = 'listings_http_request_duration_seconds';
-  readonly help = 'Latency of API answers, from the request to the end of the answer, by route.';
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  constructor(private readonly routes: Map<string, RouteStats>) {}
-  async get() {
-    const values: MetricValue[] = [];
-    for (const [route, stats] of this.routes) {
-      let cumulative = 0;
-      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
-        cumulative += stats.buckets[i]!;
-        values.push({ labels: { le: DURATION_BUCKETS[i]!, route }, value: cumulative, metricName: `${this.name}_bucket` });
-      }
-      values.push({ labels: { le: '+Inf', route }, value: stats.count, metricName: `${this.name}_bucket` });
-      values.push({ labels: { route }, value: stats.sum, metricName: `${this.name}_sum` });
-      values.push({ labels: { route }, value: stats.count, metricName: `${this.name}_count` });
-    }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
-  reset(): void {}
-}
-
 export class Metrics {
   readonly registry = new Registry();
-  private readonly routes = new Map<string, RouteStats>();
-  private readonly decisions = { admitted: 0, limited: 0, revalidated: 0 };
+  /** The API's answers, their latency and the rate limiter's decisions, counted as each answer completes. */
+  private readonly api: { answers: Counter<'route' | 'status' | 'code'>; latency: Histogram<'route'>; decisions: Counter<'outcome'> };
   private readonly webhookOutcomes: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, disabled: 0 };
   private oldestUndeliveredSeconds: () => number = () => 0;
   /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
@@ -106,7 +71,7 @@ export class Metrics {
   constructor(readStats: () => ReadStats, isReady?: () => Promise<boolean>, limitsShared: () => boolean = () => true) {
     // Registered in the order a scrape lists them.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
-    this.registerApiMetrics(readStats);
+    this.api = this.registerApiMetrics(readStats);
     if (isReady !== undefined) this.registerReadiness(isReady);
     this.registry.registerMetric(new Gauge({
       name: 'listings_rate_limit_fallback',
@@ -121,33 +86,16 @@ export class Metrics {
     this.dashboard = this.registerDashboardMetrics();
   }
 
-  /** The API's answers, their latency, the rate limiter's decisions and the read caches: read from plain counts at each scrape. */
-  private registerApiMetrics(readStats: () => ReadStats): void {
-    const routes = this.routes;
-    const decisions = this.decisions;
-    this.registry.registerMetric(new Counter({
-      name: 'listings_http_requests_total',
-      help: 'Answers of the API, by route pattern, status and error code (none for 2xx and 304).',
-      labelNames: ['route', 'status', 'code'],
-      registers: [],
-      collect() {
-        this.reset();
-        for (const [route, stats] of routes) {
-          for (const [status, n] of stats.byStatus) this.inc({ route, status: String(status), code: codeOfStatus(status) }, n);
-        }
-      },
-    }));
-    this.registry.registerMetric(new RouteHistogram(routes) as unknown as Metric);
-    this.registry.registerMetric(new Counter({
-      name: 'listings_rate_limit_decisions_total',
-      help: 'Rate-limit decisions: admitted (counted against the key), limited (429), revalidated (a free 304, D21).',
-      labelNames: ['outcome'],
-      registers: [],
-      collect() {
-        this.reset();
-        for (const outcome of ['admitted', 'limited', 'revalidated'] as const) this.inc({ outcome }, decisions[outcome]);
-      },
-    }));
+  /** The API's answers, their latency and the rate limiter's decisions (counted per answer), and the read caches (read at each scrape). */
+  private registerApiMetrics(readStats: () => ReadStats): Metrics['api'] {
+    const registers = [this.registry];
+    const api = {
+      answers: new Counter({ name: 'listings_http_requests_total', help: 'Answers of the API, by route pattern, status and error code (none for 2xx and 304).', labelNames: ['route', 'status', 'code'] as const, registers }),
+      latency: new Histogram({ name: 'listings_http_request_duration_seconds', help: 'Latency of API answers, from the request to the end of the answer, by route.', labelNames: ['route'] as const, buckets: [...DURATION_BUCKETS], registers }),
+      decisions: new Counter({ name: 'listings_rate_limit_decisions_total', help: 'Rate-limit decisions: admitted (counted against the key), limited (429), revalidated (a free 304, D21).', labelNames: ['outcome'] as const, registers }),
+    };
+    // Every outcome from zero, so that rate() and alerts see the first one.
+    for (const outcome of ['admitted', 'limited', 'revalidated']) api.decisions.inc({ outcome }, 0);
     this.registry.registerMetric(new Counter({
       name: 'listings_cache_requests_total',
       help: 'Look-ups in the read caches of keys, origins, list pages and listing details: hit or miss.',
@@ -162,6 +110,7 @@ export class Metrics {
         }
       },
     }));
+    return api;
   }
 
   private registerReadiness(isReady: () => Promise<boolean>): void {
@@ -221,29 +170,18 @@ export class Metrics {
     };
   }
 
-  /** The request path's one call, when an answer is complete: integer additions only. */
+  /** The request path's one call, when an answer is complete (http/request-log.ts). */
   requestCompleted(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void {
-    const name = route ?? 'unmatched';
-    let stats = this.routes.get(name);
-    if (stats === undefined) {
-      stats = new RouteStats();
-      this.routes.set(name, stats);
-    }
     const status = reply.statusCode;
-    stats.byStatus.set(status, (stats.byStatus.get(status) ?? 0) + 1);
-    const seconds = elapsedMs / 1000;
-    let i = 0;
-    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
-    stats.buckets[i]!++;
-    stats.sum += seconds;
-    stats.count++;
-    // D14, D21: the limit step's decision, as the answer shows it (guard.ts, answer.ts).
+    const name = route ?? 'unmatched';
+    this.api.answers.inc({ route: name, status: String(status), code: codeOfStatus(status) });
+    this.api.latency.observe({ route: name }, elapsedMs / 1000);
+    // D14, D21: the limit step's decision, as the answer shows it (http/v1/routes.ts).
     const limit = request.rateLimit;
-    if (limit != null) {
-      if (status === 304) this.decisions.revalidated++;
-      else if (status === 429) this.decisions.limited++;
-      else if (!limit.deferred) this.decisions.admitted++;
-    }
+    if (limit == null) return;
+    if (status === 304) this.api.decisions.inc({ outcome: 'revalidated' });
+    else if (status === 429) this.api.decisions.inc({ outcome: 'limited' });
+    else if (!limit.deferred) this.api.decisions.inc({ outcome: 'admitted' });
   }
 
   /** A webhook attempt's outcome (src/webhooks/deliverer.ts). */
