@@ -15,6 +15,9 @@
  * Nothing is dropped and the order is kept: cold requests take the CPU they took before, spread
  * over more turns.
  */
+/** `LISTINGS_TURN_BUDGET=off` (read once): every step starts at once; the switch of the design record's A/B (bench/ab.ts). */
+const BUDGETED = process.env.LISTINGS_TURN_BUDGET !== 'off';
+
 export class TurnBudget {
   /** When the open window started; undefined when none is open (it closes at the next check phase). */
   private windowStartedAt: number | undefined;
@@ -30,7 +33,7 @@ export class TurnBudget {
 
   /** Before a step. Undefined: start now. A promise: resolves when it is this step's turn. */
   take(): Promise<void> | undefined {
-    if (this.waiting.length === 0 && this.spend()) {
+    if (!BUDGETED || (this.waiting.length === 0 && this.spend())) {
       this.running++;
       return undefined;
     }

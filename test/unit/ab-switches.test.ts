@@ -54,4 +54,28 @@ describe('the A/B switches (bench/ab.ts)', () => {
     assert.equal(run(script), '0 1 r');
     assert.equal(run(script, { LISTINGS_REQUEST_LOG: 'pino' }), '1 1 r');
   });
+
+  it('LISTINGS_TURN_BUDGET=off: a step never waits for a later turn', () => {
+    // A 1 ms window on a clock that has moved on: the second step of the turn waits, unless off.
+    const script = `
+      import { TurnBudget } from '${SRC}core/turn-budget.js';
+      let now = 0;
+      const budget = new TurnBudget(1, () => now);
+      budget.take();
+      now = 5;
+      console.log(budget.take() === undefined ? 'at-once' : 'waits');`;
+    assert.equal(run(script), 'waits');
+    assert.equal(run(script, { LISTINGS_TURN_BUDGET: 'off' }), 'at-once');
+  });
+
+  it('LISTINGS_TURN_BATCH=off: each look-up of a turn is loaded alone', () => {
+    const script = `
+      import { batchPerTurn } from '${SRC}core/turn-batch.js';
+      const calls = [];
+      const load = batchPerTurn(async (keys) => { calls.push(keys.length); return new Map(keys.map((k) => [k, k * 2])); });
+      const values = await Promise.all([load(1), load(2), load(3)]);
+      console.log(values.join(',') + ' ' + calls.join(','));`;
+    assert.equal(run(script), '2,4,6 3');
+    assert.equal(run(script, { LISTINGS_TURN_BATCH: 'off' }), '2,4,6 1,1,1');
+  });
 });
