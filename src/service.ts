@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import { LastUsedTracker } from './auth/last-used.js';
 import type { Config } from './config/index.js';
 import { systemClock, type Clock, type Sleep } from './core/clock.js';
 import { createLogger, startLogFlush, type Logger } from './core/logger.js';
@@ -14,11 +13,10 @@ import { messageOf, OutageLog, type OutageMessages } from './core/outage-log.js'
 import { recentlyReadTenants, warmUp, type WarmUpResult } from './readmodel/warm-up.js';
 import { ConnectionKeys } from './auth/connection-keys.js';
 import { createReadModel, type ListingReads } from './readmodel/index.js';
-import type { RateLimiter } from './ratelimit/limiter.js';
-import { MemoryRateLimiter } from './ratelimit/sliding-window.js';
+import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js';
 import { openStore, type Store } from './storage/index.js';
-import { UsageCounter } from './usage/index.js';
-import type { RequestCompleted } from './http/request-log.js';
+import { LastUsedTracker, UsageCounter } from './usage/index.js';
+import type { CompletionObserver } from './http/request-log.js';
 import type { Metrics } from './metrics/index.js';
 import type { FastifyInstance } from 'fastify';
 
@@ -70,7 +68,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
     lastUsedOf: (id) => lastUsed.peek(id), webhookResolve: options.webhookResolve,
   });
   const usage = startUsageCounter(basics, store, outageLog({ lost: 'could not record usage counts; will retry', back: 'usage counts are recorded again' }));
-  const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted: requestCompletedHook(usage, metrics) });
+  const completion = [usage, metrics].filter((observer) => observer !== undefined);
+  const app = await buildApi(basics, { store, reads, limiter, readiness, lastUsed, dashboard, completion });
   apiServer = app.server;
   const webhooks = createWebhooks(basics, store, metrics, options, outageLog({ lost: 'webhook delivery: cannot read the endpoints; will retry', back: 'webhook delivery: reading the endpoints again' }));
   const warmUp = createWarmUp(basics, store, reads, readiness);
@@ -259,8 +258,8 @@ async function loadMetrics(config: Config, reads: ListingReads, readiness: Readi
 
 /**
  * Issue 12: usage per key (counted in memory, written in small batches every USAGE_FLUSH_INTERVAL_MS)
- * and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log's one hook
- * (`requestCompletedHook`).
+ * and Prometheus metrics (METRICS_PORT). Both are told of each answer by the request log
+ * (`CompletionObserver`, http/request-log.ts).
  */
 function startUsageCounter({ config, clock }: Basics, store: Store, usageLog: DatabaseOutageLog): UsageCounter | undefined {
   const usage = config.usageCounting
@@ -279,20 +278,6 @@ function startUsageCounter({ config, clock }: Basics, store: Store, usageLog: Da
   return usage;
 }
 
-/** The request log's one hook: tells the usage counter and the metrics (either may be off) of each answer. */
-function requestCompletedHook(usage: UsageCounter | undefined, metrics: Metrics | undefined): RequestCompleted | undefined {
-  return usage !== undefined && metrics !== undefined
-    ? (request, reply, route, elapsedMs) => {
-        usage.requestCompleted(request, reply);
-        metrics.requestCompleted(request, reply, route, elapsedMs);
-      }
-    : usage !== undefined
-      ? (request, reply) => usage.requestCompleted(request, reply)
-      : metrics !== undefined
-        ? (request, reply, route, elapsedMs) => metrics.requestCompleted(request, reply, route, elapsedMs)
-        : undefined;
-}
-
 interface ApiParts {
   store: Store;
   reads: ListingReads;
@@ -300,12 +285,12 @@ interface ApiParts {
   readiness: Readiness;
   lastUsed: LastUsedTracker;
   dashboard: Dashboard | undefined;
-  onRequestCompleted: RequestCompleted | undefined;
+  completion: readonly CompletionObserver[];
 }
 
 /** The API's Fastify app (http/app.ts), with the dashboard as a virtual host when it shares the API's port. */
 function buildApi({ config, clock, logger }: Basics, parts: ApiParts): Promise<FastifyInstance> {
-  const { store, reads, limiter, readiness, lastUsed, dashboard, onRequestCompleted } = parts;
+  const { store, reads, limiter, readiness, lastUsed, dashboard, completion } = parts;
   return buildApp({
     logger,
     trustProxy: config.trustProxy,
@@ -314,11 +299,11 @@ function buildApi({ config, clock, logger }: Basics, parts: ApiParts): Promise<F
     countries: config.countries,
     apiDomain: config.apiDomain,
     defaultRateLimit: config.rateLimitPerMinute,
-    onKeyUsed: (key) => lastUsed.touch(key.id),
-    connectionKeys: new ConnectionKeys({ clock, authVersion: () => store.changes.authVersion() }),
+    lastUsed,
+    connectionKeys: new ConnectionKeys({ clock, versions: store.changes }),
     readiness,
     virtualHost: config.dashboardPort === 'shared' && dashboard !== undefined ? { name: config.dashboardHost, handler: dashboard.handler } : undefined,
-    onRequestCompleted,
+    completion,
   });
 }
 

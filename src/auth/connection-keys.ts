@@ -27,8 +27,8 @@ import type { AuthenticatedKey } from './authenticate.js';
  */
 export interface ConnectionKeysOptions {
   clock: Clock;
-  /** The auth version (storage/changes.ts): moves with every change of a key or an origin. */
-  authVersion(): number;
+  /** Where the auth version is read (storage/changes.ts): it moves with every change of a key or an origin. */
+  versions: { authVersion(): number };
 }
 
 /** `LISTINGS_CONNECTION_KEYS=off` (read once): every request checks its key in full; the switch of the design record's A/B (bench/ab.ts). */
@@ -51,7 +51,7 @@ export class ConnectionKeys {
     const remembered = this.last.get(connection);
     if (remembered === undefined) return undefined;
     const { key } = remembered;
-    if (remembered.authVersion !== this.options.authVersion() || this.options.clock() >= key.validUntil) {
+    if (remembered.authVersion !== this.options.versions.authVersion() || this.options.clock() >= key.validUntil) {
       // Out of date for good: the secret is not kept a moment longer.
       this.last.delete(connection);
       return undefined;
@@ -66,7 +66,7 @@ export class ConnectionKeys {
    */
   remember(connection: object, header: string, key: AuthenticatedKey): void {
     if (!ON || this.options.clock() >= key.validUntil) return;
-    this.last.set(connection, { header, key, authVersion: this.options.authVersion() });
+    this.last.set(connection, { header, key, authVersion: this.options.versions.authVersion() });
   }
 }
 

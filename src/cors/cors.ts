@@ -4,7 +4,7 @@ import { normalizeOrigin } from './origin.js';
 /**
  * CORS for the API (D16-D18), in one place as Hono's cors middleware does it: `applyCors` puts the
  * headers on every answer, `answerPreflight` answers OPTIONS. The allow-list is enforced on the
- * real request (the origin step of the /v1 guard, http/v1/guard.ts), not here: a preflight carries
+ * real request (the origin step of the /v1 guard, http/v1/routes.ts), not here: a preflight carries
  * no key, so it is answered for any origin, and every response to a browser carries the headers
  * that let its code read the JSON, errors included. No credentials mode:
  * `Access-Control-Allow-Credentials` is never sent.

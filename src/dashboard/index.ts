@@ -7,7 +7,7 @@ import { redactedExcerpt } from '../auth/key-format.js';
 import type { Config } from '../config/index.js';
 import { systemClock, systemSleep, type Clock, type Sleep } from '../core/clock.js';
 import { compileProxyTrust, normaliseForwardedFor } from '../core/proxy-trust.js';
-import { nextRequestId } from '../http/request-id.js';
+import { nextRequestId } from '../http/front.js';
 import type { Country } from '../core/countries.js';
 import { apiBaseUrl, dashboardUrl } from '../config/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
@@ -38,7 +38,7 @@ export interface DashboardOptions {
   apiPort?: () => number | undefined;
   /** With METRICS_PORT: its answers and sign-ins are counted (src/dashboard/metrics.ts). */
   metrics?: DashboardMetrics;
-  /** This process's last use of a key not written yet (auth/last-used.ts), so that pages show it exactly. */
+  /** This process's last use of a key not written yet (usage/index.ts), so that pages show it exactly. */
   lastUsedOf?: (keyId: string) => number | undefined;
   /** Tests: how webhook host names are resolved by "Send test event" (webhooks/send.ts). */
   webhookResolve?: SendOptions['resolve'];

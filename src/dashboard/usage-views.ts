@@ -3,7 +3,7 @@ import type { Country } from '../core/countries.js';
 import { isErrorReason, type ErrorReason } from '../core/api-error.js';
 import { normalizeOrigin, validateOriginToRegister } from '../cors/origin.js';
 import type { ApiKeyRecord, FailedRequest } from '../storage/index.js';
-import { FIRST_ERROR, OUTCOMES, type Outcome } from '../usage/outcomes.js';
+import { FIRST_ERROR, OUTCOMES, type Outcome } from '../usage/index.js';
 import { CSRF_FIELD } from './csrf.js';
 import { html, type SafeHtml } from './html.js';
 import { COUNTRY_NAMES, developerPath, limitText, page, when, type PageContext } from './views.js';

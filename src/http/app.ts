@@ -1,10 +1,8 @@
 import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError, ERROR_STATUS, errorBody, notFound } from '../core/api-error.js';
-import { answerClientError, createFrontServer } from './front.js';
-import { requestIdFor } from './request-id.js';
+import { answerClientError, createFrontServer, MAX_TARGET_LENGTH, requestIdFor, targetProblem } from './front.js';
 import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
-import { MAX_TARGET_LENGTH, targetProblem } from './request-target.js';
 import { applyCors } from '../cors/cors.js';
 import { healthRoutes } from './health.js';
 import { demoImageRoutes } from './demo-images.js';
@@ -16,7 +14,7 @@ import { openApiRoute } from './openapi-route.js';
 import { redactKeys } from '../auth/key-format.js';
 import { sentKeyPrefix } from '../auth/authenticate.js';
 import { isDatabaseError } from '../storage/index.js';
-import { countCompleted, pathExcerpt, RequestLog, requestLine, type RequestCompleted } from './request-log.js';
+import { countCompleted, pathExcerpt, RequestLog, requestLine, type CompletionObserver } from './request-log.js';
 import { knownPath, methodNotAllowed, v1Routes, type V1Options } from './v1/routes.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
 import { parseQueryString, queryBoundProblem } from './v1/query.js';
@@ -29,8 +27,8 @@ export interface AppOptions extends V1Options {
   virtualHost?: { name: string; handler: () => RequestListener };
   /** Readiness (/readyz), which also tells whether a failed request is part of a database outage. */
   readiness: Readiness;
-  /** Told of every completed answer (usage counting, metrics; issue 12), from the request log. */
-  onRequestCompleted?: RequestCompleted;
+  /** Told of every completed answer (usage counting, metrics; issue 12), by the request log. */
+  completion?: readonly CompletionObserver[];
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -43,7 +41,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) => {
     setCommonHeaders(request, reply);
     // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
-    // So is a URL over the bounds of what a request may carry (request-target.ts, query.ts).
+    // So is a URL over the bounds of what a request may carry (front.ts, v1/query.ts).
     const problem = targetProblem(request.raw) ?? queryBoundProblem(request.query);
     if (problem !== undefined) return done(problem);
     // The route stage (D5) is decided here, before Fastify reads or parses any body on its
@@ -84,7 +82,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
 /** The Fastify instance, on the front server (front.ts), with the request log as its log controller. */
 function createFastify(opts: AppOptions): FastifyInstance {
-  const requestLog = new RequestLog(opts.logger, opts.onRequestCompleted);
+  const requestLog = new RequestLog(opts.logger, opts.completion);
   const trust = compileProxyTrust(opts.trustProxy);
   let front: Server | undefined;
   return Fastify({
@@ -115,7 +113,7 @@ function createFastify(opts: AppOptions): FastifyInstance {
       reply.raw.once('finish', () => {
         const elapsedMs = reply.elapsedTime;
         requestLog.writeLine(requestLine(request, reply, null, elapsedMs));
-        if (opts.onRequestCompleted !== undefined) countCompleted(opts.onRequestCompleted, request, reply, null, elapsedMs);
+        countCompleted(opts.completion ?? [], request, reply, null, elapsedMs);
       });
       // The framework's message would echo the whole URL: say what is wrong without it.
       void reply.code(400).type('application/json; charset=utf-8').send(errorBody('bad_request', 'Malformed request URL.'));

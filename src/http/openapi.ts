@@ -8,7 +8,7 @@ import type { Endpoint, Examples } from './v1/endpoint.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
 import { ERROR_EXAMPLES, ETAG, FEATURED_ID, REQUEST_ID, RESET, SPARSE_ID } from './v1/examples.js';
 import { MAX_QUERY_PARAMETERS } from './v1/query.js';
-import { MAX_TARGET_LENGTH } from './request-target.js';
+import { MAX_TARGET_LENGTH } from './front.js';
 import { WEBHOOK_MESSAGE_SCHEMAS } from '../webhooks/messages.js';
 
 /**
@@ -46,7 +46,7 @@ const JSON_MEDIA = 'application/json';
 const SERVER_SCHEMAS = [listingSchema, usageTypeSchema, pageSchema, changePageSchema, listingUpsertedSchema, listingRemovedSchema, errorSchema] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));
 const ERROR_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
-/** D21: what answer.ts sends with every 200 and 304. */
+/** D21: what the /v1 answer (http/v1/routes.ts) sends with every 200 and 304. */
 export const CACHE_CONTROL = 'private, no-cache';
 
 /**

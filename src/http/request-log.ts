@@ -97,7 +97,9 @@ export function unroutedRequestLine(fields: {
 }
 
 /** Told of every answer of the API's app once it is complete: usage counting and metrics (issue 12). Memory only. */
-export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number) => void;
+export interface CompletionObserver {
+  requestCompleted(request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void;
+}
 
 /**
  * One structured line per request, written when the response is finished (issue 2, item 9;
@@ -107,14 +109,14 @@ export type RequestCompleted = (request: FastifyRequest, reply: FastifyReply, ro
  * reason. Replaces Fastify's two lines per request. At info, or at the route's `logLevel` when
  * that is debug (the health checks, app.ts).
  *
- * It is also the one place where a finished request is counted (`onCompleted`: usage per key and
+ * It is also the one place where a finished request is counted (`observers`: usage per key and
  * the metrics, issue 12), which must never fail the process: a fault there is logged.
  */
 export class RequestLog extends LogController {
   /** Writes a line of `requestLine`'s fields: as pino would, for less (core/logger.ts). */
   readonly writeLine: RequestLineWriter;
 
-  constructor(logger: FastifyBaseLogger, private readonly onCompleted?: RequestCompleted) {
+  constructor(logger: FastifyBaseLogger, private readonly observers: readonly CompletionObserver[] = []) {
     super();
     this.writeLine = requestLineWriter(logger as Logger, 'request');
   }
@@ -129,18 +131,26 @@ export class RequestLog extends LogController {
     const line = requestLine(request, reply, route, elapsedMs);
     if (error) reply.log.error({ ...line, err: error }, 'request');
     else this.writeLine(line, options.logLevel === 'debug' ? 'debug' : 'info');
-    if (this.onCompleted !== undefined) countCompleted(this.onCompleted, request, reply, route, elapsedMs);
+    countCompleted(this.observers, request, reply, route, elapsedMs);
   }
 
   /** 404s are logged by requestCompleted like every other response. */
   override routeNotFound(): void {}
 }
 
-/** Calls the completion hook; a fault in it is logged, never thrown into the response's events. */
-export function countCompleted(onCompleted: RequestCompleted, request: FastifyRequest, reply: FastifyReply, route: string | null, elapsedMs: number): void {
-  try {
-    onCompleted(request, reply, route, elapsedMs);
-  } catch (error) {
-    reply.log.error({ reqId: request.id, err: error }, 'could not count a completed request');
+/** Tells each observer; a fault in one is logged, never thrown into the response's events. */
+export function countCompleted(
+  observers: readonly CompletionObserver[],
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: string | null,
+  elapsedMs: number,
+): void {
+  for (const observer of observers) {
+    try {
+      observer.requestCompleted(request, reply, route, elapsedMs);
+    } catch (error) {
+      reply.log.error({ reqId: request.id, err: error }, 'could not count a completed request');
+    }
   }
 }

@@ -1,7 +1,9 @@
+import type { Clock } from '../core/clock.js';
+
 /**
- * The rate-limit capability's public surface. The in-process store (sliding-window.ts) is the
- * embedded default; a shared store (Redis) implements the same interface with the same maths so
- * that D14 holds across instances.
+ * The rate-limit capability's public surface, its algorithm and the in-process store (the embedded
+ * default, `MemoryRateLimiter` below); a shared store (Redis, redis.ts) implements the same
+ * interface with the same maths so that D14 holds across instances.
  */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -43,4 +45,120 @@ export function rateLimitHeaders(d: RateLimitDecision, free = false): Record<str
   };
   if (!d.allowed && !free) headers['retry-after'] = String(d.retryAfter);
   return headers;
+}
+
+/**
+ * The algorithm (D14, D15), used by every store:
+ *
+ * Each key has 60 counters, one per wall-clock second (a ring indexed by `second % 60`, each slot
+ * remembering which second it holds). A request in second `n` is admitted when the counters of
+ * seconds n-59..n add up to less than the limit, and then increments second n's counter. So every
+ * 60 consecutive whole seconds admit at most `limit` requests: the D14 promise for any rolling
+ * 60-second window, to within one second. A full burst of `limit` is admitted at once, and unlike a
+ * fixed window (which admits up to 2 x limit across a boundary) no boundary lets more through.
+ *
+ * - Remaining = limit - (sum of the window after this request); 0 on a refusal.
+ * - Reset = (the latest second with a count) + 60: when every counted request has left the window
+ *   and the full limit is back.
+ * - Retry-After = the smallest k >= 1 such that, at second n+k, the seconds still in the window
+ *   (n+k-59..n) hold fewer than `limit`: drop the oldest seconds one at a time until there is room.
+ *   A request k seconds later (in ms) falls in second >= n+k, so it is admitted (D15).
+ *
+ * Refused requests are not counted (D5), so a client retrying too early is never locked out.
+ * Memory is 60 counters per active key whatever its limit.
+ */
+export function decide(window: SecondCounters, second: number, limit: number): RateLimitDecision {
+  const used = window.sumSince(second - WINDOW_SECONDS + 1);
+  if (used < limit) {
+    window.add(second);
+    return { allowed: true, limit, remaining: limit - used - 1, resetAt: second + WINDOW_SECONDS, retryAfter: 0 };
+  }
+  let dropped = 0;
+  let retryAfter = WINDOW_SECONDS;
+  for (let k = 1; k <= WINDOW_SECONDS; k++) {
+    dropped += window.countAt(second - WINDOW_SECONDS + k);
+    if (used - dropped < limit) {
+      retryAfter = k;
+      break;
+    }
+  }
+  return { allowed: false, limit, remaining: 0, resetAt: window.latestSecond() + WINDOW_SECONDS, retryAfter };
+}
+
+/**
+ * The same state without counting (D21's free 304): Remaining is what would be admitted now;
+ * Reset is when the full limit is back (now, when nothing is counted). `allowed` says whether a
+ * request would be admitted.
+ */
+export function inspect(window: SecondCounters, second: number, limit: number): RateLimitDecision {
+  const used = window.sumSince(second - WINDOW_SECONDS + 1);
+  const latest = window.latestSecond();
+  const resetAt = used === 0 ? second : latest + WINDOW_SECONDS;
+  if (used < limit) return { allowed: true, limit, remaining: limit - used, resetAt, retryAfter: 0 };
+  return { ...decide(window, second, limit), allowed: false };
+}
+
+/** Sixty per-second counters in a ring. */
+export class SecondCounters {
+  private readonly seconds = new Float64Array(WINDOW_SECONDS).fill(-Infinity);
+  private readonly counts = new Uint32Array(WINDOW_SECONDS);
+
+  countAt(second: number): number {
+    const slot = second % WINDOW_SECONDS;
+    return this.seconds[slot] === second ? this.counts[slot]! : 0;
+  }
+
+  sumSince(firstSecond: number): number {
+    let sum = 0;
+    for (let i = 0; i < WINDOW_SECONDS; i++) if (this.seconds[i]! >= firstSecond) sum += this.counts[i]!;
+    return sum;
+  }
+
+  add(second: number): void {
+    const slot = second % WINDOW_SECONDS;
+    if (this.seconds[slot] !== second) {
+      this.seconds[slot] = second;
+      this.counts[slot] = 0;
+    }
+    this.counts[slot]!++;
+  }
+
+  latestSecond(): number {
+    let latest = -Infinity;
+    for (let i = 0; i < WINDOW_SECONDS; i++) if (this.counts[i]! > 0 && this.seconds[i]! > latest) latest = this.seconds[i]!;
+    return latest;
+  }
+}
+
+/** The in-process store: exact for one process (the embedded default and the Redis fallback). */
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly windows = new Map<string, SecondCounters>();
+  private lastSweep = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  consume(keyId: string, limit: number): RateLimitDecision {
+    const second = Math.floor(this.clock() / 1000);
+    this.sweep(second);
+    let window = this.windows.get(keyId);
+    if (window === undefined) {
+      window = new SecondCounters();
+      this.windows.set(keyId, window);
+    }
+    return decide(window, second, limit);
+  }
+
+  peek(keyId: string, limit: number): RateLimitDecision {
+    const second = Math.floor(this.clock() / 1000);
+    return inspect(this.windows.get(keyId) ?? new SecondCounters(), second, limit);
+  }
+
+  /** Forgets keys idle for a whole window, once a window, so memory follows the active keys. */
+  private sweep(second: number): void {
+    if (second - this.lastSweep < WINDOW_SECONDS) return;
+    this.lastSweep = second;
+    for (const [keyId, window] of this.windows) {
+      if (window.latestSecond() <= second - WINDOW_SECONDS) this.windows.delete(keyId);
+    }
+  }
 }

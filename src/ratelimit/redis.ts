@@ -1,5 +1,5 @@
 /**
- * The shared store (D14 across instances): the algorithm of sliding-window.ts, kept in Redis.
+ * The shared store (D14 across instances): the algorithm of limiter.ts, kept in Redis.
  *
  * Redis form: each API key has one hash, `<prefix><key id>`, whose fields are Unix epoch seconds
  * and whose values are the requests admitted in that second (at most 60 live fields, the same 60
@@ -34,7 +34,7 @@ import { WINDOW_SECONDS, type RateLimitDecision, type RateLimiter } from './limi
  * One call decides for several requests, in order. KEYS[i] the hash of request i's key (a key may
  * come several times); ARGV[1] now in ms, or '' for Redis TIME; ARGV[2] the TTL in seconds; then
  * per request i: ARGV[2i+1] the limit, ARGV[2i+2] 'consume', or 'peek' to write nothing (D21's
- * free 304, as `inspect()` in sliding-window.ts). Returns, per request, {allowed 0/1, remaining,
+ * free 304, as `inspect()` in limiter.ts). Returns, per request, {allowed 0/1, remaining,
  * resetAt, retryAfter, second}, flat.
  */
 export const RATE_LIMIT_SCRIPT = `

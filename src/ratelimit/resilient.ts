@@ -5,11 +5,11 @@ import type { Clock } from '../core/clock.js';
 import { OutageLog } from '../core/outage-log.js';
 import type { RateLimitDecision, RateLimiter } from './limiter.js';
 import { RedisRateLimiter, failFastRedisOptions } from './redis.js';
-import { MemoryRateLimiter } from './sliding-window.js';
+import { MemoryRateLimiter } from './limiter.js';
 
 /**
  * The limiter `serve` uses when REDIS_URL is set: limits shared in Redis (redis.ts) while Redis
- * answers, and the in-process limiter (sliding-window.ts) while it does not, so a Redis outage
+ * answers, and the in-process limiter (limiter.ts) while it does not, so a Redis outage
  * never turns into a 500 or a hung request.
  *
  * - Every Redis call is bounded by `timeoutMs` (default 100 ms); the client never queues a command

@@ -1,4 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { Clock } from '../core/clock.js';
+import { batchPerTurn } from '../core/turn-batch.js';
+import type { ServedListingRow, Store } from '../storage/index.js';
+import type { ReadCaches } from './caches.js';
 import type { IndexEntry } from './tenant-index.js';
 
 /** An answer's body as the read path keeps and sends it. */
@@ -88,4 +92,99 @@ function ownConcat(parts: readonly Buffer[]): Buffer {
   let at = 0;
   for (const part of parts) at += part.copy(bytes, at);
   return bytes;
+}
+
+/**
+ * Serialised listings by id, each for one change of its listing (bodies.ts `bodyAt`): pages are
+ * joined from these, and a detail answers with one. Rows the cache misses are read with those every
+ * other request of the same turn misses, in one query.
+ */
+export function createListingBodies(store: Store, clock: Clock, cache: ReadCaches['listings']) {
+  let rowReads = 0;
+
+  /**
+   * A listing's JSON as just read (written with the listing: listings/body.ts), kept in place of
+   * any older copy; never in place of a newer one (a read that started before a write can end
+   * after a read made since).
+   */
+  function remember(row: ServedListingRow): ListingBody {
+    const body = new ListingBody(ownBuffer(row.body), Number(row.change_seq), clock());
+    const cached = cache.peek(row.id);
+    if (cached === undefined || cached.changeSeq <= body.changeSeq) cache.remember(row.id, body);
+    return body;
+  }
+
+  /**
+   * A listing's row by id, read with those every other request of the same turn asks for, in one
+   * read (core/turn-batch.ts; storage/listings.ts `rows` queries up to 128 ids at a time): the
+   * details and pages that missed the cache together (fifty connections' worth after the caches
+   * expired while traffic paused, or every request with the caches off), and the details due for
+   * their refresh-ahead.
+   */
+  const rowById = batchPerTurn(async (ids: string[]) => {
+    rowReads++;
+    return new Map((await store.listings.rows(ids)).map((row) => [row.id, row]));
+  });
+
+  /**
+   * A cached detail due for its refresh-ahead (cache/read-cache.ts) is read again while the read
+   * that found it due answers from memory: at whatever change the listing is now (an older one
+   * is never answered for a newer index entry, see `bodyAt`).
+   */
+  const refreshing = new Set<Promise<void>>();
+  const refreshAhead = (id: string): void => {
+    const refresh = rowById(id).then(
+      (row) => {
+        if (row !== undefined) remember(row);
+      },
+      // Nothing to answer here: the entry is answered until it expires, and the next read then
+      // reads it itself, and answers the error if there still is one.
+      () => undefined,
+    );
+    refreshing.add(refresh);
+    void refresh.finally(() => refreshing.delete(refresh));
+  };
+
+  return {
+    get rowReads() {
+      return rowReads;
+    },
+    /** Resolves once the refreshes ahead under way now have landed. */
+    async settled(): Promise<void> {
+      await Promise.all([...refreshing, cache.settled()]);
+    },
+
+    /** The cached body of an entry, at its change; a read of it starts ahead when due. */
+    cached(entry: IndexEntry): ListingBody | undefined {
+      return bodyAt(cache.peek(entry.id, refreshAhead), entry);
+    },
+
+    /** The entry's body read now; undefined when the listing is gone or at another change (the tenant changed meanwhile). */
+    async read(entry: IndexEntry): Promise<ListingBody | undefined> {
+      const row = await rowById(entry.id);
+      return row === undefined || Number(row.change_seq) !== entry.changeSeq ? undefined : remember(row);
+    },
+
+    /**
+     * The JSON of each entry, from the cache if it was read from the database since `readSince`,
+     * else read now. A row whose change is newer than the entry's means the tenant changed
+     * meanwhile: undefined, and the caller reads again at the new version.
+     */
+    async of(entries: readonly IndexEntry[], readSince: number): Promise<ListingBody[] | undefined> {
+      const found: Array<ListingBody | undefined> = entries.map((e) => {
+        const cached = bodyAt(cache.peek(e.id), e);
+        return cached !== undefined && cached.readAt >= readSince ? cached : undefined;
+      });
+      if (!found.includes(undefined)) return found as ListingBody[];
+      // With the rows every other request of this turn misses: the same page asked by many at once is one read.
+      const rows = await Promise.all(entries.map((e, i) => (found[i] === undefined ? rowById(e.id) : undefined)));
+      for (const [i, entry] of entries.entries()) {
+        if (found[i] !== undefined) continue;
+        const row = rows[i];
+        if (row === undefined || Number(row.change_seq) !== entry.changeSeq) return undefined;
+        found[i] = remember(row);
+      }
+      return found as ListingBody[];
+    },
+  };
 }

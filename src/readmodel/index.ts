@@ -2,12 +2,10 @@ import type { Clock } from '../core/clock.js';
 import type { Tenant } from '../core/tenant.js';
 import type { Store } from '../storage/index.js';
 import { createAuthReads, type AuthReads } from './auth-reads.js';
-import { pageBody, toBody, type Body } from './bodies.js';
+import { createListingBodies, pageBody, toBody, type Body } from './bodies.js';
 import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
 import { createFeed } from './feed.js';
-import { createListingBodies } from './listing-bodies.js';
-import { createTenantIndexes, STALE, type TenantIndexes } from './tenant-indexes.js';
-import type { TenantIndex } from './tenant-index.js';
+import { createTenantIndexes, STALE, type TenantIndex, type TenantIndexes } from './tenant-index.js';
 import { createViewCache, type View } from './views.js';
 
 /**

@@ -85,7 +85,7 @@ export function createKeysRepository(db: Kysely<Database>, write: Write) {
       });
     },
     /**
-     * Writes buffered last-used times (see auth/last-used.ts), LAST_USED_PER_WRITE keys per
+     * Writes buffered last-used times (see usage/index.ts), LAST_USED_PER_WRITE keys per
      * transaction: a server that saw a thousand keys since the last flush holds the event loop a
      * few milliseconds at a time, not 30 ms at once (SQLite's driver is synchronous). Each write
      * is idempotent, so a flush that fails half-way is simply written again. Not an auth change:

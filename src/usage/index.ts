@@ -1,12 +1,41 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { redactedExcerpt } from '../auth/key-format.js';
-import type { ErrorReason } from '../core/api-error.js';
+import { ERROR_CODES, type ErrorReason } from '../core/api-error.js';
 import type { Clock } from '../core/clock.js';
 import { loggablePath } from '../http/request-log.js';
 import { FAILED_REQUESTS_KEPT, type FailedRequest, type UsageBatch, type UsageRow } from '../storage/index.js';
-import { FIRST_ERROR, OUTCOMES, outcomeOfStatus } from './outcomes.js';
 
-export { OUTCOMES, FIRST_ERROR, isOutcome, outcomeOfStatus, type Outcome } from './outcomes.js';
+/**
+ * What usage is counted by (issue 12): `200`, `304`, or the error code of the answer (D6). In this
+ * API each error status has exactly one code, so the status says it.
+ */
+export const OUTCOMES = ['200', '304', ...ERROR_CODES] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** Index in OUTCOMES of the first error code: outcomes from here on are failures. */
+export const FIRST_ERROR = 2;
+
+const INDEX = new Map<string, number>(OUTCOMES.map((o, i) => [o, i]));
+const STATUS_OUTCOME = new Int8Array(600).fill(-1);
+STATUS_OUTCOME[200] = 0;
+STATUS_OUTCOME[304] = 1;
+const byCode = (code: Outcome) => INDEX.get(code)!;
+for (const status of [400, 413, 414, 431]) STATUS_OUTCOME[status] = byCode('bad_request');
+STATUS_OUTCOME[401] = byCode('unauthorized');
+STATUS_OUTCOME[403] = byCode('origin_not_allowed');
+STATUS_OUTCOME[404] = byCode('not_found');
+STATUS_OUTCOME[405] = byCode('method_not_allowed');
+STATUS_OUTCOME[429] = byCode('rate_limited');
+for (let status = 500; status < 600; status++) STATUS_OUTCOME[status] = byCode('internal_error');
+
+/** The index in OUTCOMES of an answer's status, or -1 when it is none (a 204 preflight, say). */
+export function outcomeOfStatus(status: number): number {
+  return status >= 0 && status < 600 ? STATUS_OUTCOME[status]! : -1;
+}
+
+export function isOutcome(text: string): text is Outcome {
+  return INDEX.has(text);
+}
 
 /**
  * Usage counted per key (issue 12) without a database write per request: each instance counts in
@@ -335,4 +364,63 @@ function failureParts(failures: ReadonlyMap<string, PendingFailure[]>): FlushPar
   }
   close();
   return parts;
+}
+
+/**
+ * Keeps each key's last-used time in memory and writes them in one batch every `intervalMs` and
+ * at shutdown, so a request never waits on a write (issue 2, item 3). The dashboard's "last used"
+ * is therefore at most one interval behind.
+ */
+export class LastUsedTracker {
+  private pending = new Map<string, number>();
+  private writing: Map<string, number> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly write: (times: ReadonlyMap<string, string>) => Promise<void>,
+    private readonly clock: Clock,
+    private readonly onError: (error: unknown) => void,
+    private readonly intervalMs = 10_000,
+  ) {}
+
+  touch(keyId: string): void {
+    this.pending.set(keyId, this.clock());
+  }
+
+  /**
+   * This process's last use of a key that is not stored yet (pending, or being written), in ms;
+   * undefined when it has none. The dashboard adds it to the stored time, so that a key used a
+   * moment ago does not read "Never" until the next flush.
+   */
+  peek(keyId: string): number | undefined {
+    return this.pending.get(keyId) ?? this.writing?.get(keyId);
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const times = new Map([...batch].map(([id, ms]) => [id, new Date(ms).toISOString()]));
+    this.writing = batch;
+    try {
+      await this.write(times);
+    } catch (error) {
+      // Keep the times for the next attempt unless a newer touch replaced them.
+      for (const [id, ms] of batch) if (!this.pending.has(id)) this.pending.set(id, ms);
+      this.onError(error);
+    } finally {
+      if (this.writing === batch) this.writing = undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
 }

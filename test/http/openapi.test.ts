@@ -10,7 +10,7 @@ import { buildOpenApiDocument, CACHE_CONTROL, ID_PATTERN, openApiPath } from '..
 import { ENDPOINTS } from '../../src/http/v1/endpoints/index.js';
 import { ERROR_EXAMPLES } from '../../src/http/v1/examples.js';
 import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
-import { MAX_TARGET_LENGTH } from '../../src/http/request-target.js';
+import { MAX_TARGET_LENGTH } from '../../src/http/front.js';
 import { errorSchema, listingSchema, pageSchema, usageTypeSchema } from '../../src/listings/listing.js';
 import { USAGE_NAMES } from '../../src/listings/taxonomy.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MAX_TARGET_LENGTH } from '../../src/http/request-target.js';
+import { MAX_TARGET_LENGTH } from '../../src/http/front.js';
 import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { assertError, header, logLinesOf, rawRequest, tenantLatency } from './helpers.js';

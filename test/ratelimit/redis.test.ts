@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { WINDOW_SECONDS, type RateLimitDecision } from '../../src/ratelimit/limiter.js';
 import { RedisRateLimiter } from '../../src/ratelimit/redis.js';
-import { MemoryRateLimiter } from '../../src/ratelimit/sliding-window.js';
+import { MemoryRateLimiter } from '../../src/ratelimit/limiter.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startTestServer, TestClock, type TestResponse, type TestServer } from '../support/server.js';
 import { countedInRedis, deleteKeys, prng, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from './helpers.js';

@@ -18,7 +18,7 @@ describe('the A/B switches (bench/ab.ts)', () => {
   it('LISTINGS_CONNECTION_KEYS=off: a connection never recalls its key', () => {
     const script = `
       import { ConnectionKeys } from '${SRC}auth/connection-keys.js';
-      const keys = new ConnectionKeys({ clock: () => 0, authVersion: () => 1 });
+      const keys = new ConnectionKeys({ clock: () => 0, versions: { authVersion: () => 1 } });
       const socket = {};
       const key = { id: 'k', country: 'sg', validUntil: 1000 };
       keys.remember(socket, 'Bearer x', key);

@@ -28,7 +28,7 @@ describe('connection keys (auth/connection-keys.ts)', () => {
   it('recalls the key remembered for the same connection and header, while the auth version and the clock allow', () => {
     let now = 1000;
     let version = 3;
-    const keys = new ConnectionKeys({ clock: () => now, authVersion: () => version });
+    const keys = new ConnectionKeys({ clock: () => now, versions: { authVersion: () => version } });
     const connection = {};
     const other = {};
     keys.remember(connection, 'Bearer K', key(2000));
@@ -48,7 +48,7 @@ describe('connection keys (auth/connection-keys.ts)', () => {
   });
 
   it('a recall for another host or header keeps the remembered key (it still holds for its own)', () => {
-    const keys = new ConnectionKeys({ clock: () => 1000, authVersion: () => 1 });
+    const keys = new ConnectionKeys({ clock: () => 1000, versions: { authVersion: () => 1 } });
     const connection = {};
     keys.remember(connection, 'Bearer K', key(2000));
     assert.equal(keys.recall(connection, 'Bearer K', 'uk'), undefined);
@@ -57,7 +57,7 @@ describe('connection keys (auth/connection-keys.ts)', () => {
   });
 
   it('remembers nothing that is already due (READ_CACHE_TTL_MS=0), and one key per connection', () => {
-    const keys = new ConnectionKeys({ clock: () => 1000, authVersion: () => 1 });
+    const keys = new ConnectionKeys({ clock: () => 1000, versions: { authVersion: () => 1 } });
     const connection = {};
     keys.remember(connection, 'Bearer K', key(1000));
     assert.equal(keys.recall(connection, 'Bearer K', 'sg'), undefined);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FastifyReply } from 'fastify';
-import { END_OF_TURN, sendAtEndOfTurn } from '../../src/http/v1/end-of-turn.js';
+import { END_OF_TURN, sendAtEndOfTurn } from '../../src/http/v1/routes.js';
 
-/** Answers ready in one turn go out together at its end (src/http/v1/end-of-turn.ts, issue 41). */
+/** Answers ready in one turn go out together at its end (src/http/v1/routes.ts, issue 41). */
 describe('sendAtEndOfTurn', () => {
   /** A reply as the queue uses it: only `send`, for an answer that could not be sent. */
   const replyRecording = (log: string[], name: string) => ({ send: (error: Error) => log.push(`${name}: error answer (${error.message})`) }) as unknown as FastifyReply;

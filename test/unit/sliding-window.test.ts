@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WINDOW_SECONDS, rateLimitHeaders, type RateLimitDecision } from '../../src/ratelimit/limiter.js';
-import { MemoryRateLimiter } from '../../src/ratelimit/sliding-window.js';
+import { MemoryRateLimiter } from '../../src/ratelimit/limiter.js';
 import { prng } from '../support/random.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { BucketCount } from '../../storage/index.js';
-import { isOutcome } from '../../usage/outcomes.js';
+import { isOutcome } from '../../usage/index.js';
 import * as usageViews from '../usage-views.js';
 import type { DashboardContext } from './context.js';
 import { keyFromQuery } from './key-query.js';

@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../../core/api-error.js';
 import type { Listing } from '../../listings/listing.js';
 import { CURSOR_REFUSED } from '../../readmodel/feed.js';
-import { targetTooLong } from '../request-target.js';
+import { targetTooLong } from '../front.js';
 import { tooManyParameters } from './query.js';
 
 /**

@@ -164,7 +164,7 @@ export function compileQueryValidator(schema: TObject | TSchema): (query: Readon
  * reads a dozen at most, so a hundred leaves room for a client's own tracking parameters, and the
  * parser's work per request stays bounded whatever the URL holds. More is refused with a 400
  * before anything else (`queryBoundProblem`); the URL's length is bounded by `MAX_TARGET_LENGTH`
- * (request-target.ts).
+ * (http/front.ts).
  */
 export const MAX_QUERY_PARAMETERS = 100;
 
