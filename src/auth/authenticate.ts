@@ -31,7 +31,7 @@ export interface KeyLookup {
   /**
    * Until when (clock ms) a record `findKeyByHash` gave may be used again without asking for it
    * again (connection-keys.ts): before READ_CACHE_TTL_MS from when it was read from the database
-   * has passed (the read model says until its refresh-ahead is due).
+   * has passed (the read model says while the keys cache holds it fresh).
    */
   keyValidUntil(record: ApiKeyRecord): number;
 }

@@ -12,10 +12,10 @@ import type { AuthenticatedKey } from './authenticate.js';
  * It is exactly as strict as the check it skips:
  * - only while the auth version has not moved since (D4: a revocation, a limit change or any
  *   other change of a key is refused or applied on the next request, on every connection);
- * - only until the key record it came from is due to be read again (`AuthenticatedKey.validUntil`:
- *   the start of the cache entry's refresh-ahead window, three quarters of READ_CACHE_TTL_MS from
- *   when it was read from the database, so that a look-up then reads it again in the background
- *   while the cached record answers), so never with the caches off;
+ * - only while the key record it came from is fresh (`AuthenticatedKey.validUntil`: the keys
+ *   cache's fresh time, readmodel/caches.ts, from when it was read from the database, so that a
+ *   look-up once it is stale reads it again in the background while the cached record answers),
+ *   so never with the caches off;
  * - only on the host of the key's own country (D3); any other answer (a 401) comes from the
  *   full check;
  * - the header is compared in constant time for its length: a connection a proxy shares between

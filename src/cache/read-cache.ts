@@ -1,10 +1,34 @@
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
 
+/**
+ * A cache namespace's one freshness rule (Unkey's `pkg/cache`: `fresh` and `stale` per namespace),
+ * counted from when its data was read from the database: until `freshMs` an entry answers from
+ * memory; from `freshMs` to `staleMs` it still answers, and the first read in that spell has it
+ * read again in the background (one read however many ask); from `staleMs` on it is never served.
+ * An entry whose data shows an earlier end (`validUntil`: a listing that expires, D10) ends there,
+ * fresh to the end.
+ */
+export interface Freshness {
+  freshMs: number;
+  /** The safety bound: nothing is served longer than this after it was read (READ_CACHE_TTL_MS). */
+  staleMs: number;
+}
+
+/** A namespace's rule: fresh for the first `freshShare` of `staleMs`. */
+export function freshness(staleMs: number, freshShare: number): Freshness {
+  return { freshMs: staleMs * freshShare, staleMs };
+}
+
+/**
+ * `LISTINGS_REFRESH_AHEAD=off` (read once): a stale entry is not read again in the background, only
+ * once it is no longer served; the switch of the design record's A/B (bench/ab.ts).
+ */
+const REFRESH_AHEAD = process.env.LISTINGS_REFRESH_AHEAD !== 'off';
+
 export interface ReadCacheOptions<V> {
   clock: Clock;
-  /** Safety expiry of every entry (ms): nothing is served longer, whatever else says it may be. */
-  ttlMs: number;
+  freshness: Freshness;
   /** Bound on the number of entries. lru-cache sets aside room for this many up front (about 24 bytes each). */
   maxEntries?: number;
   /** Bound on the summed `sizeOf` of the entries (e.g. body bytes); nothing is set aside for it. */
@@ -18,7 +42,7 @@ export interface Loaded<V> {
   validUntil?: number;
   /**
    * When the oldest data in the value was read from the database, in clock ms, if earlier than
-   * now (a page assembled from listings cached a while ago): the safety TTL counts from then.
+   * now (a page assembled from listings cached a while ago): its freshness counts from then.
    */
   readAt?: number;
 }
@@ -26,45 +50,25 @@ export interface Loaded<V> {
 /** Expired entries dropped each time one is stored (see `dropExpired`). */
 const EXPIRED_PER_STORE = 2;
 
-/**
- * The last part of an entry's safety TTL in which a read still answers from memory but also has it
- * read again in the background (refresh-ahead): 0.25 of 5 s is its last 1.25 s.
- */
-const REFRESH_AHEAD_FRACTION = 0.25;
-
-/** `LISTINGS_REFRESH_AHEAD=off` (read once): entries are read again only once expired; the switch of the design record's A/B (bench/ab.ts). */
-const REFRESH_AHEAD = process.env.LISTINGS_REFRESH_AHEAD !== 'off';
-
-/** When the refresh-ahead window of a value read `ttlMs` before `ttlEnd` opens. */
-export function refreshAheadAt(ttlEnd: number, ttlMs: number): number {
-  return ttlEnd - ttlMs * REFRESH_AHEAD_FRACTION;
-}
-
 interface Entry<V> {
   value: V;
+  /** Until when it is served: stale time or `validUntil`, whichever comes first. */
   expiresAt: number;
-  /** From when a read asks for the entry to be read again ahead of its expiry; Infinity: never. */
-  refreshAt: number;
+  /** From when a read has it read again in the background; Infinity once that read has begun. */
+  freshUntil: number;
 }
 
 /**
  * The one cache pattern of the read path (as Unkey's `withCache`): `getOrLoad(key, load)` answers
- * from memory, or loads once however many requests ask for the same key at the same time. Keys
- * carry the version their data was read at (a tenant's version, the auth version: see
- * storage/changes.ts), so a write makes older entries unreachable rather than having to find
- * them, and a write to one tenant leaves every other tenant's entries alone. Entries may expire
- * earlier than the safety TTL (`validUntil`: a page changes when the first listing on it expires,
- * D10). Least recently used entries go first when a bound is reached.
+ * from memory, or loads once however many requests ask for the same key at the same time, under
+ * its namespace's `Freshness`. Keys carry the version their data was read at (a tenant's version,
+ * the auth version: see storage/changes.ts), so a write makes older entries unreachable rather
+ * than having to find them, and a write to one tenant leaves every other tenant's entries alone.
+ * Least recently used entries go first when a bound is reached.
  *
- * An entry that is read near the end of its safety TTL is read again in the background while the
- * read answers from memory (refresh-ahead, as Unkey's cache revalidates between its "fresh" and
- * "stale" times), so a hot entry never expires under load. Without it, each of the bench's 1,000
- * hot details missed once every 5 s, together, each miss an asynchronous database read: the
- * requests behind them waited, and the p99 of cached details under wrk was about a third higher
- * (docs/design/read-caches.md). Nothing is served past the TTL from when it was read from the
- * database (`readAt`, for a value assembled from older cached parts): the bound is the same, only
- * the reads come before it instead of after.
- * An entry that ends at `validUntil` before its TTL is not refreshed ahead: it changes then (D10).
+ * The stale spell is why a hot entry never expires under load: without it, each of the bench's
+ * 1,000 hot details missed once every 5 s, together, each miss an asynchronous database read, and
+ * the requests behind them waited (docs/design/read-caches.md).
  */
 export class ReadCache<V> {
   private readonly lru: LRUCache<string, Entry<V>>;
@@ -72,7 +76,7 @@ export class ReadCache<V> {
   /** Answers from memory, and loads (or joins to a load under way); for metrics and tests. */
   hits = 0;
   misses = 0;
-  /** Reloads started ahead of an entry's expiry (`getOrLoad`, or a `peek` given `onDue`). */
+  /** Reads started by a stale entry (`getOrLoad`, or a `peek` given `onStale`). */
   refreshes = 0;
 
   constructor(private readonly options: ReadCacheOptions<V>) {
@@ -85,31 +89,36 @@ export class ReadCache<V> {
     } as LRUCache.Options<string, Entry<V>, unknown>);
   }
 
+  /** Until when data read at `readAt` is fresh: the namespace's rule, for what is kept outside the cache. */
+  freshUntil(readAt: number): number {
+    return readAt + this.options.freshness.freshMs;
+  }
+
   /**
-   * The cached value, if present and not expired: the synchronous fast path. `onDue(key)` is called
-   * (once per entry) when the entry is in its refresh-ahead window: the caller reads it again and
-   * stores it with `remember`, and the value is still answered meanwhile. (A function given the key,
-   * rather than a closure made for each read, so that a hit allocates nothing.)
+   * The cached value, if still served: the synchronous fast path. `onStale(key)` is called (once
+   * per entry) when the entry is stale: the caller reads it again and stores it with `remember`,
+   * and the value is still answered meanwhile. (A function given the key, rather than a closure
+   * made for each read, so that a hit allocates nothing.)
    */
-  peek(key: string, onDue?: (key: string) => void): V | undefined {
+  peek(key: string, onStale?: (key: string) => void): V | undefined {
     const now = this.options.clock();
     const entry = this.valid(key, now);
     if (entry === undefined) return undefined;
-    if (onDue !== undefined && this.due(entry, now)) onDue(key);
+    if (onStale !== undefined && this.stale(entry, now)) onStale(key);
     return entry.value;
   }
 
   /**
-   * The cached value, or the one `load` gives (loaded once for all concurrent callers). A hit in
-   * the refresh-ahead window also starts `load` in the background; if that fails, the entry is
-   * answered until it expires, and the next read then loads it (and meets the error itself).
+   * The cached value, or the one `load` gives (loaded once for all concurrent callers). A stale hit
+   * also starts `load` in the background; if that fails, the entry is answered until it expires,
+   * and the next read then loads it (and meets the error itself).
    */
   getOrLoad(key: string, load: () => Promise<Loaded<V>>): V | Promise<V> {
     const now = this.options.clock();
     const entry = this.valid(key, now);
     if (entry !== undefined) {
       this.hits++;
-      if (this.due(entry, now)) this.load(key, load).catch(() => undefined);
+      if (this.stale(entry, now)) this.load(key, load).catch(() => undefined);
       return entry.value;
     }
     this.misses++;
@@ -124,10 +133,10 @@ export class ReadCache<V> {
     return undefined;
   }
 
-  /** True, once, when the entry has entered its refresh-ahead window. */
-  private due(entry: Entry<V>, now: number): boolean {
-    if (entry.refreshAt > now) return false;
-    entry.refreshAt = Infinity;
+  /** True, once, when the entry is stale (no longer fresh, still served). */
+  private stale(entry: Entry<V>, now: number): boolean {
+    if (entry.freshUntil > now || !REFRESH_AHEAD) return false;
+    entry.freshUntil = Infinity;
     this.refreshes++;
     return true;
   }
@@ -152,17 +161,18 @@ export class ReadCache<V> {
   }
 
   /**
-   * Stores a value obtained elsewhere (or read again ahead of its expiry), for a TTL from when it
-   * was read (`readAt`, default now) and no later than `validUntil`.
+   * Stores a value obtained elsewhere (or read again), fresh and served by the namespace's rule
+   * from when it was read (`readAt`, default now), and never past `validUntil`.
    */
   remember(key: string, value: V, validUntil = Infinity, readAt?: number): void {
     const now = this.options.clock();
     this.dropExpired(now);
-    const ttlEnd = Math.min(readAt ?? now, now) + this.options.ttlMs;
-    if (Math.min(validUntil, ttlEnd) <= now) return;
-    // Refreshed ahead only when the TTL ends it: an entry that ends earlier, at validUntil, changes then.
-    const refreshAt = validUntil < ttlEnd || !REFRESH_AHEAD ? Infinity : refreshAheadAt(ttlEnd, this.options.ttlMs);
-    this.lru.set(key, { value, expiresAt: Math.min(validUntil, ttlEnd), refreshAt });
+    const read = Math.min(readAt ?? now, now);
+    const staleUntil = read + this.options.freshness.staleMs;
+    const expiresAt = Math.min(validUntil, staleUntil);
+    if (expiresAt <= now) return;
+    // An entry that its data ends first (D10) has no stale spell: read again then, it would change then.
+    this.lru.set(key, { value, expiresAt, freshUntil: validUntil < staleUntil ? expiresAt : this.freshUntil(read) });
   }
 
   /**

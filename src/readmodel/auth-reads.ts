@@ -1,4 +1,3 @@
-import { refreshAheadAt } from '../cache/read-cache.js';
 import type { KeyLookup } from '../auth/authenticate.js';
 import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
@@ -14,7 +13,7 @@ export interface AuthReads extends KeyLookup {
  * Keys and origin checks, cached under the auth version: a revocation or an origin removal moves
  * it, so the next request anywhere reads again and is refused (D4).
  */
-export function createAuthReads(store: Store, clock: Clock, ttlMs: number, { keys, origins }: Pick<ReadCaches, 'keys' | 'origins'>): AuthReads {
+export function createAuthReads(store: Store, clock: Clock, { keys, origins }: Pick<ReadCaches, 'keys' | 'origins'>): AuthReads {
   /** When each key record the cache holds was read from the database (taken before the read). */
   const keyReadAt = new WeakMap<ApiKeyRecord, number>();
 
@@ -30,10 +29,10 @@ export function createAuthReads(store: Store, clock: Clock, ttlMs: number, { key
     },
 
     keyValidUntil(record) {
-      // Up to the start of its refresh-ahead window, not its expiry: a key recalled by its
-      // connection is not looked up, so this lets a look-up in that window read it again in the
-      // background, and the connections using it never wait for the database when it expires.
-      return refreshAheadAt((keyReadAt.get(record) ?? -Infinity) + ttlMs, ttlMs);
+      // While fresh, not while served: a key recalled by its connection is not looked up, so this
+      // lets a look-up once it is stale read it again in the background, and the connections
+      // using it never wait for the database when it expires.
+      return keys.freshUntil(keyReadAt.get(record) ?? -Infinity);
     },
 
     isOriginAllowed(accountId, country, origin) {

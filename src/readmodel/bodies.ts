@@ -118,8 +118,8 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
    * A listing's row by id, read with those every other request of the same turn asks for, in one
    * read (core/turn-batch.ts; storage/listings.ts `rows` queries up to 128 ids at a time): the
    * details and pages that missed the cache together (fifty connections' worth after the caches
-   * expired while traffic paused, or every request with the caches off), and the details due for
-   * their refresh-ahead.
+   * expired while traffic paused, or every request with the caches off), and the stale details
+   * read again in the background.
    */
   const rowById = batchPerTurn(async (ids: string[]) => {
     rowReads++;
@@ -127,12 +127,12 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
   });
 
   /**
-   * A cached detail due for its refresh-ahead (cache/read-cache.ts) is read again while the read
-   * that found it due answers from memory: at whatever change the listing is now (an older one
-   * is never answered for a newer index entry, see `bodyAt`).
+   * A stale cached detail (cache/read-cache.ts) is read again while the read that found it stale
+   * answers from memory: at whatever change the listing is now (an older one is never answered
+   * for a newer index entry, see `bodyAt`).
    */
   const refreshing = new Set<Promise<void>>();
-  const refreshAhead = (id: string): void => {
+  const readAgain = (id: string): void => {
     const refresh = rowById(id).then(
       (row) => {
         if (row !== undefined) remember(row);
@@ -154,9 +154,9 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
       await Promise.all([...refreshing, cache.settled()]);
     },
 
-    /** The cached body of an entry, at its change; a read of it starts ahead when due. */
+    /** The cached body of an entry, at its change; read again in the background when stale. */
     cached(entry: IndexEntry): ListingBody | undefined {
-      return bodyAt(cache.peek(entry.id, refreshAhead), entry);
+      return bodyAt(cache.peek(entry.id, readAgain), entry);
     },
 
     /** The entry's body read now; undefined when the listing is gone or at another change (the tenant changed meanwhile). */
@@ -166,14 +166,15 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
     },
 
     /**
-     * The JSON of each entry, from the cache if it was read from the database since `readSince`,
-     * else read now. A row whose change is newer than the entry's means the tenant changed
-     * meanwhile: undefined, and the caller reads again at the new version.
+     * The JSON of each entry, from the cache while fresh, else read now. A row whose change is
+     * newer than the entry's means the tenant changed meanwhile: undefined, and the caller reads
+     * again at the new version.
      */
-    async of(entries: readonly IndexEntry[], readSince: number): Promise<ListingBody[] | undefined> {
+    async of(entries: readonly IndexEntry[]): Promise<ListingBody[] | undefined> {
+      const now = clock();
       const found: Array<ListingBody | undefined> = entries.map((e) => {
         const cached = bodyAt(cache.peek(e.id), e);
-        return cached !== undefined && cached.readAt >= readSince ? cached : undefined;
+        return cached !== undefined && cache.freshUntil(cached.readAt) > now ? cached : undefined;
       });
       if (!found.includes(undefined)) return found as ListingBody[];
       // With the rows every other request of this turn misses: the same page asked by many at once is one read.

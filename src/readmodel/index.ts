@@ -88,7 +88,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const maxIndexedListings = options.maxIndexedListings ?? 2_000_000;
   const caches = createReadCaches({ clock, ttlMs, maxBodyBytes });
   const { pages, feed: feedAnswers } = caches;
-  const auth = createAuthReads(store, clock, ttlMs, caches);
+  const auth = createAuthReads(store, clock, caches);
   const listingBodies = createListingBodies(store, clock, caches.listings);
   const views = createViewCache(maxIndexedListings);
   const indexes = createTenantIndexes(store, clock, maxIndexedListings);
@@ -131,10 +131,9 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         indexes.withIndex(tenant, async (index) => {
           const entries = await views.of(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
-          // A page is kept for a TTL from its oldest listing's read (the safety TTL bounds what it
-          // shows, not only the page): listings read over half a TTL ago are read again, so that
-          // it lives at least half a TTL and its refresh-ahead does not fall due at once.
-          const items = await listingBodies.of(slice, clock() - ttlMs / 2);
+          // A page is fresh and served by its oldest listing's read (the bound is on what it shows,
+          // not only on the page), and is made of fresh listings only (caches.ts).
+          const items = await listingBodies.of(slice);
           if (items === undefined) return STALE;
           const readAt = items.reduce((oldest, item) => Math.min(oldest, item.readAt), clock());
           return { value: pageBody(items, page, perPage, entries.length), validUntil: index.validUntil, readAt };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ReadCache } from '../../src/cache/read-cache.js';
+import { freshness, ReadCache } from '../../src/cache/read-cache.js';
 
 /** A clock the test moves by hand. */
 function manualClock(start = 1_000_000) {
@@ -12,7 +12,7 @@ function manualClock(start = 1_000_000) {
 describe('ReadCache (the read path\'s one cache pattern)', () => {
   it('loads once for all callers asking at the same time, then answers synchronously', async () => {
     const { clock } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxEntries: 10 });
     let loads = 0;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -33,7 +33,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('settled() waits for the refreshes ahead under way, whether they land or fail', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     cache.remember('a', 'old a');
     cache.remember('b', 'old b');
     await cache.settled(); // nothing under way: resolves at once
@@ -54,7 +54,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('expired entries nobody reads again are dropped as new ones are stored, two for each; valid ones stay', () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 1000 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxEntries: 1000 });
     for (let i = 0; i < 100; i++) cache.remember(`old ${i}`, 'v');
     advance(3000);
     for (let i = 0; i < 10; i++) cache.remember(`young ${i}`, 'v');
@@ -73,14 +73,14 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('a failed load is not cached: the next caller loads again', async () => {
     const { clock } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxEntries: 10 });
     await assert.rejects(async () => cache.getOrLoad('k', async () => Promise.reject(new Error('down'))), /down/);
     assert.equal(await cache.getOrLoad('k', async () => ({ value: 'back' })), 'back');
   });
 
   it('expires at the safety TTL, or earlier at validUntil (D10: a page changes when a listing on it expires)', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxEntries: 10 });
     cache.remember('ttl', 'a');
     cache.remember('until', 'b', clock() + 100);
     advance(99);
@@ -94,7 +94,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('refresh-ahead: a read in the last quarter of the TTL answers from memory and loads once in the background', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     let loads = 0;
     let release!: () => void;
     let gate = Promise.resolve();
@@ -126,10 +126,10 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('refresh-ahead never serves past the TTL: an entry not read in its last quarter expires as before', () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     cache.remember('k', 'v');
     advance(3000);
-    assert.equal(cache.peek('k'), 'v', 'a peek without onDue starts nothing');
+    assert.equal(cache.peek('k'), 'v', 'a peek without onStale starts nothing');
     assert.equal(cache.refreshes, 0);
     advance(1000);
     assert.equal(cache.peek('k'), undefined);
@@ -137,7 +137,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('an entry that ends at validUntil before its TTL is not refreshed ahead (D10: it changes then)', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     let loads = 0;
     const load = async () => ({ value: `v${++loads}`, validUntil: clock() + 3500 });
     assert.equal(await cache.getOrLoad('page', load), 'v1');
@@ -150,7 +150,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('a failed refresh leaves the entry answered until its TTL; the next read then loads and meets the error', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     cache.remember('k', 'old');
     let attempts = 0;
     const failing = async (): Promise<{ value: string }> => {
@@ -167,28 +167,28 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
     await assert.rejects(async () => cache.getOrLoad('k', failing), /database away/);
   });
 
-  it('peek calls onDue with the key, once, when the entry is in its last quarter', () => {
+  it('peek calls onStale with the key, once, when the entry is stale (its last quarter here)', () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     cache.remember('k', 'v');
-    const due: string[] = [];
-    const onDue = (key: string) => due.push(key);
+    const stale: string[] = [];
+    const onStale = (key: string) => stale.push(key);
     advance(2999);
-    assert.equal(cache.peek('k', onDue), 'v');
-    assert.deepEqual(due, []);
+    assert.equal(cache.peek('k', onStale), 'v');
+    assert.deepEqual(stale, []);
     advance(1);
-    assert.equal(cache.peek('k', onDue), 'v');
-    assert.equal(cache.peek('k', onDue), 'v');
-    assert.deepEqual(due, ['k']);
+    assert.equal(cache.peek('k', onStale), 'v');
+    assert.equal(cache.peek('k', onStale), 'v');
+    assert.deepEqual(stale, ['k']);
     cache.remember('k', 'v2'); // what the caller does with what it read again
     advance(3999);
-    assert.equal(cache.peek('k', onDue), 'v2');
-    assert.deepEqual(due, ['k', 'k'], 'due again in the last quarter of its new TTL');
+    assert.equal(cache.peek('k', onStale), 'v2');
+    assert.deepEqual(stale, ['k', 'k'], 'due again in the last quarter of its new TTL');
   });
 
   it('a value assembled from parts read earlier lives a TTL from its oldest read (readAt), and is refreshed ahead from then', async () => {
     const { clock, advance } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 4000, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(4000, 3 / 4), maxEntries: 10 });
     let loads = 0;
     const readAt = clock() - 1000;
     const load = async () => ({ value: `v${++loads}`, readAt });
@@ -205,7 +205,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('a TTL of 0 keeps nothing (READ_CACHE_TTL_MS=0)', () => {
     const { clock } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 0, maxEntries: 10 });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(0, 3 / 4), maxEntries: 10 });
     cache.remember('k', 'v');
     assert.equal(cache.peek('k'), undefined);
     assert.equal(cache.size, 0);
@@ -213,7 +213,7 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('a byte bound drops the least recently read entries first (READ_CACHE_MAX_MB)', () => {
     const { clock } = manualClock();
-    const cache = new ReadCache<string>({ clock, ttlMs: 5000, maxSize: 100, sizeOf: (s) => s.length });
+    const cache = new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxSize: 100, sizeOf: (s) => s.length });
     cache.remember('a', 'x'.repeat(40));
     cache.remember('b', 'y'.repeat(40));
     assert.ok(cache.peek('a') !== undefined, 'a read makes a the most recent');
@@ -226,7 +226,27 @@ describe('ReadCache (the read path\'s one cache pattern)', () => {
 
   it('refuses to be built without a bound', () => {
     const { clock } = manualClock();
-    assert.throws(() => new ReadCache<string>({ clock, ttlMs: 5000 }), /needs a bound/);
-    assert.throws(() => new ReadCache<string>({ clock, ttlMs: 5000, maxSize: 10 }), /needs a bound/);
+    assert.throws(() => new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4) }), /needs a bound/);
+    assert.throws(() => new ReadCache<string>({ clock, freshness: freshness(5000, 3 / 4), maxSize: 10 }), /needs a bound/);
+  });
+
+  it("each namespace has its own fresh and stale times; freshUntil(readAt) is the namespace's rule", () => {
+    const { clock, advance } = manualClock();
+    const half = new ReadCache<string>({ clock, freshness: freshness(4000, 1 / 2), maxEntries: 10 });
+    const most = new ReadCache<string>({ clock, freshness: { freshMs: 3900, staleMs: 4000 }, maxEntries: 10 });
+    assert.equal(half.freshUntil(clock()), clock() + 2000);
+    half.remember('k', 'v');
+    most.remember('k', 'v');
+    advance(2000);
+    const stale: string[] = [];
+    half.peek('k', (key) => stale.push(`half ${key}`));
+    most.peek('k', (key) => stale.push(`most ${key}`));
+    assert.deepEqual(stale, ['half k'], 'stale at half the stale time in one namespace, fresh in the other');
+    advance(1900);
+    most.peek('k', (key) => stale.push(`most ${key}`));
+    assert.deepEqual(stale, ['half k', 'most k']);
+    advance(100);
+    assert.equal(half.peek('k'), undefined);
+    assert.equal(most.peek('k'), undefined, 'both never served past their stale time');
   });
 });
