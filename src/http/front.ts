@@ -168,15 +168,26 @@ function answerRaw(socket: Duplex, status: number, reason: string, text: string,
  * headers in `req.headers`, so repeats are counted in `req.rawHeaders`.
  */
 
-/** How many times a header was sent (case-insensitive name, lowercase `name` expected). */
-export function headerCount(req: IncomingMessage, name: string): number {
+/** How many times `Host` and `Authorization` were sent: one pass over the raw headers, made once by `inspectTarget`. */
+function countHostAndAuthorization(req: IncomingMessage): { hosts: number; authorizations: number } {
   const raw = req.rawHeaders;
-  let count = 0;
+  let hosts = 0;
+  let authorizations = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const field = raw[i]!;
-    if (field.length === name.length && field.toLowerCase() === name) count++;
+    if (field.length === 4 && field.toLowerCase() === 'host') hosts++;
+    else if (field.length === 13 && field.toLowerCase() === 'authorization') authorizations++;
   }
-  return count;
+  return { hosts, authorizations };
+}
+
+/**
+ * The request's `Authorization` as the key step must read it: all of its values when it was sent
+ * more than once (a proxy might pick another one than we would: a 401), else the one value.
+ */
+export function sentAuthorization(req: IncomingMessage): string | string[] | undefined {
+  const repeated = (req as Inspected)[REPEATED_AUTHORIZATION] ?? countHostAndAuthorization(req).authorizations > 1;
+  return repeated ? req.headersDistinct.authorization : req.headers.authorization;
 }
 
 /**
@@ -195,7 +206,8 @@ export function targetTooLong(): ApiError {
 }
 
 const TARGET_PROBLEM = Symbol('targetProblem');
-type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: ApiError };
+const REPEATED_AUTHORIZATION = Symbol('repeatedAuthorization');
+type Inspected = IncomingMessage & { [TARGET_PROBLEM]?: ApiError; [REPEATED_AUTHORIZATION]?: boolean };
 
 /**
  * Why the request cannot be routed as sent (a missing, repeated or contradicted host: 400; an
@@ -225,7 +237,8 @@ export function rejectExpectation(req: IncomingMessage): void {
  */
 export function inspectTarget(req: IncomingMessage): void {
   const inspected = req as Inspected;
-  const hosts = headerCount(req, 'host');
+  const { hosts, authorizations } = countHostAndAuthorization(req);
+  inspected[REPEATED_AUTHORIZATION] = authorizations > 1;
   // HTTP/1.1 requires Host (RFC 9112 3.2); an HTTP/1.0 request without one names no host, and so
   // no country: the country step answers it 404 like any other host that serves none (D3).
   if (hosts === 0 && req.httpVersion !== '1.0') inspected[TARGET_PROBLEM] = badRequest('The Host header is missing; send the API host of your key\'s country.', 'malformed_request');

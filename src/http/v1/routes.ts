@@ -9,7 +9,7 @@ import { ALLOWED_METHODS, answerPreflight } from '../../cors/cors.js';
 import { normalizeOrigin } from '../../cors/origin.js';
 import { rateLimitHeaders, type RateLimitDecision, type RateLimiter } from '../../ratelimit/limiter.js';
 import type { Body, ListingReads } from '../../readmodel/index.js';
-import { headerCount } from '../front.js';
+import { sentAuthorization } from '../front.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { compileQueryValidator } from './query.js';
 
@@ -188,7 +188,7 @@ function createGuard(opts: V1Options): onRequestHookHandler {
    * same header as the connection's last request is the same key, while nothing changed since.
    */
   const key: Step = (request) => {
-    const sent = headerCount(request.raw, 'authorization') > 1 ? request.raw.headersDistinct.authorization : request.headers.authorization;
+    const sent = sentAuthorization(request.raw);
     // One header, on a connection (Node sets it on every request it parsed): recalled or remembered.
     const connection: object | null = request.raw.socket ?? null;
     const header = typeof sent === 'string' && connection !== null ? sent : undefined;
