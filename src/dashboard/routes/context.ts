@@ -21,7 +21,7 @@ export interface RouteDeps {
   onSignIn?: (result: SignInResult) => void;
   /** The API's base URL for a country, for the curl line shown with a new key. */
   apiBaseUrl(country: Country): string;
-  /** This process's last use of a key that is not stored yet (auth/last-used.ts), in ms. */
+  /** This process's last use of a key that is not stored yet (`LastUsedTracker`, usage/index.ts), in ms. */
   lastUsedOf?: (keyId: string) => number | undefined;
   /** Tests: how webhook host names are resolved by "Send test event" (webhooks/send.ts). */
   webhookResolve?: SendOptions['resolve'];
