@@ -1,5 +1,8 @@
 import DataLoader from 'dataloader';
 
+/** `LISTINGS_TURN_BATCH=off` (read once): each look-up is loaded alone, at once; the switch of the design record's A/B (bench/ab.ts). */
+const BATCHED = process.env.LISTINGS_TURN_BATCH !== 'off';
+
 /**
  * Look-ups by key, made together: every key asked for during one turn of the event loop is passed
  * to `loadMany` once, at the end of that turn's I/O (DataLoader, scheduled with `setImmediate`),
@@ -11,10 +14,8 @@ import DataLoader from 'dataloader';
  * they miss the cache each would read the database alone: fifty reads of one row cost about ten
  * times one read of fifty (docs/design/turn-batched-reads.md).
  */
-/** `LISTINGS_TURN_BATCH=off` (read once): each look-up is loaded alone, at once; the switch of the design record's A/B (bench/ab.ts). */
-const BATCHED = process.env.LISTINGS_TURN_BATCH !== 'off';
-
 export function batchPerTurn<K, V>(loadMany: (keys: K[]) => Promise<ReadonlyMap<K, V>>): (key: K) => Promise<V | undefined> {
+  if (!BATCHED) return async (key) => (await loadMany([key])).get(key);
   const loader = new DataLoader<K, V | undefined>(
     async (keys) => {
       const found = await loadMany([...new Set(keys)]);
@@ -23,6 +24,5 @@ export function batchPerTurn<K, V>(loadMany: (keys: K[]) => Promise<ReadonlyMap<
     // No cache: a row read in one turn may have changed by the next. Duplicates are merged above.
     { cache: false, batchScheduleFn: (run) => setImmediate(run) },
   );
-  if (!BATCHED) return async (key) => (await loadMany([key])).get(key);
   return (key) => loader.load(key);
 }

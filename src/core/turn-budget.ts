@@ -1,3 +1,6 @@
+/** `LISTINGS_TURN_BUDGET=off` (read once): every step starts at once; the switch of the design record's A/B (bench/ab.ts). */
+const BUDGETED = process.env.LISTINGS_TURN_BUDGET !== 'off';
+
 /**
  * A share of each turn of the event loop for work that holds it. SQLite's driver runs every query
  * synchronously, so the cold requests that arrive together ran their queries, and the code
@@ -15,9 +18,6 @@
  * Nothing is dropped and the order is kept: cold requests take the CPU they took before, spread
  * over more turns.
  */
-/** `LISTINGS_TURN_BUDGET=off` (read once): every step starts at once; the switch of the design record's A/B (bench/ab.ts). */
-const BUDGETED = process.env.LISTINGS_TURN_BUDGET !== 'off';
-
 export class TurnBudget {
   /** When the open window started; undefined when none is open (it closes at the next check phase). */
   private windowStartedAt: number | undefined;
