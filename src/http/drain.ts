@@ -33,8 +33,16 @@ export const IDLE_GRACE_MS = 100;
 interface Tracker {
   /** Open connections, whatever became of them (a CONNECT's socket leaves Node's HTTP tracking). */
   readonly sockets: Set<Socket>;
-  /** Answers begun and not yet closed. */
-  readonly answers: Set<ServerResponse>;
+  /**
+   * Answers begun and not yet closed, per connection, in the order of their requests. Per
+   * connection, not one Set of every answer: a Set that gains and loses an entry per request
+   * replaces its hash table every few dozen requests, and once the Set is in V8's old generation
+   * (after any idle spell) each table it leaves behind, dead but in the old generation, keeps the
+   * answers it held alive through every young-generation collection until the next full one: all
+   * of a request's objects were promoted, and a busy process lost a third of its throughput after
+   * its first idle spell (docs/design/connection-tracking.md).
+   */
+  readonly answers: WeakMap<object, ServerResponse[]>;
   /** While draining: closes the idle connections `idleGraceMs` from now. */
   sweepIdle?: () => void;
   drained?: Promise<number>;
@@ -48,7 +56,7 @@ const trackers = new WeakMap<Server, Tracker>();
  */
 export function trackConnections(server: Server): void {
   if (trackers.has(server)) return;
-  const tracker: Tracker = { sockets: new Set(), answers: new Set() };
+  const tracker: Tracker = { sockets: new Set(), answers: new WeakMap() };
   trackers.set(server, tracker);
   server.on('connection', (socket: Socket) => {
     tracker.sockets.add(socket);
@@ -56,12 +64,17 @@ export function trackConnections(server: Server): void {
   });
   // First among the request listeners: an answer made during the app's own listener (a cached
   // answer is written during the call) must already carry `Connection: close`.
-  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-    tracker.answers.add(res);
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    const answers = tracker.answers.get(socket);
+    if (answers === undefined) tracker.answers.set(socket, [res]);
+    else answers.push(res);
     const draining = tracker.sweepIdle !== undefined;
     if (draining) closeBehind(res);
     res.once('close', () => {
-      tracker.answers.delete(res);
+      const left = tracker.answers.get(socket);
+      const at = left?.indexOf(res) ?? -1;
+      if (at >= 0) left!.splice(at, 1);
       // An answer begun before the drain may have kept its connection open: close it when idle.
       if (!draining) tracker.sweepIdle?.();
     });
@@ -70,15 +83,11 @@ export function trackConnections(server: Server): void {
 
 /**
  * The answers begun on `socket` and not yet closed, in the order of their requests (an answer to a
- * pipelined request waits for those before it). Looked up only when a connection fails to parse
- * (front.ts), so nothing is kept per connection for it.
+ * pipelined request waits for those before it). Looked up when a connection fails to parse
+ * (front.ts).
  */
-export function answersInFlight(server: Server, socket: object): ServerResponse[] {
-  const found: ServerResponse[] = [];
-  for (const res of trackers.get(server)?.answers ?? []) {
-    if (res.req.socket === socket) found.push(res);
-  }
-  return found;
+export function answersInFlight(server: Server, socket: object): readonly ServerResponse[] {
+  return trackers.get(server)?.answers.get(socket) ?? [];
 }
 
 /** The answer closes its connection once written (unless its headers are written already). */
@@ -109,7 +118,7 @@ export function drainServer(server: Server, timeoutMs: number, idleGraceMs = IDL
       setImmediate(() => server.closeIdleConnections());
     }, Math.min(idleGraceMs, timeoutMs));
   };
-  for (const res of tracker.answers) closeBehind(res);
+  for (const socket of tracker.sockets) for (const res of tracker.answers.get(socket) ?? []) closeBehind(res);
   tracker.sweepIdle();
 
   tracker.drained = (async () => {
