@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from '../config/index.js';
+import { CLI_MIN_BUSY_TIMEOUT_MS, loadConfig, type Config } from '../config/index.js';
 import { canonicalUuid } from '../core/formats.js';
 import { COUNTRY_CODES, isCountry, type Country } from '../core/countries.js';
 import { openStore, type Store } from '../storage/index.js';
@@ -73,7 +73,7 @@ export async function withStore<T>(
     statementTimeoutMs,
     // An operator's command waits longer for its turn than a request does: a revoke issued while
     // a big import is being swapped in must succeed (D4), not fail after the server's 10 s.
-    busyTimeoutMs: Math.max(config.databaseBusyTimeoutMs, 60_000),
+    busyTimeoutMs: Math.max(config.databaseBusyTimeoutMs, CLI_MIN_BUSY_TIMEOUT_MS),
     // Should the file go away after the check, fail rather than create it silently.
     createIfMissing: create,
   });

@@ -1,144 +1,239 @@
-import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 import { createRequire } from 'node:module';
+import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
+import { LOG_LEVELS } from '../core/log-levels.js';
 import type { TrustProxy } from '../core/proxy-trust.js';
-import { LOG_LEVELS, type LogLevel } from '../core/log-levels.js';
+import { ConfigError, choice, custom, FALSE_WORDS, flag, integer, readInteger, text, TRUE_WORDS, type Env, type Variable } from './variable.js';
 
-/** The validated configuration of OPERATIONS.md ("Configuration"), read once at start-up. */
-export interface Config {
-  port: number;
-  host: string;
-  apiDomain: string;
-  countries: Country[];
-  databaseUrl: string;
-  /** PostgreSQL connection pool size per process. */
-  databasePoolSize: number;
-  /** PostgreSQL statement timeout: a stuck query fails instead of hanging a request (and a short CLI command). */
-  databaseStatementTimeoutMs: number;
-  /**
-   * PostgreSQL statement timeout of `listings-api import`, which is not a request: its statements
-   * grow with the file (one writes every new listing). 0: none of its own.
-   */
-  importStatementTimeoutMs: number;
-  /** How long a write waits its turn behind another writer (an import being applied) before failing with a clear message. */
-  databaseBusyTimeoutMs: number;
-  /** Safety expiry of the API's read caches (ms); 0 turns them off. */
-  readCacheTtlMs: number;
-  /** Bound on the bytes of cached answers (serialised listings, pages, feed answers) together, in MiB. */
-  readCacheMaxMb: number;
-  redisUrl: string | undefined;
-  /** Prefix of the rate limiter's Redis keys (REDIS_KEY_PREFIX), so deployments can share a Redis. */
-  redisKeyPrefix: string;
-  rateLimitPerMinute: number;
-  /** TRUST_PROXY: which peers' forwarded headers are believed, and so who the client is (core/proxy-trust.ts). */
-  trustProxy: TrustProxy;
-  logLevel: LogLevel;
-  /**
-   * Where the developer dashboard listens (DASHBOARD_PORT). `shared` (the default): on the API's
-   * own port, answering requests for `dashboardHost`, so that any number of instances can run on
-   * one host without a second port to collide on. A number: a listener of its own on HOST (0: any
-   * free port), answering for any host name. `off`: no dashboard in this process.
-   */
-  dashboardPort: number | 'shared' | 'off';
-  /** The dashboard's host name on the API's port (DASHBOARD_HOST, default `dashboard.$API_DOMAIN`). */
-  dashboardHost: string;
-  /** How long `serve` drains in-flight requests after SIGTERM/SIGINT before closing what remains. */
-  shutdownTimeoutMs: number;
-  /** Days of change history kept for the change feed (D22: at least 30); older changes are pruned hourly. */
-  changeHistoryDays: number;
-  /** USAGE_COUNTING: count requests per key and keep failed requests for the dashboard (src/usage). */
-  usageCounting: boolean;
-  /**
-   * WEBHOOK_ALLOW_PRIVATE: webhooks may go to loopback, private, link-local, shared and this host's
-   * own addresses (local development and tests; D24, webhooks/address.ts).
-   */
-  webhookAllowPrivate: boolean;
-  /** How often the usage counts of this process are written, in one batch (USAGE_FLUSH_INTERVAL_MS). */
-  usageFlushIntervalMs: number;
-  /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST:METRICS_PORT (0: any free port), or `off`. */
-  metricsPort: number | 'off';
-  /**
-   * WARMUP_TIMEOUT_MS: how long a starting process builds the indexes of the tenants read in the
-   * last hour before it reports ready (readmodel/warm-up.ts); 0 turns the warm-up off.
-   */
-  warmupTimeoutMs: number;
-  /** WARMUP_MAX_LISTINGS: the warm-up starts no further tenant once this many listings are indexed. */
-  warmupMaxListings: number;
-  /** MAX_KEYS_PER_ACCOUNT_COUNTRY: active (not revoked) keys an account may have in one country; the dashboard and `key create` refuse more. */
-  maxKeysPerAccountCountry: number;
-}
+export { ConfigError } from './variable.js';
 
-
-/** A bad configuration value; the message always names the variable. */
-export class ConfigError extends Error {
-  constructor(readonly variable: string, problem: string) {
-    super(`${variable}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-export function loadConfig(env: Env = process.env): Config {
-  const domain = apiDomain(env);
-  return {
-    port: integer(env, 'PORT', 3000, 0, 65535),
-    host: nonEmpty(env, 'HOST', '127.0.0.1'),
-    apiDomain: domain,
-    countries: countries(env),
-    databaseUrl: databaseUrl(env),
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
-    databaseStatementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
-    importStatementTimeoutMs: integer(env, 'IMPORT_STATEMENT_TIMEOUT_MS', 0, 0, 86_400_000),
-    databaseBusyTimeoutMs: integer(env, 'DATABASE_BUSY_TIMEOUT_MS', 10_000, 0, 600_000),
-    readCacheTtlMs: integer(env, 'READ_CACHE_TTL_MS', 5000, 0, 3_600_000),
-    readCacheMaxMb: integer(env, 'READ_CACHE_MAX_MB', 64, 1, 65_536),
-    redisUrl: redisUrl(env),
-    redisKeyPrefix: nonEmpty(env, 'REDIS_KEY_PREFIX', 'listings:rl:'),
-    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
-    trustProxy: trustProxy(env),
-    logLevel: logLevel(env),
-    dashboardPort: dashboardPort(env),
-    dashboardHost: dashboardHost(env, domain),
-    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
-    changeHistoryDays: integer(env, 'CHANGE_HISTORY_DAYS', 35, 30, 3650),
-    usageCounting: boolean(env, 'USAGE_COUNTING', true),
-    webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
-    usageFlushIntervalMs: integer(env, 'USAGE_FLUSH_INTERVAL_MS', 5000, 100, 60_000),
-    metricsPort: metricsPort(env),
-    warmupTimeoutMs: integer(env, 'WARMUP_TIMEOUT_MS', 30_000, 0, 600_000),
-    warmupMaxListings: integer(env, 'WARMUP_MAX_LISTINGS', 1_000_000, 0, 100_000_000),
-    maxKeysPerAccountCountry: integer(env, 'MAX_KEYS_PER_ACCOUNT_COUNTRY', 10, 1, 1000),
-  };
-}
-
-function value(env: Env, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
-}
-
-function nonEmpty(env: Env, name: string, fallback: string): string {
-  return value(env, name) ?? fallback;
-}
-
-export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = value(env, name);
-  if (raw === undefined) return fallback;
-  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
-  return n;
-}
-
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = value(env, name)?.toLowerCase();
-  if (raw === undefined) return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(name, `expected one of 1, true, yes, on, 0, false, no, off; got "${raw}"`);
-}
+/*
+ * The configuration of OPERATIONS.md ("Configuration"), each variable declared once below: how it
+ * is read and checked, its default, its values and what it means. `Config` (the parsed type),
+ * `loadConfig` (validation, with an error naming the variable) and the README's table
+ * (`configurationTable`, written by `npm run generate`, checked by test/unit/config-table.test.ts)
+ * all come from `VARIABLES`. Kept free of the HTTP stack and the database: every CLI command reads it.
+ */
 
 /** More proxies than this in front of one service is a mistake in the setting, not a deployment. */
 export const MAX_PROXY_HOPS = 16;
+
+/** An operator's command waits at least this long for its turn to write (cli/store.ts): a revoke during an import's swap must succeed (D4). */
+export const CLI_MIN_BUSY_TIMEOUT_MS = 60_000;
+
+/** A domain or host name: lower-case labels of letters, digits and inner hyphens. */
+const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+const PORT = integer('PORT', { fallback: 3000, min: 0, max: 65535, description: 'API listening port; `0`: any free port.' });
+
+const API_DOMAIN = custom('API_DOMAIN', {
+  shownDefault: '`localhost`',
+  values: 'a domain name',
+  description: 'Country hosts are `api.$API_DOMAIN` (sg) and `api.<cc>.$API_DOMAIN` (D3).',
+  read: (raw) => {
+    const domain = (raw ?? 'localhost').toLowerCase();
+    if (!DOMAIN_NAME.test(domain)) throw new ConfigError('API_DOMAIN', `"${domain}" is not a domain name (e.g. example.com)`);
+    return domain;
+  },
+});
+
+const RATE_LIMIT_PER_MINUTE = integer('RATE_LIMIT_PER_MINUTE', {
+  fallback: 60, min: 1, max: 1_000_000_000, unit: 'requests',
+  description: 'Default limit of each key, per minute (per key: `key set-limit`).',
+});
+
+const MAX_KEYS_PER_ACCOUNT_COUNTRY = 10;
+
+const VARIABLES = {
+  port: PORT,
+  host: text('HOST', { fallback: '127.0.0.1', values: 'an address', description: 'Listening address (API, dashboard, metrics).' }),
+  apiDomain: API_DOMAIN,
+  countries: custom('COUNTRIES', {
+    shownDefault: 'all',
+    values: `some of ${COUNTRY_CODES.map((c) => `\`${c}\``).join(', ')}, comma-separated`,
+    description: 'The countries this deployment serves; other hosts get 404.',
+    read: (raw): Country[] => {
+      if (raw === undefined) return [...COUNTRY_CODES];
+      const list = raw.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+      if (list.length === 0) throw new ConfigError('COUNTRIES', 'lists no country');
+      for (const c of list) {
+        if (!isCountry(c)) throw new ConfigError('COUNTRIES', `unknown country "${c}" (expected some of ${COUNTRY_CODES.join(', ')})`);
+      }
+      return [...new Set(list)] as Country[];
+    },
+  }),
+  databaseUrl: custom('DATABASE_URL', {
+    shownDefault: '`file:./data/listings.db`',
+    values: '`file:PATH` or `postgres://...`',
+    description: 'Embedded SQLite (a path relative to the current folder); a `postgres://` URL selects PostgreSQL. ' +
+      'A missing SQLite file is created only by `migrate`, `serve` and `demo`, which say so on stderr; other commands exit 1 naming the path.',
+    read: (raw) => {
+      const url = raw ?? 'file:./data/listings.db';
+      if (url.startsWith('file:') && url.length > 'file:'.length) return url;
+      if (/^postgres(ql)?:\/\/./.test(url)) {
+        // The message never repeats the URL: it may hold a password (D20).
+        if (!URL.canParse(url)) throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
+        return url;
+      }
+      throw new ConfigError('DATABASE_URL', 'expected file:PATH (embedded SQLite) or postgres://... (PostgreSQL)');
+    },
+  }),
+  databasePoolSize: integer('DATABASE_POOL_SIZE', { fallback: 10, min: 1, max: 1000, description: 'PostgreSQL connections per process.' }),
+  databaseStatementTimeoutMs: integer('DATABASE_STATEMENT_TIMEOUT_MS', {
+    fallback: 5000, min: 100, max: 600_000, unit: 'ms',
+    description: 'PostgreSQL statement timeout of the server and of every CLI command except `import`: a stuck query fails (500, or one line naming this variable) instead of hanging.',
+  }),
+  importStatementTimeoutMs: integer('IMPORT_STATEMENT_TIMEOUT_MS', {
+    fallback: 0, min: 0, max: 86_400_000, unit: 'ms',
+    description: 'PostgreSQL statement timeout of `import`, whose statements grow with the file; `0`: none of its own (a `statement_timeout` set on the database server still applies).',
+  }),
+  databaseBusyTimeoutMs: integer('DATABASE_BUSY_TIMEOUT_MS', {
+    fallback: 10_000, min: 0, max: 600_000, unit: 'ms',
+    description: 'How long a server write (a dashboard change, last-used times) waits while another process writes, without holding the event loop; ' +
+      `past it the dashboard says the database is busy (503) and nothing changes. CLI commands wait at least ${CLI_MIN_BUSY_TIMEOUT_MS / 1000} s.`,
+  }),
+  redisUrl: custom('REDIS_URL', {
+    shownDefault: 'unset',
+    values: '`redis://...` or `rediss://...`',
+    description: 'Unset: rate limits in process (one instance). Set: shared across instances in Redis.',
+    read: (raw): string | undefined => {
+      if (raw === undefined) return undefined;
+      // As with DATABASE_URL, the message never repeats the URL.
+      if (!URL.canParse(raw)) throw new ConfigError('REDIS_URL', 'is not a valid URL (expected redis://HOST:PORT)');
+      const { protocol } = new URL(raw);
+      if (protocol !== 'redis:' && protocol !== 'rediss:') throw new ConfigError('REDIS_URL', 'expected a redis:// or rediss:// URL');
+      return raw;
+    },
+  }),
+  redisKeyPrefix: text('REDIS_KEY_PREFIX', { fallback: 'listings:rl:', values: 'any text', description: 'Prefix of the rate limiter\'s Redis keys, so deployments can share one Redis.' }),
+  rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
+  maxKeysPerAccountCountry: integer('MAX_KEYS_PER_ACCOUNT_COUNTRY', {
+    fallback: MAX_KEYS_PER_ACCOUNT_COUNTRY, min: 1, max: 1000,
+    description: 'Active (not revoked) keys an account may have in one country; the dashboard and `key create` refuse another until one is revoked. ' +
+      'Each key has its own limit, so this bounds what one account can send at once (with the defaults, ' +
+      `${MAX_KEYS_PER_ACCOUNT_COUNTRY} keys at ${RATE_LIMIT_PER_MINUTE.fallback}/min: ${MAX_KEYS_PER_ACCOUNT_COUNTRY * RATE_LIMIT_PER_MINUTE.fallback} requests). ` +
+      'The demo\'s own key is not refused: each start replaces it.',
+  }),
+  readCacheTtlMs: integer('READ_CACHE_TTL_MS', {
+    fallback: 5000, min: 0, max: 3_600_000, unit: 'ms',
+    description: 'Safety expiry of the read caches (keys, origins, listings, pages, feed answers); `0` turns them off. ' +
+      'They are exact without it (each is keyed by the version it was read at); nothing is served longer than this from when it was read from the database.',
+  }),
+  readCacheMaxMb: integer('READ_CACHE_MAX_MB', {
+    fallback: 64, min: 1, max: 65_536, unit: 'MiB',
+    description: 'Bound on the cached answers (serialised listings, pages, feed answers) together; least recently read go first.',
+  }),
+  changeHistoryDays: integer('CHANGE_HISTORY_DAYS', {
+    fallback: 35, min: 30, max: 3650, unit: 'days',
+    description: 'Days of listing changes kept for the change feed (D22: at least 30); older ones are pruned hourly.',
+  }),
+  shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', {
+    fallback: 10_000, min: 0, max: 600_000, unit: 'ms',
+    description: 'On SIGTERM/SIGINT, how long `serve` drains in-flight requests before closing what is still open.',
+  }),
+  warmupTimeoutMs: integer('WARMUP_TIMEOUT_MS', {
+    fallback: 30_000, min: 0, max: 600_000, unit: 'ms',
+    description: 'How long a starting process builds the indexes of the tenants read in the last hour before `/readyz` says ready; `0`: no warm-up.',
+  }),
+  warmupMaxListings: integer('WARMUP_MAX_LISTINGS', {
+    fallback: 1_000_000, min: 0, max: 100_000_000,
+    description: 'The warm-up starts no further tenant once this many listings are indexed.',
+  }),
+  trustProxy: custom('TRUST_PROXY', {
+    shownDefault: 'unset (off)',
+    values: `\`off\`, \`1\` to \`${MAX_PROXY_HOPS}\`, or addresses and CIDR ranges`,
+    description: 'Behind a proxy: trust its `X-Forwarded-For` (the client address of logs, failed requests and the sign-in throttle, which counts an IPv6 address ' +
+      'as its /64 with or without a proxy), `X-Forwarded-Host`, `X-Forwarded-Proto` and `X-Request-Id`. `1` (`true`, `yes`, `on`): one proxy, the client being the ' +
+      'right-most `X-Forwarded-For` entry; `N`: N proxies. The number forms assume the service is reachable only through its proxies; otherwise give the ' +
+      'proxies\' addresses or CIDR ranges (`10.0.0.0/8,loopback`), and only requests from them are trusted.',
+    read: (raw) => trustProxy(raw),
+  }),
+  logLevel: choice('LOG_LEVEL', {
+    words: LOG_LEVELS,
+    fallback: 'info',
+    description: 'The log goes to stdout: readable lines on a terminal, one JSON object per line otherwise.',
+  }),
+  dashboardPort: custom('DASHBOARD_PORT', {
+    shownDefault: 'unset (`shared`)',
+    values: '`shared`, a port (`0`: any free port), or `off`',
+    description: '`shared`: the dashboard answers on the API\'s port for `DASHBOARD_HOST`, so that any number of instances can run on one host. ' +
+      'A port: a listener of its own on `HOST` (not `PORT`), answering for any host name. `off`: no dashboard in this process.',
+    read: (raw, env): number | 'shared' | 'off' => {
+      const word = raw?.toLowerCase();
+      if (word === undefined || word === 'shared') return 'shared';
+      if (word === 'off') return 'off';
+      const port = readInteger(env, 'DASHBOARD_PORT', 0, 0, 65535);
+      if (port !== 0 && port === PORT.read(env)) {
+        throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); leave it unset to serve the dashboard on the API's port under DASHBOARD_HOST`);
+      }
+      return port;
+    },
+  }),
+  dashboardHost: custom('DASHBOARD_HOST', {
+    shownDefault: '`dashboard.$API_DOMAIN`',
+    values: 'a host name',
+    description: 'The dashboard\'s host name on the API\'s port; not one of the country hosts (D3).',
+    read: (raw, env) => {
+      const domain = API_DOMAIN.read(env);
+      const host = (raw ?? `dashboard.${domain}`).toLowerCase();
+      if (!DOMAIN_NAME.test(host)) throw new ConfigError('DASHBOARD_HOST', `"${host}" is not a host name (e.g. dashboard.example.com)`);
+      if (COUNTRY_CODES.some((c) => hostForCountry(c, domain) === host)) {
+        throw new ConfigError('DASHBOARD_HOST', `"${host}" is a country host of the API; choose another name`);
+      }
+      return host;
+    },
+  }),
+  usageCounting: flag('USAGE_COUNTING', {
+    fallback: true,
+    description: 'Count requests per key and keep each account\'s latest failed requests for the dashboard; `off` counts nothing.',
+  }),
+  usageFlushIntervalMs: integer('USAGE_FLUSH_INTERVAL_MS', {
+    fallback: 5000, min: 100, max: 60_000, unit: 'ms',
+    description: 'How often each process writes its usage counts, in one batch. A crash loses at most this much counting.',
+  }),
+  webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', {
+    fallback: false,
+    description: '`on`: webhooks may go to loopback, private, link-local, shared (100.64/10) addresses and this host\'s own (local development and tests). ' +
+      'Off, such an address is refused at each attempt, whatever name resolved to it. Other special-purpose addresses (broadcast, multicast, documentation...) are refused either way (D24).',
+  }),
+  metricsPort: custom('METRICS_PORT', {
+    shownDefault: 'unset (`off`)',
+    values: 'a port (`0`: any free port) or `off`',
+    description: 'Prometheus metrics at `GET /metrics` on `HOST:METRICS_PORT` (not `PORT` or `DASHBOARD_PORT`). The API\'s port answers 404 for `/metrics`.',
+    read: (raw, env): number | 'off' => {
+      const word = raw?.toLowerCase();
+      if (word === undefined || word === 'off') return 'off';
+      const port = readInteger(env, 'METRICS_PORT', 0, 0, 65535);
+      if (port !== 0 && port === PORT.read(env)) {
+        throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): the API's port does not serve /metrics`);
+      }
+      const dashboard = env.DASHBOARD_PORT?.trim();
+      if (port !== 0 && dashboard !== undefined && /^[0-9]+$/.test(dashboard) && Number(dashboard) === port) {
+        throw new ConfigError('METRICS_PORT', `must differ from DASHBOARD_PORT (${port})`);
+      }
+      return port;
+    },
+  }),
+} satisfies Record<string, Variable<unknown>>;
+
+type Variables = typeof VARIABLES;
+
+/** The validated configuration, read once at start-up: one property per variable of VARIABLES. */
+export type Config = { [K in keyof Variables]: ReturnType<Variables[K]['read']> };
+
+/** Reads and checks every variable; the first bad one throws a ConfigError naming it. */
+export function loadConfig(env: Env = process.env): Config {
+  const config: Partial<Record<keyof Variables, unknown>> = {};
+  for (const [key, variable] of Object.entries(VARIABLES) as Array<[keyof Variables, Variable<unknown>]>) config[key] = variable.read(env);
+  return config as Config;
+}
+
+/** The README's configuration table (Markdown), from the declarations. */
+export function configurationTable(): string {
+  const escape = (cell: string) => cell.replaceAll('|', '\\|');
+  const rows = Object.values(VARIABLES).map((v: Variable<unknown>) =>
+    `| \`${v.name}\` | ${escape(v.shownDefault)} | ${escape(v.values)} | ${escape(v.description)} |`);
+  return ['| variable | default | values | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
 
 /**
  * TRUST_PROXY: off (unset, 0, false, no, off); a number of proxy hops (1 to MAX_PROXY_HOPS), with
@@ -147,12 +242,11 @@ export const MAX_PROXY_HOPS = 16;
  * or the proxies' addresses and CIDR ranges separated by commas, as Fastify's `trustProxy` string
  * and proxy-addr read them (named ranges loopback, linklocal, uniquelocal included).
  */
-function trustProxy(env: Env): TrustProxy {
-  const raw = value(env, 'TRUST_PROXY');
+function trustProxy(raw: string | undefined): TrustProxy {
   if (raw === undefined) return false;
   const lower = raw.toLowerCase();
-  if (['0', 'false', 'no', 'off'].includes(lower)) return false;
-  if (['true', 'yes', 'on'].includes(lower)) return { hops: 1 };
+  if ((FALSE_WORDS as readonly string[]).includes(lower)) return false;
+  if ((TRUE_WORDS as readonly string[]).includes(lower)) return { hops: 1 };
   const expected = `expected 0/false/no/off, 1/true/yes/on (one proxy), a number of proxy hops up to ${MAX_PROXY_HOPS}, ` +
     'or the proxies\' addresses/CIDR ranges separated by commas (e.g. 10.0.0.0/8,loopback)';
   if (/^[0-9]+$/.test(raw)) {
@@ -176,99 +270,4 @@ function trustProxy(env: Env): TrustProxy {
     throw new ConfigError('TRUST_PROXY', `${(error as Error).message} in "${raw}"; ${expected}`);
   }
   return { addresses: [...new Set(addresses)] };
-}
-
-const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
-
-function apiDomain(env: Env): string {
-  const raw = (value(env, 'API_DOMAIN') ?? 'localhost').toLowerCase();
-  if (!DOMAIN_NAME.test(raw)) throw new ConfigError('API_DOMAIN', `"${raw}" is not a domain name (e.g. example.com)`);
-  return raw;
-}
-
-/** DASHBOARD_HOST: a host name that is not one of the API's country hosts (D3). */
-function dashboardHost(env: Env, domain: string): string {
-  const raw = (value(env, 'DASHBOARD_HOST') ?? `dashboard.${domain}`).toLowerCase();
-  if (!DOMAIN_NAME.test(raw)) throw new ConfigError('DASHBOARD_HOST', `"${raw}" is not a host name (e.g. dashboard.example.com)`);
-  if (COUNTRY_CODES.some((c) => hostForCountry(c, domain) === raw)) {
-    throw new ConfigError('DASHBOARD_HOST', `"${raw}" is a country host of the API; choose another name`);
-  }
-  return raw;
-}
-
-function countries(env: Env): Country[] {
-  const raw = value(env, 'COUNTRIES');
-  if (raw === undefined) return [...COUNTRY_CODES];
-  const list = raw.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
-  if (list.length === 0) throw new ConfigError('COUNTRIES', 'lists no country');
-  for (const c of list) {
-    if (!isCountry(c)) {
-      throw new ConfigError('COUNTRIES', `unknown country "${c}" (expected some of ${COUNTRY_CODES.join(', ')})`);
-    }
-  }
-  return [...new Set(list)] as Country[];
-}
-
-function databaseUrl(env: Env): string {
-  const raw = value(env, 'DATABASE_URL') ?? 'file:./data/listings.db';
-  if (raw.startsWith('file:') && raw.length > 'file:'.length) return raw;
-  if (/^postgres(ql)?:\/\/./.test(raw)) {
-    try {
-      new URL(raw);
-      return raw;
-    } catch {
-      throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
-    }
-  }
-  throw new ConfigError('DATABASE_URL', 'expected file:PATH (embedded SQLite) or postgres://... (PostgreSQL)');
-}
-
-function redisUrl(env: Env): string | undefined {
-  const raw = value(env, 'REDIS_URL');
-  if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('REDIS_URL', 'is not a valid URL (expected redis://HOST:PORT)');
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw new ConfigError('REDIS_URL', 'expected a redis:// or rediss:// URL');
-  }
-  return raw;
-}
-
-function logLevel(env: Env): LogLevel {
-  const raw = (value(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
-    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
-  }
-  return raw as LogLevel;
-}
-
-/** DASHBOARD_PORT: unset (or `shared`): on the API's port; a port like PORT (0: any free port); or `off`. It may not be PORT itself. */
-function dashboardPort(env: Env): Config['dashboardPort'] {
-  const raw = value(env, 'DASHBOARD_PORT')?.toLowerCase();
-  if (raw === undefined || raw === 'shared') return 'shared';
-  if (raw === 'off') return 'off';
-  const port = integer(env, 'DASHBOARD_PORT', 0, 0, 65535);
-  if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
-    throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); leave it unset to serve the dashboard on the API's port under DASHBOARD_HOST`);
-  }
-  return port;
-}
-
-/** METRICS_PORT: unset or `off` (the default): no metrics; else a port of its own (0: any free port), never PORT or DASHBOARD_PORT. */
-function metricsPort(env: Env): Config['metricsPort'] {
-  const raw = value(env, 'METRICS_PORT')?.toLowerCase();
-  if (raw === undefined || raw === 'off') return 'off';
-  const port = integer(env, 'METRICS_PORT', 0, 0, 65535);
-  if (port !== 0 && port === integer(env, 'PORT', 3000, 0, 65535)) {
-    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): the API's port does not serve /metrics`);
-  }
-  const dashboard = value(env, 'DASHBOARD_PORT');
-  if (port !== 0 && dashboard !== undefined && /^[0-9]+$/.test(dashboard) && Number(dashboard) === port) {
-    throw new ConfigError('METRICS_PORT', `must differ from DASHBOARD_PORT (${port})`);
-  }
-  return port;
 }

@@ -76,15 +76,12 @@ export interface ReadModelOptions {
    * READ_CACHE_MAX_MB in bytes: the bound on all cached bodies together: half for serialised
    * listings (which are also the detail answers), a quarter each for pages and feed answers.
    */
-  maxBodyBytes?: number;
+  maxBodyBytes: number;
 }
-
-/** READ_CACHE_MAX_MB's default. */
-export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 export function createReadModel(store: Store, clock: Clock, options: ReadModelOptions): ListingReads {
   const ttlMs = options.cacheTtlMs;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxBodyBytes;
   const maxIndexedListings = options.maxIndexedListings ?? 2_000_000;
   const caches = createReadCaches({ clock, ttlMs, maxBodyBytes });
   const { pages, feed: feedAnswers } = caches;

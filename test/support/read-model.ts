@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { importListings } from '../../src/import/import.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createReadModel, type ListingReads } from '../../src/readmodel/index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase } from './database.js';
@@ -22,7 +23,8 @@ export async function openReadModelOnStore(clock: TestClock, cacheTtlMs: number)
   await store.start();
   return {
     store,
-    reads: createReadModel(store, clock.now, { cacheTtlMs }),
+    // The read caches' byte bound of a default configuration.
+    reads: createReadModel(store, clock.now, { cacheTtlMs, maxBodyBytes: loadConfig({}).readCacheMaxMb * 1024 * 1024 }),
     async tenantWith(count) {
       const owner = randomUUID();
       await store.accounts.create({ id: owner, name: owner, kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });
