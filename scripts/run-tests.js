@@ -56,9 +56,17 @@ function run(label, files, env) {
   });
 }
 
+const started = Date.now();
+/** Minutes and seconds since the suite started, for the closing line (issue 42: the suite says how long it took). */
+const elapsed = () => {
+  const seconds = Math.round((Date.now() - started) / 1000);
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+};
+
 const only = process.argv.slice(2);
 const all = (only.length > 0 ? only : TEST_ROOTS.flatMap(([dir, sourceDir]) => testFiles(dir, sourceDir))).sort();
 const runs = [await run('SQLite (embedded default)', all, { TEST_STORE: 'sqlite' })];
+console.log(`\n=== SQLite run done after ${elapsed()}`);
 
 const storeFiles = all.filter((f) => STORE_SUITES.some((dir) => f.startsWith(dir)));
 const notes = [];
@@ -72,5 +80,5 @@ const total = runs.reduce((a, r) => ({ pass: a.pass + r.pass, fail: a.fail + r.f
 const skips = [...runs.flatMap((r) => r.skips), ...notes];
 const failed = runs.some((r) => r.code !== 0);
 if (skips.length > 0) console.log(`\nSKIPPED (${skips.length}):\n${skips.map((s) => `  - ${s}`).join('\n')}`);
-console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped + notes.length} skipped`);
+console.log(`\ntests: ${total.pass} passed, ${total.fail} failed, ${total.skipped + notes.length} skipped, in ${elapsed()} on Node.js ${process.version}`);
 process.exit(failed ? 1 : 0);
