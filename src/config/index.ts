@@ -41,6 +41,9 @@ const RATE_LIMIT_PER_MINUTE = integer('RATE_LIMIT_PER_MINUTE', {
   description: 'Default limit of each key, per minute (per key: `key set-limit`).',
 });
 
+/** The limit of a key that has none of its own, unless RATE_LIMIT_PER_MINUTE says otherwise: what the OpenAPI document states. */
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = RATE_LIMIT_PER_MINUTE.fallback;
+
 const MAX_KEYS_PER_ACCOUNT_COUNTRY = 10;
 
 const VARIABLES = {

@@ -1,5 +1,10 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
-import type { ErrorCode } from '../core/api-error.js';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../core/api-error.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../config/index.js';
+import { WINDOW_SECONDS } from '../ratelimit/limiter.js';
+import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
+import { ATTEMPT_TIMEOUT_MS } from '../webhooks/send.js';
+import { CACHE_CONTROL } from './v1/routes.js';
 import type { TObject } from 'typebox';
 import { UUID_PATTERN } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
@@ -45,9 +50,27 @@ type Json = Record<string, unknown>;
 const JSON_MEDIA = 'application/json';
 const SERVER_SCHEMAS = [listingSchema, usageTypeSchema, pageSchema, changePageSchema, listingUpsertedSchema, listingRemovedSchema, errorSchema] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));
-const ERROR_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
-/** D21: what the /v1 answer (http/v1/routes.ts) sends with every 200 and 304. */
-export const CACHE_CONTROL = 'private, no-cache';
+const PUBLISHED_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
+
+/** A duration as the prose says it: 5 s, 2 min, 1 h, 24 hours. */
+export function spokenDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return ms === 3_600_000 ? '1 h' : ms >= 86_400_000 ? `${ms / 3_600_000} hours` : `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${ms / 1000} s`;
+}
+
+/** The error table (core/api-error.ts) in words: "`bad_request` 400 (and 414, 417, 431), ...". */
+function errorCodeList(): string {
+  // Statuses HTTP gives some refusals of a malformed request (front.ts), which keep the code bad_request (D6).
+  const alsoAs: Partial<Record<ErrorCode, number[]>> = { bad_request: [414, 417, 431] };
+  return ERROR_CODES.map((code) => `\`${code}\` ${ERROR_STATUS[code]}${alsoAs[code] ? ` (and ${alsoAs[code].join(', ')})` : ''}`).join(', ');
+}
+
+/** The webhook retry schedule (webhooks/deliverer.ts) in words: "5 s, 30 s, ..., then every 2 h". */
+export function retrySchedule(): string {
+  const delays = RETRY_DELAYS_MS.map(spokenDuration);
+  return `${delays.slice(0, -1).join(', ')}, then every ${delays.at(-1)}`;
+}
 
 /**
  * Ids as the service stores and sends them: a UUID's 8-4-4-4-12 text form, lowercase. The import
@@ -151,8 +174,14 @@ function commonHeaders(): HeaderSet {
  */
 function rateLimitHeaders(required: boolean, limited = false): HeaderSet {
   const when = required ? '' : ' Present when the request got past the key check.';
+  const limit = DEFAULT_RATE_LIMIT_PER_MINUTE;
   const headers: HeaderSet = {
-    'X-RateLimit-Limit': header(`The key's ceiling of requests per rolling minute (60 unless arranged otherwise).${when}`, { type: 'integer', minimum: 1 }, required, 60),
+    'X-RateLimit-Limit': header(
+      `The key's ceiling of requests per rolling ${WINDOW_SECONDS} seconds (${limit} unless arranged otherwise).${when}`,
+      { type: 'integer', minimum: 1 },
+      required,
+      limit,
+    ),
     'X-RateLimit-Remaining': header(
       `How many more requests would be admitted right now; 0 on a 429.${when}`,
       limited ? { type: 'integer', const: 0 } : { type: 'integer', minimum: 0 },
@@ -193,7 +222,7 @@ function errorCodeSchemas(): Record<string, Json> {
 }
 
 function errorBody(code: ErrorCode): Json {
-  if (!ERROR_CODES.has(code)) throw new Error(`openapi: error code ${code} is not in errorSchema`);
+  if (!PUBLISHED_CODES.has(code)) throw new Error(`openapi: error code ${code} is not in errorSchema`);
   return ref('schemas', errorSchemaName(code));
 }
 
@@ -228,7 +257,7 @@ function sharedResponses(): Record<string, Json> {
     ),
     RateLimited: errorResponse(
       'rate_limited',
-      '`rate_limited`: the key has made as many requests as its limit allows in the last 60 seconds. Retry after `Retry-After` seconds. A refused request does not count, so retrying too early does not lock the key out.',
+      `\`rate_limited\`: the key has made as many requests as its limit allows in the last ${WINDOW_SECONDS} seconds. Retry after \`Retry-After\` seconds. A refused request does not count, so retrying too early does not lock the key out.`,
       { ...rateLimitHeaders(true, true), ...commonHeaders() },
       { rateLimited: x.rateLimited },
     ),
@@ -320,7 +349,13 @@ function parameterComponents(): Record<string, Json> {
 const parameterNames = (endpoint: Endpoint): string[] =>
   [endpoint.querystring, endpoint.params].flatMap((schema) => Object.keys(schema?.properties ?? {}));
 
-function operation(endpoint: Endpoint): Json {
+/**
+ * An operation's error answers, one per code of the error table (core/api-error.ts) under the
+ * code's status: a new code is a compile error here until it is given its answer.
+ * `method_not_allowed` is never the answer to a GET (the only method an operation has): it is
+ * described in the `default` answer, with the other statuses some codes also take.
+ */
+function errorResponses(endpoint: Endpoint): Record<number, Json> {
   const x = ERROR_EXAMPLES;
   const badRequest = [
     '`bad_request`: a malformed request.',
@@ -330,6 +365,24 @@ function operation(endpoint: Endpoint): Json {
   const notFound = endpoint.notFound === undefined
     ? '`not_found`: this host serves no country; use the API host of your key\'s country. Refused before the key check, so without rate-limit headers.'
     : `\`not_found\`: ${endpoint.notFound.description} Also when this host serves no country (then before the key check, so without rate-limit headers).`;
+  const byCode: Record<ErrorCode, Json | null> = {
+    bad_request: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest?.examples, hostTwice: x.hostTwice, tooManyParameters: x.tooManyParameters }),
+    unauthorized: ref('responses', 'Unauthorized'),
+    origin_not_allowed: ref('responses', 'OriginNotAllowed'),
+    not_found: errorResponse(
+      'not_found',
+      notFound,
+      endpoint.notFound === undefined ? commonHeaders() : { ...rateLimitHeaders(false), ...commonHeaders() },
+      { ...endpoint.notFound?.examples, unknownHost: x.unknownHost },
+    ),
+    method_not_allowed: null,
+    rate_limited: ref('responses', 'RateLimited'),
+    internal_error: ref('responses', 'InternalError'),
+  };
+  return Object.fromEntries(ERROR_CODES.flatMap((code) => (byCode[code] === null ? [] : [[ERROR_STATUS[code], byCode[code]]])));
+}
+
+function operation(endpoint: Endpoint): Json {
   return {
     operationId: endpoint.operationId,
     tags: ['Listings'],
@@ -347,17 +400,7 @@ function operation(endpoint: Endpoint): Json {
         ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
       },
       304: ref('responses', 'NotModified'),
-      400: errorResponse('bad_request', badRequest.join(' '), { ...rateLimitHeaders(false), ...commonHeaders() }, { ...endpoint.badRequest?.examples, hostTwice: x.hostTwice, tooManyParameters: x.tooManyParameters }),
-      401: ref('responses', 'Unauthorized'),
-      403: ref('responses', 'OriginNotAllowed'),
-      404: errorResponse(
-        'not_found',
-        notFound,
-        endpoint.notFound === undefined ? commonHeaders() : { ...rateLimitHeaders(false), ...commonHeaders() },
-        { ...endpoint.notFound?.examples, unknownHost: x.unknownHost },
-      ),
-      429: ref('responses', 'RateLimited'),
-      500: ref('responses', 'InternalError'),
+      ...errorResponses(endpoint),
       default: ref('responses', 'Error'),
     },
   };
@@ -389,7 +432,7 @@ function webhooks(): Json {
     webhookHeader('webhook-timestamp', 'Unix seconds of this attempt. Refuse a message whose timestamp is more than 5 minutes from your clock.', '1795341600'),
     webhookHeader(
       'webhook-signature',
-      '`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint\'s secret (`whsec_...`); for a day after a secret rotation, two such signatures separated by a space. Verify with any Standard Webhooks library.',
+      `\`v1,\` and the base64 HMAC-SHA256 of \`{webhook-id}.{webhook-timestamp}.{body}\`, keyed with the base64-decoded part of the endpoint's secret (\`whsec_...\`); for ${spokenDuration(PREVIOUS_SECRET_MS)} after a secret rotation, two such signatures separated by a space. Verify with any Standard Webhooks library.`,
       'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
     ),
   ];
@@ -399,7 +442,7 @@ function webhooks(): Json {
       tags: ['Listings'],
       summary,
       description:
-        'Sent to the URL registered for the account and country, with `Content-Type: application/json`. Answer with a 2xx within 10 s (do slow work afterwards); anything else, or no answer, is retried with the same message after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, and the endpoint is disabled after 24 hours of failures. Messages of an endpoint come one at a time, in the order of the changes.',
+        `Sent to the URL registered for the account and country, with \`Content-Type: application/json\`. Answer with a 2xx within ${spokenDuration(ATTEMPT_TIMEOUT_MS)} (do slow work afterwards); anything else, or no answer, is retried with the same message after ${retrySchedule()}, and the endpoint is disabled after ${spokenDuration(DISABLE_AFTER_MS)} of failures. Messages of an endpoint come one at a time, in the order of the changes.`,
       parameters: headers,
       requestBody: { required: true, content: { [JSON_MEDIA]: { schema: ref('schemas', name), examples: { message: { summary, value: example } } } } },
       // Any 2xx is a success; 204 is what a receiver usually answers (and what the lint's header rule exempts: the answer is the receiver's, not this API's).
@@ -490,11 +533,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         '**Keys.** `Authorization: Bearer <cc>_live_<secret>`. Keep keys on your server; a key used from a browser works only from origins registered for it.',
         '',
-        '**Errors.** Every error is JSON `{"error": CODE, "message": TEXT}` (more fields may be added) with `Content-Type: application/json`. Codes: `bad_request` 400 (and 414, 417, 431), `unauthorized` 401, `origin_not_allowed` 403, `not_found` 404, `method_not_allowed` 405, `rate_limited` 429, `internal_error` 500. Retry 429 after `Retry-After` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.',
+        `**Errors.** Every error is JSON \`{"error": CODE, "message": TEXT}\` (more fields may be added) with \`Content-Type: application/json\`. Codes: ${errorCodeList()}. Retry 429 after \`Retry-After\` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.`,
         '',
-        '**Rate limit.** 60 requests per rolling 60 seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a 429 also carries `Retry-After`.',
+        `**Rate limit.** ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`; a 429 also carries \`Retry-After\`.`,
         '',
-        '**Conditional requests.** Every 200 carries a strong `ETag` and `Cache-Control: private, no-cache`. Send the tag back in `If-None-Match`: while the body is unchanged the answer is `304 Not Modified`, without a body, and free (it does not count against the rate limit).',
+        `**Conditional requests.** Every 200 carries a strong \`ETag\` and \`Cache-Control: ${CACHE_CONTROL}\`. Send the tag back in \`If-None-Match\`: while the body is unchanged the answer is \`304 Not Modified\`, without a body, and free (it does not count against the rate limit).`,
         '',
         '**Browsers (CORS).** A request with an `Origin` header is answered only for origins registered for the key\'s account in its country; others get 403 `origin_not_allowed`. Preflights are answered for any origin, without a key. Every answer to a browser, errors included, carries `Access-Control-Allow-Origin` and exposes `ETag`, the rate-limit headers, `Retry-After` and `X-Request-Id`. Calls without `Origin` (from a server) are not checked. Image URLs are public: they need neither a key nor CORS.',
         '',

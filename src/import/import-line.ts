@@ -1,4 +1,4 @@
-import { isCountry } from '../core/countries.js';
+import { COUNTRY_CODES, isCountry } from '../core/countries.js';
 import { canonicalUuid } from '../core/formats.js';
 import type { StagedListing } from '../storage/index.js';
 import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, show, type ListingField } from '../listings/fields.js';
@@ -64,7 +64,7 @@ export function parseImportLine(text: string, line: number): ParsedLine {
 
   const country = given.country;
   if (country === undefined || country === null) throw new ImportError(line, 'country', 'is required');
-  if (!isCountry(country)) throw new ImportError(line, 'country', `expected one of sg, my, uk, in, us, ca, au, nz, got ${show(country)}`);
+  if (!isCountry(country)) throw new ImportError(line, 'country', `expected one of ${COUNTRY_CODES.join(', ')}, got ${show(country)}`);
   const row: Record<string, unknown> = { line, country };
   // In the order of the listing object, so that the first bad field of a line is the one named.
   for (const field of IMPORTED_FIELDS) {

@@ -3,6 +3,9 @@ import { UUID_PATTERN } from '../core/formats.js';
 import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
 import { USAGE_NAMES } from './taxonomy.js';
 
+/** The largest page of GET /v1/listings: a larger `per_page` is clamped to it (spec, D7). */
+export const MAX_PER_PAGE = 100;
+
 export { toListing, type Listing } from './fields.js';
 
 /**
@@ -38,7 +41,7 @@ export const pageSchema = {
   properties: {
     items: { type: 'array', items: { $ref: 'Listing#' }, description: 'The listings on this page, in the list\'s order.' },
     page: { type: 'integer', minimum: 1, description: 'This page\'s number, from 1.', examples: [1] },
-    per_page: { type: 'integer', minimum: 1, maximum: 100, description: 'The page size applied, after clamping to 100.', examples: [20] },
+    per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, description: `The page size applied, after clamping to ${MAX_PER_PAGE}.`, examples: [20] },
     total: { type: 'integer', minimum: 0, description: "How many active listings the key's account has in the key's country.", examples: [42] },
     pages: { type: 'integer', minimum: 1, description: 'How many pages there are at this `per_page`: max(1, ceil(total / per_page)), so never 0.', examples: [3] },
   },

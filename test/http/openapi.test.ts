@@ -6,7 +6,14 @@ import addFormats from 'ajv-formats';
 import { sql } from '#kysely';
 import { COUNTRY_CODES, hostForCountry } from '../../src/core/countries.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/cors/cors.js';
-import { buildOpenApiDocument, CACHE_CONTROL, ID_PATTERN, openApiPath } from '../../src/http/openapi.js';
+import { buildOpenApiDocument, ID_PATTERN, openApiPath, retrySchedule, spokenDuration } from '../../src/http/openapi.js';
+import { ERROR_CODES, ERROR_STATUS } from '../../src/core/api-error.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../src/config/index.js';
+import { MAX_PER_PAGE } from '../../src/listings/listing.js';
+import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
+import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
+import { ATTEMPT_TIMEOUT_MS } from '../../src/webhooks/send.js';
+import { CACHE_CONTROL } from '../../src/http/v1/routes.js';
 import { ENDPOINTS } from '../../src/http/v1/endpoints/index.js';
 import { ERROR_EXAMPLES } from '../../src/http/v1/examples.js';
 import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
@@ -271,6 +278,30 @@ describe('OpenAPI document (item 10)', () => {
       assert.deepEqual(doc.components.schemas.ChangePage.properties.items.items.oneOf, [{ $ref: '#/components/schemas/ListingUpserted' }, { $ref: '#/components/schemas/ListingRemoved' }]);
       assert.equal(JSON.stringify(doc).includes('"$id"'), false);
       assert.equal(JSON.stringify(doc).includes('"uuid"'), false, 'no format: uuid (see ID_PATTERN)');
+    });
+
+    it('issue 42: each operation answers the status of every error code of the error table but 405 (described in `default`), and its prose states the code\'s figures', () => {
+      const statuses = ERROR_CODES.filter((code) => code !== 'method_not_allowed').map((code) => String(ERROR_STATUS[code]));
+      for (const path of Object.values(doc.paths) as Array<{ get: { responses: Record<string, unknown> } }>) {
+        assert.deepEqual(Object.keys(path.get.responses).sort(), ['200', '304', ...statuses, 'default'].sort());
+      }
+      const text = JSON.stringify(doc);
+      for (const code of ERROR_CODES) assert.ok(text.includes(`\`${code}\` ${ERROR_STATUS[code]}`), `the info lists ${code} with its status`);
+      // Numbers in prose, from the code that enforces them.
+      const webhook = doc.webhooks['listings-changed'].post;
+      assert.match(webhook.description, new RegExp(`within ${ATTEMPT_TIMEOUT_MS / 1000} s`));
+      assert.match(webhook.description, new RegExp(`after ${RETRY_DELAYS_MS[0]! / 1000} s, `));
+      assert.ok(webhook.description.includes(`after ${retrySchedule()}, and the endpoint is disabled after ${DISABLE_AFTER_MS / 3_600_000} hours`));
+      assert.ok(text.includes(`for ${PREVIOUS_SECRET_MS / 3_600_000} hours after a secret rotation`));
+      assert.ok(doc.info.description.includes(`${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds`));
+      assert.ok(doc.info.description.includes(`Cache-Control: ${CACHE_CONTROL}`));
+      assert.equal(doc.components.schemas.ListingPage.properties.per_page.maximum, MAX_PER_PAGE);
+      assert.equal(doc.paths[LIST].get.responses[200].headers['X-RateLimit-Limit'].example, DEFAULT_RATE_LIMIT_PER_MINUTE);
+    });
+
+    it('spokenDuration and retrySchedule say the durations as the prose does', () => {
+      assert.deepEqual([5_000, 30_000, 120_000, 3_600_000, 7_200_000, 86_400_000].map(spokenDuration), ['5 s', '30 s', '2 min', '1 h', '2 h', '24 hours']);
+      assert.match(retrySchedule(), /^(\d+ (s|min|h), )+then every \d+ (s|min|h)$/);
     });
 
     it('documents exactly the paths of the /v1 endpoints', () => {

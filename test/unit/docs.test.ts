@@ -4,6 +4,13 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../src/config/index.js';
+import { COUNTRY_CODES } from '../../src/core/countries.js';
+import { retrySchedule, spokenDuration } from '../../src/http/openapi.js';
+import { MAX_PER_PAGE } from '../../src/listings/listing.js';
+import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
+import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS } from '../../src/webhooks/deliverer.js';
+import { ATTEMPT_TIMEOUT_MS } from '../../src/webhooks/send.js';
 
 /**
  * The repository stands on its own: its Markdown links only to files inside it (and to anchors
@@ -76,6 +83,23 @@ describe('documentation in the repository', () => {
       if (/\.\.\/shared\b|shared\/spec/.test(readFileSync(file, 'utf8'))) problems.push(`${where}: mentions ../shared, which is not in a clone`);
     }
     assert.deepEqual(problems, []);
+  });
+
+  it('issue 42: the figures docs/api.md states are the ones the code enforces', () => {
+    const guide = readFileSync(API_DOC, 'utf8').replace(/\s+/g, ' ');
+    const figures = [
+      `**${DEFAULT_RATE_LIMIT_PER_MINUTE} requests in any rolling ${WINDOW_SECONDS} seconds**`,
+      `clamped to ${MAX_PER_PAGE}`,
+      `**Retries** after ${retrySchedule()},`,
+      `\`disabled\` after ${spokenDuration(DISABLE_AFTER_MS)} of failures`,
+      `both secrets sign for ${spokenDuration(PREVIOUS_SECRET_MS)}`,
+      `gets a 2xx within ${spokenDuration(ATTEMPT_TIMEOUT_MS)}`,
+    ];
+    for (const figure of figures) assert.ok(guide.includes(figure), `docs/api.md does not say "${figure}"`);
+    // The table of hosts: one row per country, in the code's order, each on its D3 host.
+    const rows = [...readFileSync(API_DOC, 'utf8').matchAll(/^\| [A-Z][A-Za-z ]+ \| `([a-z]{2})` \| `(api\.[a-z.]+)` \|$/gm)];
+    assert.deepEqual(rows.map((m) => m[1]), [...COUNTRY_CODES]);
+    for (const [, code, host] of rows) assert.equal(host, code === 'sg' ? 'api.example.com' : `api.${code}.example.com`);
   });
 
   it('docs/api.md has a heading for every decision, D1 to D25, in order', () => {

@@ -1,3 +1,4 @@
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../config/index.js';
 import type { ErrorCode } from '../../core/api-error.js';
 import type { Listing } from '../../listings/listing.js';
 import { CURSOR_REFUSED } from '../../readmodel/feed.js';
@@ -105,7 +106,7 @@ export const ERROR_EXAMPLES = {
   ),
   noListing: errorExample('No active listing with this id for this key', 'not_found', 'No active listing with this id is visible to this key.'),
   unknownHost: errorExample('A host that serves no country', 'not_found', 'No API is served at host "api.xx.example.com"; use the API host of your key\'s country.'),
-  rateLimited: errorExample('The key\'s limit is used up', 'rate_limited', 'Rate limit of 60 requests per minute exceeded; retry after 12 s.'),
+  rateLimited: errorExample('The key\'s limit is used up', 'rate_limited', `Rate limit of ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per minute exceeded; retry after 12 s.`),
   internalError: errorExample(
     'A failure on the service\'s side',
     'internal_error',

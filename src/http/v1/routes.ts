@@ -264,7 +264,7 @@ function preflightStep(opts: Pick<V1Options, 'countries' | 'apiDomain'>, answer:
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** D21: a browser may keep an answer but must revalidate it every time. */
-const CACHE_CONTROL = 'private, no-cache';
+export const CACHE_CONTROL = 'private, no-cache';
 
 /**
  * `If-None-Match` (D21): a comma-separated list of entity tags, weak (`W/"..."`) or strong, or `*`.

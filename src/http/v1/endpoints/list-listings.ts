@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { badRequest } from '../../../core/api-error.js';
+import { MAX_PER_PAGE } from '../../../listings/listing.js';
 import { USAGE_NAMES, usageMask } from '../../../listings/taxonomy.js';
 import { SORT_KEYS, type ListingFilter } from '../../../readmodel/views.js';
 import { defineEndpoint } from '../endpoint.js';
@@ -8,7 +9,7 @@ import { Query } from '../query.js';
 import { CHECKS } from './checks.js';
 
 export const DEFAULT_PER_PAGE = 20;
-export const MAX_PER_PAGE = 100;
+export { MAX_PER_PAGE };
 
 const bound = (which: 'at least' | 'at most', field: string, example: number) =>
   Type.Optional(Query.decimal({
