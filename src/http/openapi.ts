@@ -22,7 +22,7 @@ import { WEBHOOK_MESSAGE_SCHEMAS } from '../webhooks/messages.js';
  * (listing.ts), so that the document cannot drift from the routes or the responses. `npm run openapi` writes it
  * to openapi.json; GET /openapi.json serves it with the deployment's domain and countries.
  * test/http/openapi.test.ts checks that the committed file is current, that Redocly CLI finds no problem in it, and that real
- * responses of a listening server validate against it. docs/api.md is the prose reference.
+ * responses of a listening server validate against it. docs/api.md is the guide, which links here.
  *
  * The document is written for the tools consumers feed it to (validators, SDK generators, docs
  * renderers), so its text states each rule itself: it never cites D-numbers or the specification.
@@ -77,7 +77,7 @@ export function retrySchedule(): string {
  * and the CLI accept any such hexadecimal text (either case, stored lowercase), without checking
  * the RFC 9562 version and variant digits, so the published document does not say
  * `format: uuid`: strict validators (zod's `z.uuid()`, which generators emit for that format)
- * would refuse ids the service legitimately sends. See docs/api.md, "Ids".
+ * would refuse ids the service legitimately sends. See docs/api.md, "The listing object".
  */
 export const ID_PATTERN = UUID_PATTERN;
 

@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../src/config/index.js';
 import { COUNTRY_CODES } from '../../src/core/countries.js';
+import { MAX_TARGET_LENGTH } from '../../src/http/front.js';
 import { retrySchedule, spokenDuration } from '../../src/http/openapi.js';
+import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
 import { MAX_PER_PAGE } from '../../src/listings/listing.js';
 import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
 import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS } from '../../src/webhooks/deliverer.js';
@@ -94,6 +96,8 @@ describe('documentation in the repository', () => {
       `\`disabled\` after ${spokenDuration(DISABLE_AFTER_MS)} of failures`,
       `both secrets sign for ${spokenDuration(PREVIOUS_SECRET_MS)}`,
       `gets a 2xx within ${spokenDuration(ATTEMPT_TIMEOUT_MS)}`,
+      `over ${MAX_TARGET_LENGTH.toLocaleString('en-US')} characters is 414`,
+      `more than ${MAX_QUERY_PARAMETERS} parameters is 400`,
     ];
     for (const figure of figures) assert.ok(guide.includes(figure), `docs/api.md does not say "${figure}"`);
     // The table of hosts: one row per country, in the code's order, each on its D3 host.
