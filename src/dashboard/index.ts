@@ -13,10 +13,10 @@ import { apiBaseUrl, dashboardUrl } from '../config/urls.js';
 import { StoreBusyError, type Store } from '../storage/index.js';
 import { trackConnections } from '../http/drain.js';
 import type { DashboardMetrics } from './metrics.js';
-import { dashboardRoutes } from './routes/index.js';
+import { dashboardRoutes } from './routes.js';
 import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
-import { errorPage } from './views.js';
+import { errorPage } from './layout.js';
 import type { SendOptions } from '../webhooks/send.js';
 
 /**

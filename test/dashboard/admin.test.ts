@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { GROUPS_PER_PAGE } from '../../src/dashboard/routes/failures.js';
-import { ACTIVITY_PAGE } from '../../src/dashboard/routes/activity.js';
-import { chartScale } from '../../src/dashboard/usage-views.js';
+import { GROUPS_PER_PAGE } from '../../src/dashboard/failures/routes.js';
+import { ACTIVITY_PAGE } from '../../src/dashboard/activity/routes.js';
+import { chartScale } from '../../src/dashboard/usage/views.js';
 import { TEST_STORE } from '../support/database.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';

@@ -5,8 +5,9 @@ import { canonicalUuid } from '../../core/formats.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import type { ApiKeyRecord } from '../../storage/index.js';
 import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from '../forms.js';
-import * as views from '../views.js';
-import { field, labelProblem, type DashboardContext, type Member } from './context.js';
+import { field, labelProblem, type DashboardContext, type Member } from '../context.js';
+import * as layout from '../layout.js';
+import * as views from './views.js';
 
 type KeyParams = { Params: { keyId: string } };
 
@@ -86,7 +87,7 @@ async function createKey(ctx: DashboardContext, request: FastifyRequest, reply: 
     await store.forms.release(form.nonce).catch(() => undefined);
     if (!(error instanceof KeyLimitError)) throw error;
     // Issue 40 item 9: at the cap, the form says so, with what to do.
-    const limit = `${views.countryName(country)} has ${error.max} active keys already, the most an account may have in one country. Revoke a key you no longer use, then create this one.`;
+    const limit = `${layout.countryName(country)} has ${error.max} active keys already, the most an account may have in one country. Revoke a key you no longer use, then create this one.`;
     return send(reply, 409, await keysPage(ctx, member, { create: { ...create, errors: { country: limit } } }));
   }
   await store.forms.recordKey(form.nonce, created.id);
@@ -126,7 +127,7 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     const key = await ownKey(request);
     if (key === undefined) return notFound(reply, member.ctx);
     if (key.revoked_at !== null) {
-      return send(reply, 409, views.errorPage(409, 'This key is revoked', 'A revoked key keeps its label. Nothing was changed.', member.ctx));
+      return send(reply, 409, layout.errorPage(409, 'This key is revoked', 'A revoked key keeps its label. Nothing was changed.', member.ctx));
     }
     const label = field(request.body, 'label').trim();
     const problem = labelProblem(label);
@@ -136,7 +137,7 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
       await audit(member, { action: 'key.relabelled', key_label: label, previous_label: key.label }, key);
       await settled();
     }
-    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`, 303);
+    return reply.redirect(`${layout.developerPath(member.ctx.accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`, 303);
   });
 
   scope.get('/keys/:keyId/revoke', async (request, reply) => {
@@ -156,6 +157,6 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
       // D4: once this response is sent, every API instance refuses the key.
       await settled();
     }
-    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'keys')}?revoked=${key.id}`, 303);
+    return reply.redirect(`${layout.developerPath(member.ctx.accountId, 'keys')}?revoked=${key.id}`, 303);
   });
 }

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { CSRF_FIELD, fromThisSite, tokenMatches } from '../csrf.js';
-import * as views from '../views.js';
-import { activityRoutes } from './activity.js';
+import { CSRF_FIELD, fromThisSite, tokenMatches } from './csrf.js';
+import * as layout from './layout.js';
+import { activityRoutes } from './activity/routes.js';
 import { dashboardContext, field, type Member, type RouteDeps } from './context.js';
-import { failureRoutes } from './failures.js';
-import { keyRoutes } from './keys.js';
-import { originRoutes } from './origins.js';
-import { signInRoutes } from './sign-in.js';
-import { usageRoutes } from './usage.js';
-import { webhookRoutes } from './webhooks.js';
+import { failureRoutes } from './failures/routes.js';
+import { keyRoutes } from './keys/routes.js';
+import { originRoutes } from './origins/routes.js';
+import { signInRoutes } from './sign-in/routes.js';
+import { usageRoutes } from './usage/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 
 export type { RouteDeps } from './context.js';
 
@@ -37,7 +37,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       if ((request.params as { accountId?: string }).accountId !== member.user.account_id) return notFound(reply, member.ctx);
       (request as typeof request & { member: Member }).member = member;
     });
-    scope.get('', async (request, reply) => reply.redirect(views.developerPath(ctx.memberOf(request).ctx.accountId, 'keys'), 303));
+    scope.get('', async (request, reply) => reply.redirect(layout.developerPath(ctx.memberOf(request).ctx.accountId, 'keys'), 303));
     for (const routes of [keyRoutes, originRoutes, usageRoutes, failureRoutes, webhookRoutes, activityRoutes]) await routes(scope, ctx);
   }, { prefix: '/accounts/:accountId/settings/developer' });
 

@@ -5,9 +5,9 @@ import type { WebhookEndpoint } from '../../storage/index.js';
 import { sendTestEvent } from '../../webhooks/deliverer.js';
 import { delivered, failureText } from '../../webhooks/send.js';
 import { addWebhook, rotateWebhookSecret, WebhookError } from '../../webhooks/endpoints.js';
-import * as views from '../views.js';
-import * as webhookViews from '../webhook-views.js';
-import { field, type DashboardContext, type Member } from './context.js';
+import * as layout from '../layout.js';
+import { field, type DashboardContext, type Member } from '../context.js';
+import * as views from './views.js';
 
 /** Attempts shown per endpoint. */
 const RECENT_ATTEMPTS = 10;
@@ -16,13 +16,13 @@ const RECENT_ATTEMPTS = 10;
 async function listPage(
   ctx: DashboardContext,
   member: Member,
-  extra: { notice?: string; error?: string; form?: webhookViews.WebhookForm } = {},
+  extra: { notice?: string; error?: string; form?: views.WebhookForm } = {},
 ): Promise<string> {
   const { store } = ctx;
   const endpoints = await store.webhooks.listForAccount(member.ctx.accountId);
   const attemptsOf = (endpoint: WebhookEndpoint) => store.webhooks.attempts(endpoint.id, RECENT_ATTEMPTS);
   const withAttempts = await Promise.all(endpoints.map(async (endpoint) => ({ endpoint, attempts: await attemptsOf(endpoint) })));
-  return webhookViews.webhooksPage(member.ctx, { endpoints: withAttempts, countries: ctx.config.countries, ...extra });
+  return views.webhooksPage(member.ctx, { endpoints: withAttempts, countries: ctx.config.countries, ...extra });
 }
 
 /** The member's own endpoint named by `id` (query or form), or undefined (a 404: as for anything that does not exist). */
@@ -48,13 +48,13 @@ async function addEndpoint(ctx: DashboardContext, request: FastifyRequest, reply
     throw error;
   }
   await audit(member, { action: 'webhook.added', country, webhook_url: endpoint.url });
-  return send(reply, 201, webhookViews.webhookSecretPage(member.ctx, endpoint, 'added'));
+  return send(reply, 201, views.webhookSecretPage(member.ctx, endpoint, 'added'));
 }
 
 /** Settings > Developer > Webhooks (D24): list, add, test, enable, show and rotate the secret, remove (confirmed first). */
 export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const { store, config, clock, send, notFound, audit, memberOf } = ctx;
-  const path = (member: Member) => views.developerPath(member.ctx.accountId, 'webhooks');
+  const path = (member: Member) => layout.developerPath(member.ctx.accountId, 'webhooks');
 
   scope.get<{ Querystring: Record<string, unknown> }>('/webhooks', async (request, reply) => {
     const member = memberOf(request);
@@ -94,7 +94,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     const member = memberOf(request);
     const endpoint = await ownEndpoint(ctx, member, request.query.id);
     if (endpoint === undefined) return notFound(reply, member.ctx);
-    return send(reply, 200, webhookViews.webhookSecretPage(member.ctx, endpoint, undefined));
+    return send(reply, 200, views.webhookSecretPage(member.ctx, endpoint, undefined));
   });
 
   for (const action of ['rotate', 'remove'] as const) {
@@ -102,7 +102,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
       const member = memberOf(request);
       const endpoint = await ownEndpoint(ctx, member, request.query.id);
       if (endpoint === undefined) return notFound(reply, member.ctx);
-      return send(reply, 200, webhookViews.confirmWebhookPage(member.ctx, endpoint, action));
+      return send(reply, 200, views.confirmWebhookPage(member.ctx, endpoint, action));
     });
   }
 
@@ -112,7 +112,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     const secret = endpoint === undefined ? undefined : await rotateWebhookSecret(store, clock, endpoint.id);
     if (endpoint === undefined || secret === undefined) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.secret_rotated', country: endpoint.country, webhook_url: endpoint.url });
-    return send(reply, 200, webhookViews.webhookSecretPage(member.ctx, { ...endpoint, secret }, 'rotated'));
+    return send(reply, 200, views.webhookSecretPage(member.ctx, { ...endpoint, secret }, 'rotated'));
   });
 
   scope.post('/webhooks/remove', async (request, reply) => {

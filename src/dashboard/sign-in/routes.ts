@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CSRF_FIELD, fromThisSite, newSignInSecret, signInToken, tokenMatches } from '../csrf.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from '../passwords.js';
 import type { Refusal } from '../throttle.js';
-import * as views from '../views.js';
-import { cookies, field, type DashboardContext } from './context.js';
+import { cookies, field, type DashboardContext } from '../context.js';
+import * as layout from '../layout.js';
+import * as views from './views.js';
 
 /** What a refused sign-in attempt is told (throttle.ts): its client's failures, or too many attempts waiting at once. */
 function refusalText(refusal: Refusal): string {
@@ -21,7 +22,7 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
 
   app.get('/', async (request, reply) => {
     const member = await resume(request);
-    return reply.redirect(member === undefined ? '/sign-in' : views.developerPath(member.ctx.accountId, 'keys'), 303);
+    return reply.redirect(member === undefined ? '/sign-in' : layout.developerPath(member.ctx.accountId, 'keys'), 303);
   });
 
   /** The sign-in form, with a pre-session cookie its CSRF token is derived from. */
@@ -37,7 +38,7 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
 
   app.get<{ Querystring: { signed_out?: string } }>('/sign-in', async (request, reply) => {
     const member = await resume(request);
-    if (member !== undefined) return reply.redirect(views.developerPath(member.ctx.accountId, 'keys'), 303);
+    if (member !== undefined) return reply.redirect(layout.developerPath(member.ctx.accountId, 'keys'), 303);
     return signInForm(request, reply, 200, { notice: request.query.signed_out === '1' ? 'You are signed out.' : undefined });
   });
 
@@ -73,7 +74,7 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
     await store.users.recordSignIn(user.id, nowIso());
     reply.setCookie(names.session, sessionId, names.options);
     reply.clearCookie(names.signIn, names.options);
-    return reply.redirect(views.developerPath(user.account_id, 'keys'), 303);
+    return reply.redirect(layout.developerPath(user.account_id, 'keys'), 303);
   });
 
   app.post('/sign-out', async (request, reply) => {

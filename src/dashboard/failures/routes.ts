@@ -3,10 +3,10 @@ import { redactedExcerpt } from '../../auth/key-format.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
 import { FAILED_REQUESTS_KEPT, groupKey, type ApiKeyRecord, type FailedRequest, type FailureFilter } from '../../storage/index.js';
-import * as usageViews from '../usage-views.js';
-import * as views from '../views.js';
-import { field, type DashboardContext } from './context.js';
-import { keyFromQuery } from './key-query.js';
+import { field, keyFromQuery, type DashboardContext } from '../context.js';
+import * as layout from '../layout.js';
+import { FAILURE_CODES } from '../usage/views.js';
+import * as views from './views.js';
 
 /** Groups of alike failed requests per page of the list. */
 export const GROUPS_PER_PAGE = 50;
@@ -19,13 +19,13 @@ async function failureRows(
   accountId: string,
   failures: FailedRequest[],
   keys: ApiKeyRecord[],
-): Promise<usageViews.FailureRow[]> {
+): Promise<views.FailureRow[]> {
   const { store, config, limitOf } = ctx;
   const byId = new Map(keys.map((k) => [k.id, k]));
   const allowed = new Set((await store.origins.listForAccount(accountId)).map((o) => `${o.country}\n${o.origin}`));
   return failures.map((failure) => {
     const key = byId.get(failure.key_id);
-    const origin = failure.code === 'origin_not_allowed' ? usageViews.registrableOrigin(failure.origin) : undefined;
+    const origin = failure.code === 'origin_not_allowed' ? views.registrableOrigin(failure.origin) : undefined;
     return {
       failure,
       key,
@@ -39,7 +39,7 @@ async function failureRows(
 /** The list's error code and page number from the query (absent: every code, page 1); undefined when either is not one (a 404). */
 function listQuery(query: Record<string, unknown>): { code: string | undefined; pageNumber: number } | undefined {
   const code = query.code === undefined || query.code === '' ? undefined : query.code;
-  if (code !== undefined && (typeof code !== 'string' || !(usageViews.FAILURE_CODES as readonly string[]).includes(code))) return undefined;
+  if (code !== undefined && (typeof code !== 'string' || !(FAILURE_CODES as readonly string[]).includes(code))) return undefined;
   const pageNumber = query.page === undefined || query.page === '' ? 1 : typeof query.page === 'string' && /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
   if (pageNumber === undefined) return undefined;
   return { code, pageNumber };
@@ -52,7 +52,7 @@ async function groupsPage(
   filter: FailureFilter,
   pageNumber: number,
   keys: ApiKeyRecord[],
-): Promise<{ groups: usageViews.FailureGroupRow[]; total: number; requests: number }> {
+): Promise<{ groups: views.FailureGroupRow[]; total: number; requests: number }> {
   const { store } = ctx;
   const page = { limit: GROUPS_PER_PAGE, offset: (pageNumber - 1) * GROUPS_PER_PAGE };
   const { groups, total, requests } = await store.usage.failureGroups(accountId, filter, page);
@@ -84,8 +84,8 @@ async function allowedOriginNotice(ctx: DashboardContext, accountId: string, que
   if (typeof country !== 'string' || !isCountry(country) || typeof origin !== 'string' || (done !== 'added' && done !== 'exists')) return undefined;
   if (!(await ctx.store.origins.isAllowed(accountId, country, origin))) return undefined;
   return done === 'added'
-    ? `Allowed ${origin} for ${views.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
-    : `${origin} was already allowed for ${views.COUNTRY_NAMES[country]}.`;
+    ? `Allowed ${origin} for ${layout.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
+    : `${origin} was already allowed for ${layout.COUNTRY_NAMES[country]}.`;
 }
 
 /**
@@ -106,7 +106,7 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     const filter = { keyId: key?.id, code: list.code };
     const { groups, total, requests } = await groupsPage(ctx, accountId, filter, list.pageNumber, keys);
     const notice = await allowedOriginNotice(ctx, accountId, request.query);
-    return send(reply, 200, usageViews.failuresPage(member.ctx, {
+    return send(reply, 200, views.failuresPage(member.ctx, {
       groups,
       keys,
       filter,
@@ -129,7 +129,7 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     const country = field(request.body, 'country').trim().toLowerCase();
     const checked = validateOriginToRegister(field(request.body, 'origin'));
     if (!isCountry(country) || !served.has(country) || 'error' in checked) {
-      return send(reply, 400, views.errorPage(400, 'That origin cannot be allowed', 'The form named no country of this deployment or no origin that can be registered. Nothing was changed.', member.ctx));
+      return send(reply, 400, layout.errorPage(400, 'That origin cannot be allowed', 'The form named no country of this deployment or no origin that can be registered. Nothing was changed.', member.ctx));
     }
     const added = await store.origins.add({ account_id: accountId, country, origin: checked.origin, created_at: nowIso() });
     if (added) {
@@ -137,7 +137,7 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
       await settled();
     }
     // Back to the list as it was filtered (only a URL of this page is followed).
-    const failuresPath = views.developerPath(accountId, 'failures');
+    const failuresPath = layout.developerPath(accountId, 'failures');
     const back = field(request.body, 'back');
     const target = new URL(back.startsWith(`${failuresPath}?`) ? back : failuresPath, 'http://dashboard.invalid');
     target.searchParams.set('done', added ? 'added' : 'exists');
@@ -152,11 +152,11 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     const accountId = member.ctx.accountId;
     const raw = request.query.id;
     const requestId = typeof raw === 'string' ? raw.trim() : '';
-    if (requestId === '') return send(reply, 200, usageViews.requestPage(member.ctx, { requestId: '' }));
+    if (requestId === '') return send(reply, 200, views.requestPage(member.ctx, { requestId: '' }));
     const failure = requestId.length > 140 ? undefined : await store.usage.failureByRequestId(accountId, requestId);
     // The id as typed is shown again: a key pasted into the box by mistake is not (D20).
-    if (failure === undefined) return send(reply, 404, usageViews.requestNotHeldPage(member.ctx, redactedExcerpt(requestId, 140)));
+    if (failure === undefined) return send(reply, 404, views.requestNotHeldPage(member.ctx, redactedExcerpt(requestId, 140)));
     const [row] = await failureRows(ctx, accountId, [failure], await store.keys.listForAccount(accountId));
-    return send(reply, 200, usageViews.requestPage(member.ctx, { requestId, row }));
+    return send(reply, 200, views.requestPage(member.ctx, { requestId, row }));
   });
 }

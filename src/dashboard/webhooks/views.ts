@@ -1,8 +1,8 @@
-import type { Country } from '../core/countries.js';
-import type { WebhookAttempt, WebhookEndpoint } from '../storage/index.js';
-import { statusOf } from '../webhooks/endpoints.js';
-import { html, type SafeHtml } from './html.js';
-import { countryName, countryOptions, csrfField, described, developerPath, fieldError, notice, page, when, type PageContext } from './views.js';
+import type { Country } from '../../core/countries.js';
+import type { WebhookAttempt, WebhookEndpoint } from '../../storage/index.js';
+import { statusOf } from '../../webhooks/endpoints.js';
+import { html, type SafeHtml } from '../html.js';
+import { countryName, countryOptions, csrfField, described, developerPath, fieldError, notice, page, when, type PageContext } from '../layout.js';
 
 /**
  * Settings > Developer > Webhooks (D24): the account's endpoints with their status, how far behind

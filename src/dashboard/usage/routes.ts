@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { BucketCount } from '../../storage/index.js';
 import { isOutcome } from '../../usage/index.js';
-import * as usageViews from '../usage-views.js';
-import type { DashboardContext } from './context.js';
-import { keyFromQuery } from './key-query.js';
+import { keyFromQuery, type DashboardContext } from '../context.js';
+import * as usageViews from './views.js';
 
 const FIVE_MINUTES_MS = 300_000;
 const HOUR_MS = 3_600_000;

@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { auditedKey } from '../../auth/keys.js';
-import type { Config } from '../../config/index.js';
-import type { Clock } from '../../core/clock.js';
-import type { Country } from '../../core/countries.js';
-import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../../storage/index.js';
-import type { SendOptions } from '../../webhooks/send.js';
-import { sessionToken } from '../csrf.js';
-import type { SignInResult } from '../metrics.js';
-import type { Sessions } from '../sessions.js';
-import type { SignInThrottle } from '../throttle.js';
-import * as views from '../views.js';
+import { auditedKey } from '../auth/keys.js';
+import { canonicalUuid } from '../core/formats.js';
+import type { Config } from '../config/index.js';
+import type { Clock } from '../core/clock.js';
+import type { Country } from '../core/countries.js';
+import type { ApiKeyRecord, AuditEntry, DashboardUser, Store } from '../storage/index.js';
+import type { SendOptions } from '../webhooks/send.js';
+import { sessionToken } from './csrf.js';
+import type { SignInResult } from './metrics.js';
+import type { Sessions } from './sessions.js';
+import type { SignInThrottle } from './throttle.js';
+import * as layout from './layout.js';
 
 export interface RouteDeps {
   store: Store;
@@ -31,7 +32,7 @@ export interface RouteDeps {
 export interface Member {
   user: DashboardUser;
   sessionId: string;
-  ctx: views.PageContext;
+  ctx: layout.PageContext;
 }
 
 export const HTML = 'text/html; charset=utf-8';
@@ -87,12 +88,12 @@ export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
     };
   }
 
-  const forbidden = (reply: FastifyReply, ctx?: views.PageContext) =>
-    send(reply, 403, views.errorPage(403, 'This form has expired',
+  const forbidden = (reply: FastifyReply, ctx?: layout.PageContext) =>
+    send(reply, 403, layout.errorPage(403, 'This form has expired',
       'The form was not sent from a page of this dashboard, or it is from an earlier session. Nothing was changed. Go back, reload the page and try again.', ctx));
 
-  const notFound = (reply: FastifyReply, ctx?: views.PageContext) =>
-    send(reply, 404, views.errorPage(404, 'Not found', 'There is nothing here, or it belongs to another account. Nothing was changed.', ctx));
+  const notFound = (reply: FastifyReply, ctx?: layout.PageContext) =>
+    send(reply, 404, layout.errorPage(404, 'Not found', 'There is nothing here, or it belongs to another account. Nothing was changed.', ctx));
 
   async function audit(member: Member, entry: Partial<AuditEntry> & Pick<AuditEntry, 'action'>, key?: ApiKeyRecord): Promise<void> {
     await store.audit.record({
@@ -143,3 +144,12 @@ export function dashboardContext(app: FastifyInstance, deps: RouteDeps) {
     memberOf: (request: FastifyRequest) => (request as FastifyRequest & { member: Member }).member,
   };
 }
+
+/** A key of the member's account named by a query parameter: undefined when absent, null when it is not theirs (404). */
+export async function keyFromQuery(request: FastifyRequest, keys: ApiKeyRecord[]): Promise<ApiKeyRecord | undefined | null> {
+  const raw = (request.query as { key?: unknown }).key;
+  if (raw === undefined || raw === '') return undefined;
+  const id = canonicalUuid(raw);
+  return keys.find((k) => k.id === id) ?? null;
+}
+

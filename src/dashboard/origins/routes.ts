@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { isCountry } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
-import * as views from '../views.js';
-import { field, type DashboardContext, type Member } from './context.js';
+import { field, type DashboardContext, type Member } from '../context.js';
+import * as layout from '../layout.js';
+import * as views from './views.js';
 
 /** Settings > Developer > Allowed origins: list, add, remove (confirmed first). */
 export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
@@ -21,7 +22,7 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
     const { done, country, origin } = query;
     if (typeof country === 'string' && isCountry(country) && typeof origin === 'string') {
       const checked = validateOriginToRegister(origin);
-      const name = views.COUNTRY_NAMES[country];
+      const name = layout.COUNTRY_NAMES[country];
       if ('origin' in checked && checked.origin === origin) {
         const listed = (await store.origins.isAllowed(member.ctx.accountId, country, origin));
         if (done === 'added' && listed) notice = `Allowed ${origin} for ${name}. Browsers on that origin can now call the API with ${country} keys.`;
@@ -50,7 +51,7 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
       await settled();
     }
     const query = new URLSearchParams({ done: added ? 'added' : 'exists', country, origin: checked.origin });
-    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}#country-${country}`, 303);
+    return reply.redirect(`${layout.developerPath(member.ctx.accountId, 'origins')}?${query}#country-${country}`, 303);
   });
 
   /**
@@ -80,6 +81,6 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
     // D4: once this response is sent, every API instance refuses the origin.
     await settled();
     const query = new URLSearchParams({ done: 'removed', country, origin: checked.origin });
-    return reply.redirect(`${views.developerPath(member.ctx.accountId, 'origins')}?${query}`, 303);
+    return reply.redirect(`${layout.developerPath(member.ctx.accountId, 'origins')}?${query}`, 303);
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { canonicalUuid } from '../../core/formats.js';
-import * as views from '../views.js';
-import type { DashboardContext } from './context.js';
+import type { DashboardContext } from '../context.js';
+import * as views from './views.js';
 
 /** Entries per page of the activity log. */
 export const ACTIVITY_PAGE = 50;
