@@ -18,6 +18,8 @@ import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
 import { errorPage } from './layout.js';
 import type { SendOptions } from '../webhooks/send.js';
+import { Type } from 'typebox';
+import { requireDeclaredSchema, type Typed } from './schemas.js';
 
 /**
  * The developer dashboard (Settings > Developer; spec 1 and 5): where an account's members sign in
@@ -110,6 +112,9 @@ function sendErrorPage(error: FastifyError, request: FastifyRequest, reply: Fast
   return reply.code(500).send(errorPage(500, 'Something went wrong', `Nothing may have been saved; please try again. If it keeps happening, give your operator this request id: ${request.id}.`));
 }
 
+/** A file of static/ by name (the stylesheet, the copy buttons' script). */
+const STATIC_FILE = { params: Type.Object({ file: Type.String() }) };
+
 export async function createDashboard(options: DashboardOptions) {
   const { store, config } = options;
   const clock = options.clock ?? systemClock;
@@ -150,9 +155,10 @@ export async function createDashboard(options: DashboardOptions) {
   }
 
   app.setErrorHandler(sendErrorPage);
+  app.addHook('onRoute', requireDeclaredSchema);
 
-  app.get('/static/:file', async (request, reply) => {
-    const name = (request.params as { file: string }).file;
+  app.get<Typed<typeof STATIC_FILE>>('/static/:file', { schema: STATIC_FILE }, async (request, reply) => {
+    const name = request.params.file;
     const file = Object.hasOwn(STATIC, name) ? STATIC[name] : undefined;
     if (file === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('not found');
     return reply.header('cache-control', 'public, max-age=300').type(file.type).send(file.body);

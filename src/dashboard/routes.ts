@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CSRF_FIELD, fromThisSite, tokenMatches } from './csrf.js';
 import * as layout from './layout.js';
+import { accountParams } from './schemas.js';
 import { activityRoutes } from './activity/routes.js';
 import { dashboardContext, field, type Member, type RouteDeps } from './context.js';
 import { failureRoutes } from './failures/routes.js';
@@ -27,8 +28,9 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
 
     // The one guard every page below passes: signed in (else to the sign-in page); for a POST, a
     // valid CSRF token from this site (else 403, nothing changed); and the account in the URL is
-    // the member's own (else 404, as for anything that does not exist).
-    scope.addHook('preHandler', async (request, reply) => {
+    // the member's own (else 404, as for anything that does not exist). Before the route's schema
+    // is checked (schemas.ts), so that nobody learns more from a malformed request than from another.
+    scope.addHook('preValidation', async (request, reply) => {
       const member = await resume(request);
       if (member === undefined) return reply.redirect('/sign-in', 303);
       if (request.method === 'POST' && (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, field(request.body, CSRF_FIELD)))) {
@@ -37,7 +39,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: RouteDeps): Pr
       if ((request.params as { accountId?: string }).accountId !== member.user.account_id) return notFound(reply, member.ctx);
       (request as typeof request & { member: Member }).member = member;
     });
-    scope.get('', async (request, reply) => reply.redirect(layout.developerPath(ctx.memberOf(request).ctx.accountId, 'keys'), 303));
+    scope.get('', { schema: { params: accountParams() } }, async (request, reply) => reply.redirect(layout.developerPath(ctx.memberOf(request).ctx.accountId, 'keys'), 303));
     for (const routes of [keyRoutes, originRoutes, usageRoutes, failureRoutes, webhookRoutes, activityRoutes]) await routes(scope, ctx);
   }, { prefix: '/accounts/:accountId/settings/developer' });
 

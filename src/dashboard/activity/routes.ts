@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { canonicalUuid } from '../../core/formats.js';
 import type { DashboardContext } from '../context.js';
+import { accountParams, query, text, type Typed } from '../schemas.js';
 import * as views from './views.js';
+
+const LIST = { params: accountParams(), querystring: query({ before: text() }) };
 
 /** Entries per page of the activity log. */
 export const ACTIVITY_PAGE = 50;
@@ -13,12 +16,12 @@ export const ACTIVITY_PAGE = 50;
 export async function activityRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const { store, send, notFound, memberOf } = ctx;
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/activity', async (request, reply) => {
+  scope.get<Typed<typeof LIST>>('/activity', { schema: LIST }, async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
     const raw = request.query.before;
     let before: Awaited<ReturnType<typeof store.audit.get>>;
-    if (raw !== undefined && raw !== '') {
+    if (raw !== '') {
       const id = canonicalUuid(raw);
       before = id === undefined ? undefined : await store.audit.get(accountId, id);
       // Another account's entry, or none: as for anything that does not exist.

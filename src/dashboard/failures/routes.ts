@@ -3,10 +3,20 @@ import { redactedExcerpt } from '../../auth/key-format.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
 import { FAILED_REQUESTS_KEPT, groupKey, type ApiKeyRecord, type FailedRequest, type FailureFilter } from '../../storage/index.js';
-import { field, keyFromQuery, type DashboardContext } from '../context.js';
+import { keyFromQuery, type DashboardContext } from '../context.js';
 import * as layout from '../layout.js';
+import { accountParams, form, query, text, type Typed } from '../schemas.js';
 import { FAILURE_CODES } from '../usage/views.js';
 import * as views from './views.js';
+
+const LIST = {
+  params: accountParams(),
+  // `done`, `country` and `origin`: the confirmation of "allow this origin".
+  querystring: query({ key: text(), code: text(), page: text(), done: text(), country: text(), origin: text() }),
+};
+const ALLOW_ORIGIN = { params: accountParams(), body: form({ country: text(), origin: text(), back: text() }) };
+const LOOK_UP = { params: accountParams(), querystring: query({ id: text() }) };
+type ListQuery = Typed<typeof LIST>['Querystring'];
 
 /** Groups of alike failed requests per page of the list. */
 export const GROUPS_PER_PAGE = 50;
@@ -37,10 +47,10 @@ async function failureRows(
 }
 
 /** The list's error code and page number from the query (absent: every code, page 1); undefined when either is not one (a 404). */
-function listQuery(query: Record<string, unknown>): { code: string | undefined; pageNumber: number } | undefined {
-  const code = query.code === undefined || query.code === '' ? undefined : query.code;
-  if (code !== undefined && (typeof code !== 'string' || !(FAILURE_CODES as readonly string[]).includes(code))) return undefined;
-  const pageNumber = query.page === undefined || query.page === '' ? 1 : typeof query.page === 'string' && /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
+function listQuery(query: ListQuery): { code: string | undefined; pageNumber: number } | undefined {
+  const code = query.code === '' ? undefined : query.code;
+  if (code !== undefined && !(FAILURE_CODES as readonly string[]).includes(code)) return undefined;
+  const pageNumber = query.page === '' ? 1 : /^[1-9][0-9]{0,3}$/.test(query.page) ? Number(query.page) : undefined;
   if (pageNumber === undefined) return undefined;
   return { code, pageNumber };
 }
@@ -79,9 +89,9 @@ async function groupsPage(
 }
 
 /** The confirmation of "allow this origin" (`?done=`), said only while the origin is allowed. */
-async function allowedOriginNotice(ctx: DashboardContext, accountId: string, query: Record<string, unknown>): Promise<string | undefined> {
+async function allowedOriginNotice(ctx: DashboardContext, accountId: string, query: ListQuery): Promise<string | undefined> {
   const { done, country, origin } = query;
-  if (typeof country !== 'string' || !isCountry(country) || typeof origin !== 'string' || (done !== 'added' && done !== 'exists')) return undefined;
+  if (!isCountry(country) || origin === '' || (done !== 'added' && done !== 'exists')) return undefined;
   if (!(await ctx.store.origins.isAllowed(accountId, country, origin))) return undefined;
   return done === 'added'
     ? `Allowed ${origin} for ${layout.COUNTRY_NAMES[country]}. Pages on it can call the API with ${country} keys from their next request.`
@@ -95,11 +105,11 @@ async function allowedOriginNotice(ctx: DashboardContext, accountId: string, que
 export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const { store, nowIso, served, send, notFound, audit, settled, memberOf, flushSeconds } = ctx;
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/failures', async (request, reply) => {
+  scope.get<Typed<typeof LIST>>('/failures', { schema: LIST }, async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
     const keys = await store.keys.listForAccount(accountId);
-    const key = await keyFromQuery(request, keys);
+    const key = keyFromQuery(request.query.key, keys);
     if (key === null) return notFound(reply, member.ctx);
     const list = listQuery(request.query);
     if (list === undefined) return notFound(reply, member.ctx);
@@ -123,11 +133,11 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
    * own country and origin. CSRF-checked by the scope's guard, audit-logged, and in force on every
    * instance once the answer is sent (D4).
    */
-  scope.post('/failures/allow-origin', async (request, reply) => {
+  scope.post<Typed<typeof ALLOW_ORIGIN>>('/failures/allow-origin', { schema: ALLOW_ORIGIN }, async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
-    const country = field(request.body, 'country').trim().toLowerCase();
-    const checked = validateOriginToRegister(field(request.body, 'origin'));
+    const country = request.body.country.trim().toLowerCase();
+    const checked = validateOriginToRegister(request.body.origin);
     if (!isCountry(country) || !served.has(country) || 'error' in checked) {
       return send(reply, 400, layout.errorPage(400, 'That origin cannot be allowed', 'The form named no country of this deployment or no origin that can be registered. Nothing was changed.', member.ctx));
     }
@@ -138,7 +148,7 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     }
     // Back to the list as it was filtered (only a URL of this page is followed).
     const failuresPath = layout.developerPath(accountId, 'failures');
-    const back = field(request.body, 'back');
+    const { back } = request.body;
     const target = new URL(back.startsWith(`${failuresPath}?`) ? back : failuresPath, 'http://dashboard.invalid');
     target.searchParams.set('done', added ? 'added' : 'exists');
     target.searchParams.set('country', country);
@@ -147,11 +157,10 @@ export async function failureRoutes(scope: FastifyInstance, ctx: DashboardContex
     return reply.redirect(`${target.pathname}${target.search}#notice`, 303);
   });
 
-  scope.get<{ Querystring: { id?: unknown } }>('/requests', async (request, reply) => {
+  scope.get<Typed<typeof LOOK_UP>>('/requests', { schema: LOOK_UP }, async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
-    const raw = request.query.id;
-    const requestId = typeof raw === 'string' ? raw.trim() : '';
+    const requestId = request.query.id.trim();
     if (requestId === '') return send(reply, 200, views.requestPage(member.ctx, { requestId: '' }));
     const failure = requestId.length > 140 ? undefined : await store.usage.failureByRequestId(accountId, requestId);
     // The id as typed is shown again: a key pasted into the box by mistake is not (D20).

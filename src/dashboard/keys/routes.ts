@@ -1,15 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { issueKey, KeyLimitError } from '../../auth/keys.js';
 import { keyDisplay } from '../../auth/key-format.js';
 import { canonicalUuid } from '../../core/formats.js';
 import { isCountry, type Country } from '../../core/countries.js';
 import type { ApiKeyRecord } from '../../storage/index.js';
 import { FORM_CLAIM_RETAIN_MS, FORM_FIELD, newFormToken, readFormToken } from '../forms.js';
-import { field, labelProblem, type DashboardContext, type Member } from '../context.js';
+import { labelProblem, type DashboardContext, type Member } from '../context.js';
 import * as layout from '../layout.js';
+import { accountParams, form, query, text, type Typed } from '../schemas.js';
 import * as views from './views.js';
 
-type KeyParams = { Params: { keyId: string } };
+const LIST = { params: accountParams(), querystring: query({ revoked: text(), relabelled: text() }) };
+const CREATE = { params: accountParams(), body: form({ label: text(), country: text(), [FORM_FIELD]: text() }) };
+const KEY = { params: accountParams({ keyId: Type.String() }) };
+const RELABEL = { ...KEY, body: form({ label: text() }) };
+const REVOKE = { ...KEY, body: form({}) };
 
 /** The keys page: the account's keys with their exact last use, the recent audit entries and a new create form. */
 async function keysPage(ctx: DashboardContext, member: Member, extra: Partial<Parameters<typeof views.keysPage>[1]> = {}): Promise<string> {
@@ -34,7 +40,7 @@ async function formUsed(ctx: DashboardContext, reply: FastifyReply, member: Memb
 }
 
 /** The confirmation of a revoke or a rename (`?revoked=` or `?relabelled=`), of a key of the member's account only. */
-async function changeNotice(ctx: DashboardContext, member: Member, query: Record<string, unknown>): Promise<string | undefined> {
+async function changeNotice(ctx: DashboardContext, member: Member, query: Typed<typeof LIST>['Querystring']): Promise<string | undefined> {
   let notice: string | undefined;
   for (const [name, verb] of [['revoked', 'Revoked'], ['relabelled', 'Renamed']] as const) {
     const id = canonicalUuid(query[name]);
@@ -50,9 +56,9 @@ async function changeNotice(ctx: DashboardContext, member: Member, query: Record
 }
 
 /** The create form's label and country, with what is wrong with each (no errors: a key can be made). */
-function readCreateForm(body: unknown, served: ReadonlySet<string>): views.CreateKeyForm {
-  const label = field(body, 'label').trim();
-  const country = field(body, 'country').trim().toLowerCase();
+function readCreateForm(body: Typed<typeof CREATE>['Body'], served: ReadonlySet<string>): views.CreateKeyForm {
+  const label = body.label.trim();
+  const country = body.country.trim().toLowerCase();
   const errors: views.CreateKeyForm['errors'] = {};
   const labelError = labelProblem(label);
   if (labelError !== undefined) errors.label = labelError;
@@ -61,11 +67,11 @@ function readCreateForm(body: unknown, served: ReadonlySet<string>): views.Creat
 }
 
 /** A create form sent: one new key per single-use form, shown in full in this one answer. */
-async function createKey(ctx: DashboardContext, request: FastifyRequest, reply: FastifyReply) {
+async function createKey(ctx: DashboardContext, request: FastifyRequest<Typed<typeof CREATE>>, reply: FastifyReply) {
   const { store, clock, nowIso, served, send, forbidden, audit, settled, memberOf } = ctx;
   const member = memberOf(request);
   // A page from before single-use forms, an edited token or an expired one: like an expired CSRF token.
-  const form = readFormToken(member.sessionId, field(request.body, FORM_FIELD), clock());
+  const form = readFormToken(member.sessionId, request.body[FORM_FIELD], clock());
   if (form === undefined) return forbidden(reply, member.ctx);
   const create = readCreateForm(request.body, served);
   const { label, country, errors } = create;
@@ -107,29 +113,29 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
   const { store, clock, nowIso, send, notFound, audit, settled, memberOf } = ctx;
 
   /** One of the member's account's keys, by the id in the URL; undefined for anything else. */
-  async function ownKey(request: FastifyRequest): Promise<ApiKeyRecord | undefined> {
-    const keyId = canonicalUuid((request.params as KeyParams['Params']).keyId);
+  async function ownKey(request: FastifyRequest<Typed<typeof KEY>>): Promise<ApiKeyRecord | undefined> {
+    const keyId = canonicalUuid(request.params.keyId);
     if (keyId === undefined) return undefined;
     const key = await store.keys.get(keyId);
     return key !== undefined && key.account_id === memberOf(request).user.account_id ? key : undefined;
   }
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/keys', async (request, reply) => {
+  scope.get<Typed<typeof LIST>>('/keys', { schema: LIST }, async (request, reply) => {
     const member = memberOf(request);
     const notice = await changeNotice(ctx, member, request.query);
     return send(reply, 200, await keysPage(ctx, member, { notice }));
   });
 
-  scope.post('/keys', (request, reply) => createKey(ctx, request, reply));
+  scope.post<Typed<typeof CREATE>>('/keys', { schema: CREATE }, (request, reply) => createKey(ctx, request, reply));
 
-  scope.post('/keys/:keyId/label', async (request, reply) => {
+  scope.post<Typed<typeof RELABEL>>('/keys/:keyId/label', { schema: RELABEL }, async (request, reply) => {
     const member = memberOf(request);
     const key = await ownKey(request);
     if (key === undefined) return notFound(reply, member.ctx);
     if (key.revoked_at !== null) {
       return send(reply, 409, layout.errorPage(409, 'This key is revoked', 'A revoked key keeps its label. Nothing was changed.', member.ctx));
     }
-    const label = field(request.body, 'label').trim();
+    const label = request.body.label.trim();
     const problem = labelProblem(label);
     if (problem !== undefined) return send(reply, 400, await keysPage(ctx, member, { relabel: { keyId: key.id, label, error: problem } }));
     if (label !== key.label) {
@@ -140,14 +146,14 @@ export async function keyRoutes(scope: FastifyInstance, ctx: DashboardContext): 
     return reply.redirect(`${layout.developerPath(member.ctx.accountId, 'keys')}?relabelled=${key.id}#key-${key.id}`, 303);
   });
 
-  scope.get('/keys/:keyId/revoke', async (request, reply) => {
+  scope.get<Typed<typeof KEY>>('/keys/:keyId/revoke', { schema: KEY }, async (request, reply) => {
     const member = memberOf(request);
     const key = await ownKey(request);
     if (key === undefined) return notFound(reply, member.ctx);
     return send(reply, 200, views.revokePage(member.ctx, ctx.withLastUse(key), { now: clock(), limitPerMinute: ctx.limitOf(key) }));
   });
 
-  scope.post('/keys/:keyId/revoke', async (request, reply) => {
+  scope.post<Typed<typeof REVOKE>>('/keys/:keyId/revoke', { schema: REVOKE }, async (request, reply) => {
     const member = memberOf(request);
     const key = await ownKey(request);
     if (key === undefined) return notFound(reply, member.ctx);

@@ -1,9 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { isCountry } from '../../core/countries.js';
 import { validateOriginToRegister } from '../../cors/origin.js';
-import { field, type DashboardContext, type Member } from '../context.js';
+import type { DashboardContext, Member } from '../context.js';
 import * as layout from '../layout.js';
+import { accountParams, form, query, text, type Typed } from '../schemas.js';
 import * as views from './views.js';
+
+const LIST = { params: accountParams(), querystring: query({ done: text(), country: text(), origin: text() }) };
+const ADD = { params: accountParams(), body: form({ country: text(), origin: text() }) };
+const CONFIRM_REMOVE = { params: accountParams(), querystring: query({ country: text(), origin: text() }) };
+const REMOVE = { params: accountParams(), body: form({ country: text(), origin: text() }) };
 
 /** Settings > Developer > Allowed origins: list, add, remove (confirmed first). */
 export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
@@ -15,12 +21,11 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
     return views.originsPage(member.ctx, { origins, keyCountries, countries: config.countries, ...extra });
   }
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/origins', async (request, reply) => {
+  scope.get<Typed<typeof LIST>>('/origins', { schema: LIST }, async (request, reply) => {
     const member = memberOf(request);
-    const query = request.query;
     let notice: string | undefined;
-    const { done, country, origin } = query;
-    if (typeof country === 'string' && isCountry(country) && typeof origin === 'string') {
+    const { done, country, origin } = request.query;
+    if (isCountry(country)) {
       const checked = validateOriginToRegister(origin);
       const name = layout.COUNTRY_NAMES[country];
       if ('origin' in checked && checked.origin === origin) {
@@ -33,10 +38,10 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
     return send(reply, 200, await originsPage(member, { notice }));
   });
 
-  scope.post('/origins', async (request, reply) => {
+  scope.post<Typed<typeof ADD>>('/origins', { schema: ADD }, async (request, reply) => {
     const member = memberOf(request);
-    const country = field(request.body, 'country').trim().toLowerCase();
-    const input = field(request.body, 'origin');
+    const country = request.body.country.trim().toLowerCase();
+    const input = request.body.origin;
     const [origins, keys] = await Promise.all([store.origins.listForAccount(member.ctx.accountId), store.keys.listForAccount(member.ctx.accountId)]);
     const inSection = origins.some((o) => o.country === country) || keys.some((k) => k.revoked_at === null && k.country === country);
     const section = inSection ? country : 'other';
@@ -58,11 +63,10 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
    * Removing an origin breaks every page on it at its next API call, so it is confirmed first, as
    * revoking a key is: this page, then its form's POST. Only an origin of the member's own account.
    */
-  scope.get<{ Querystring: Record<string, unknown> }>('/origins/remove', async (request, reply) => {
+  scope.get<Typed<typeof CONFIRM_REMOVE>>('/origins/remove', { schema: CONFIRM_REMOVE }, async (request, reply) => {
     const member = memberOf(request);
-    const query = request.query;
-    const country = typeof query.country === 'string' ? query.country : '';
-    const checked = validateOriginToRegister(typeof query.origin === 'string' ? query.origin : '');
+    const { country } = request.query;
+    const checked = validateOriginToRegister(request.query.origin);
     if (!isCountry(country) || 'error' in checked) return notFound(reply, member.ctx);
     const origin = (await store.origins.listForAccount(member.ctx.accountId)).find((o) => o.country === country && o.origin === checked.origin);
     if (origin === undefined) return notFound(reply, member.ctx);
@@ -71,10 +75,10 @@ export async function originRoutes(scope: FastifyInstance, ctx: DashboardContext
     return send(reply, 200, views.removeOriginPage(member.ctx, origin, activeKeys));
   });
 
-  scope.post('/origins/remove', async (request, reply) => {
+  scope.post<Typed<typeof REMOVE>>('/origins/remove', { schema: REMOVE }, async (request, reply) => {
     const member = memberOf(request);
-    const country = field(request.body, 'country').trim().toLowerCase();
-    const checked = validateOriginToRegister(field(request.body, 'origin'));
+    const country = request.body.country.trim().toLowerCase();
+    const checked = validateOriginToRegister(request.body.origin);
     if (!isCountry(country) || 'error' in checked) return notFound(reply, member.ctx);
     if (!(await store.origins.remove(member.ctx.accountId, country, checked.origin))) return notFound(reply, member.ctx);
     await audit(member, { action: 'origin.removed', country, origin: checked.origin });

@@ -2,9 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CSRF_FIELD, fromThisSite, newSignInSecret, signInToken, tokenMatches } from '../csrf.js';
 import { MAX_PASSWORD_LENGTH, normalizeEmail, verifyAgainstNothing, verifyPassword } from '../passwords.js';
 import type { Refusal } from '../throttle.js';
-import { cookies, field, type DashboardContext } from '../context.js';
+import { cookies, type DashboardContext } from '../context.js';
 import * as layout from '../layout.js';
+import { form, query, text, type Typed } from '../schemas.js';
 import * as views from './views.js';
+
+const SIGN_IN_PAGE = { querystring: query({ signed_out: text() }) };
+/** The password is not trimmed or bounded here: any attempt counts against the throttle (throttle.ts). */
+const SIGN_IN = { body: form({ email: text(), password: text() }) };
+const SIGN_OUT = { body: form({}) };
 
 /** What a refused sign-in attempt is told (throttle.ts): its client's failures, or too many attempts waiting at once. */
 function refusalText(refusal: Refusal): string {
@@ -36,20 +42,20 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
     return send(reply, status, views.signInPage({ csrf: signInToken(secret), ...opts }));
   }
 
-  app.get<{ Querystring: { signed_out?: string } }>('/sign-in', async (request, reply) => {
+  app.get<Typed<typeof SIGN_IN_PAGE>>('/sign-in', { schema: SIGN_IN_PAGE }, async (request, reply) => {
     const member = await resume(request);
     if (member !== undefined) return reply.redirect(layout.developerPath(member.ctx.accountId, 'keys'), 303);
     return signInForm(request, reply, 200, { notice: request.query.signed_out === '1' ? 'You are signed out.' : undefined });
   });
 
-  app.post('/sign-in', async (request, reply) => {
+  app.post<Typed<typeof SIGN_IN>>('/sign-in', { schema: SIGN_IN }, async (request, reply) => {
     const names = cookies(request);
     const secret = request.cookies[names.signIn];
-    if (!fromThisSite(request) || secret === undefined || !tokenMatches(signInToken(secret), field(request.body, CSRF_FIELD))) {
+    if (!fromThisSite(request) || secret === undefined || !tokenMatches(signInToken(secret), request.body[CSRF_FIELD])) {
       return forbidden(reply);
     }
-    const email = normalizeEmail(field(request.body, 'email')).slice(0, 254);
-    const password = field(request.body, 'password');
+    const email = normalizeEmail(request.body.email).slice(0, 254);
+    const { password } = request.body;
     // Resolves after the account's delay, when other clients have been failing at this email (throttle.ts).
     const attempt = await throttle.reserve(email, request.ip);
     if ('retryAfterMs' in attempt) {
@@ -77,11 +83,11 @@ export async function signInRoutes(app: FastifyInstance, ctx: DashboardContext):
     return reply.redirect(layout.developerPath(user.account_id, 'keys'), 303);
   });
 
-  app.post('/sign-out', async (request, reply) => {
+  app.post<Typed<typeof SIGN_OUT>>('/sign-out', { schema: SIGN_OUT }, async (request, reply) => {
     const names = cookies(request);
     const member = await resume(request);
     if (member !== undefined) {
-      if (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, field(request.body, CSRF_FIELD))) return forbidden(reply, member.ctx);
+      if (!fromThisSite(request) || !tokenMatches(member.ctx.csrf, request.body[CSRF_FIELD])) return forbidden(reply, member.ctx);
       await sessions.end(member.sessionId);
     }
     reply.clearCookie(names.session, names.options);

@@ -2,7 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { BucketCount } from '../../storage/index.js';
 import { isOutcome } from '../../usage/index.js';
 import { keyFromQuery, type DashboardContext } from '../context.js';
+import { accountParams, query, text, type Typed } from '../schemas.js';
 import * as usageViews from './views.js';
+
+const PAGE = { params: accountParams(), querystring: query({ range: text(), key: text() }) };
 
 const FIVE_MINUTES_MS = 300_000;
 const HOUR_MS = 3_600_000;
@@ -29,15 +32,15 @@ const PERIODS = {
 export async function usageRoutes(scope: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const { store, config, clock, send, notFound, memberOf, flushSeconds, limitOf } = ctx;
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/usage', async (request, reply) => {
+  scope.get<Typed<typeof PAGE>>('/usage', { schema: PAGE }, async (request, reply) => {
     const member = memberOf(request);
     const accountId = member.ctx.accountId;
-    const rangeId = request.query.range === undefined || request.query.range === '' ? '24h' : request.query.range;
-    if (typeof rangeId !== 'string' || !Object.hasOwn(PERIODS, rangeId)) return notFound(reply, member.ctx);
+    const rangeId = request.query.range === '' ? '24h' : request.query.range;
+    if (!Object.hasOwn(PERIODS, rangeId)) return notFound(reply, member.ctx);
     const range = usageViews.RANGES[rangeId as keyof typeof PERIODS];
     const period = PERIODS[range.id];
     const keys = await store.keys.listForAccount(accountId);
-    const chosen = await keyFromQuery(request, keys);
+    const chosen = keyFromQuery(request.query.key, keys);
     if (chosen === null) return notFound(reply, member.ctx);
 
     const now = clock();

@@ -6,8 +6,16 @@ import { sendTestEvent } from '../../webhooks/deliverer.js';
 import { delivered, failureText } from '../../webhooks/send.js';
 import { addWebhook, rotateWebhookSecret, WebhookError } from '../../webhooks/endpoints.js';
 import * as layout from '../layout.js';
-import { field, type DashboardContext, type Member } from '../context.js';
+import { accountParams, form, query, text, type Typed } from '../schemas.js';
+import type { DashboardContext, Member } from '../context.js';
 import * as views from './views.js';
+
+const LIST = { params: accountParams(), querystring: query({ done: text(), id: text() }) };
+const ADD = { params: accountParams(), body: form({ country: text(), url: text() }) };
+/** A page about one endpoint (its secret, a confirmation), named by `?id=`. */
+const ONE = { params: accountParams(), querystring: query({ id: text() }) };
+/** A form about one endpoint (test, enable, rotate, remove), named by its `id` field. */
+const ACT = { params: accountParams(), body: form({ id: text() }) };
 
 /** Attempts shown per endpoint. */
 const RECENT_ATTEMPTS = 10;
@@ -26,18 +34,18 @@ async function listPage(
 }
 
 /** The member's own endpoint named by `id` (query or form), or undefined (a 404: as for anything that does not exist). */
-async function ownEndpoint(ctx: DashboardContext, member: Member, id: unknown): Promise<WebhookEndpoint | undefined> {
-  const uuid = typeof id === 'string' ? canonicalUuid(id) : undefined;
+async function ownEndpoint(ctx: DashboardContext, member: Member, id: string): Promise<WebhookEndpoint | undefined> {
+  const uuid = canonicalUuid(id);
   const endpoint = uuid === undefined ? undefined : await ctx.store.webhooks.get(uuid);
   return endpoint?.account_id === member.ctx.accountId ? endpoint : undefined;
 }
 
 /** The add form sent: a new endpoint, whose secret is shown on the answer; else the list again with what was wrong. */
-async function addEndpoint(ctx: DashboardContext, request: FastifyRequest, reply: FastifyReply) {
+async function addEndpoint(ctx: DashboardContext, request: FastifyRequest<Typed<typeof ADD>>, reply: FastifyReply) {
   const { store, clock, served, send, audit, memberOf } = ctx;
   const member = memberOf(request);
-  const country = field(request.body, 'country').trim().toLowerCase();
-  const url = field(request.body, 'url').trim();
+  const country = request.body.country.trim().toLowerCase();
+  const url = request.body.url.trim();
   const fail = async (error: string) => send(reply, 400, await listPage(ctx, member, { form: { url, country, error } }));
   if (!isCountry(country) || !served.has(country)) return fail('Choose one of the countries in the list.');
   let endpoint: WebhookEndpoint;
@@ -56,7 +64,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
   const { store, config, clock, send, notFound, audit, memberOf } = ctx;
   const path = (member: Member) => layout.developerPath(member.ctx.accountId, 'webhooks');
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/webhooks', async (request, reply) => {
+  scope.get<Typed<typeof LIST>>('/webhooks', { schema: LIST }, async (request, reply) => {
     const member = memberOf(request);
     const { done } = request.query;
     const endpoint = await ownEndpoint(ctx, member, request.query.id);
@@ -66,11 +74,11 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     return send(reply, 200, await listPage(ctx, member, { notice }));
   });
 
-  scope.post('/webhooks', (request, reply) => addEndpoint(ctx, request, reply));
+  scope.post<Typed<typeof ADD>>('/webhooks', { schema: ADD }, (request, reply) => addEndpoint(ctx, request, reply));
 
-  scope.post('/webhooks/test', async (request, reply) => {
+  scope.post<Typed<typeof ACT>>('/webhooks/test', { schema: ACT }, async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
     if (endpoint === undefined) return notFound(reply, member.ctx);
     const outcome = await sendTestEvent(store, endpoint, clock(), { allowPrivate: config.webhookAllowPrivate, resolve: ctx.webhookResolve });
     if (delivered(outcome)) {
@@ -82,15 +90,15 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     return send(reply, 200, await listPage(ctx, member, { error: `Test event not delivered to ${endpoint.url}: ${failureText(outcome)}.` }));
   });
 
-  scope.post('/webhooks/enable', async (request, reply) => {
+  scope.post<Typed<typeof ACT>>('/webhooks/enable', { schema: ACT }, async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
     if (endpoint === undefined || !(await store.webhooks.enable(endpoint.id))) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.enabled', country: endpoint.country, webhook_url: endpoint.url });
     return reply.redirect(`${path(member)}?done=enabled&id=${endpoint.id}#webhook-${endpoint.id}`, 303);
   });
 
-  scope.get<{ Querystring: Record<string, unknown> }>('/webhooks/secret', async (request, reply) => {
+  scope.get<Typed<typeof ONE>>('/webhooks/secret', { schema: ONE }, async (request, reply) => {
     const member = memberOf(request);
     const endpoint = await ownEndpoint(ctx, member, request.query.id);
     if (endpoint === undefined) return notFound(reply, member.ctx);
@@ -98,7 +106,7 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
   });
 
   for (const action of ['rotate', 'remove'] as const) {
-    scope.get<{ Querystring: Record<string, unknown> }>(`/webhooks/${action}`, async (request, reply) => {
+    scope.get<Typed<typeof ONE>>(`/webhooks/${action}`, { schema: ONE }, async (request, reply) => {
       const member = memberOf(request);
       const endpoint = await ownEndpoint(ctx, member, request.query.id);
       if (endpoint === undefined) return notFound(reply, member.ctx);
@@ -106,18 +114,18 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     });
   }
 
-  scope.post('/webhooks/rotate', async (request, reply) => {
+  scope.post<Typed<typeof ACT>>('/webhooks/rotate', { schema: ACT }, async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
     const secret = endpoint === undefined ? undefined : await rotateWebhookSecret(store, clock, endpoint.id);
     if (endpoint === undefined || secret === undefined) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.secret_rotated', country: endpoint.country, webhook_url: endpoint.url });
     return send(reply, 200, views.webhookSecretPage(member.ctx, { ...endpoint, secret }, 'rotated'));
   });
 
-  scope.post('/webhooks/remove', async (request, reply) => {
+  scope.post<Typed<typeof ACT>>('/webhooks/remove', { schema: ACT }, async (request, reply) => {
     const member = memberOf(request);
-    const endpoint = await ownEndpoint(ctx, member, field(request.body, 'id'));
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
     if (endpoint === undefined || !(await store.webhooks.remove(endpoint.id))) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.removed', country: endpoint.country, webhook_url: endpoint.url });
     return reply.redirect(`${path(member)}?done=removed`, 303);
