@@ -1,5 +1,5 @@
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { Worker } from 'node:worker_threads';
 import { ImportError, parseImportLine, type ParsedLine } from './import-line.js';
 
@@ -19,16 +19,48 @@ export interface LineBatch {
 /** Lines per batch: bounded memory, whatever the file's size. */
 export const LINES_PER_BATCH = 1000;
 
+/** A line break inside what has been read: `\r\n`, `\n`, or a lone `\r` that is not the last character read (a `\n` may follow in the next chunk). */
+const LINE_BREAK_SO_FAR = /\r\n|\n|\r(?!$)/g;
+const LINE_BREAK = /\r\n|\n|\r/g;
+
 /**
- * Lines as NDJSON readers split them (`\n`, `\r\n` or a lone `\r`); blank lines are skipped and a
- * UTF-8 byte-order mark at the start of the file is ignored.
+ * The text lines of a file as NDJSON readers split them: at `\n`, `\r\n` or a lone `\r`, and
+ * nowhere else. Not node:readline, which since Node.js 22 also ends a line at U+2028 and U+2029:
+ * JSON strings may hold those characters unescaped (JSON.stringify leaves them so), and a title
+ * with one would be cut in two. A last line without a line break is a line; the empty text after a
+ * final break is not.
+ */
+export async function* textLines(input: Readable): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  const complete = function* (pattern: RegExp): Generator<string> {
+    pattern.lastIndex = 0;
+    let start = 0;
+    for (let match = pattern.exec(pending); match !== null; match = pattern.exec(pending)) {
+      yield pending.slice(start, match.index);
+      start = match.index + match[0].length;
+    }
+    pending = pending.slice(start);
+  };
+  for await (const chunk of input) {
+    pending += typeof chunk === 'string' ? chunk : decoder.write(chunk as Buffer);
+    yield* complete(LINE_BREAK_SO_FAR);
+  }
+  pending += decoder.end();
+  yield* complete(LINE_BREAK);
+  if (pending !== '') yield pending;
+}
+
+/**
+ * Lines as NDJSON readers split them (`textLines`); blank lines are skipped and a UTF-8 byte-order
+ * mark at the start of the file is ignored.
  */
 export async function* parseLines(input: Readable): AsyncGenerator<LineBatch> {
   let parsed: ParsedLine[] = [];
   /** The last line read and checked (blank lines too). */
   let linesRead = 0;
   try {
-    for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
+    for await (const raw of textLines(input)) {
       const lineNumber = linesRead + 1;
       const text = lineNumber === 1 && raw.startsWith('\uFEFF') ? raw.slice(1) : raw;
       if (text.trim() !== '') parsed.push(parseImportLine(text, lineNumber));

@@ -108,7 +108,12 @@ async function checkedAddress(hostname: string, options: SendOptions): Promise<s
     const reason = refusedAddressReason(address, options.allowPrivate);
     if (reason !== undefined) throw new AttemptFailure('refused address', `resolved address ${reason}`);
   }
-  return addresses[0]!;
+  const address = addresses[0]!;
+  // An IPv6 link-local address (allowed with WEBHOOK_ALLOW_PRIVATE) names no interface unless it
+  // has a zone (`fe80::1%eth0`): no connection can reach it. Said at once, as on every Node.js
+  // line (Node 20 refused the connect with EINVAL; Node 24's connect waits until the deadline).
+  if (isIP(address) === 6 && /^fe[89ab]/i.test(address) && !address.includes('%')) throw new AttemptFailure('could not connect', 'link-local address without an interface');
+  return address;
 }
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ImportError } from '../../src/import/import-line.js';
-import { LINES_PER_BATCH, parseLines, parseLinesInWorker, type LineBatch } from '../../src/import/import-lines.js';
+import { LINES_PER_BATCH, parseLines, parseLinesInWorker, textLines, type LineBatch } from '../../src/import/import-lines.js';
 import { listingLine } from '../support/server.js';
 
 /**
@@ -71,6 +71,29 @@ describe('reading import lines, in this thread and in a worker thread', () => {
     const { batches } = await bothWays(`\uFEFF${lineOf()}\r\n\r\n   \n${lineOf()}\r${lineOf()}\n\n`);
     assert.deepEqual(batches.flatMap((b) => b.parsed.map((p) => p.line)), [1, 4, 5]);
     assert.equal(batches.at(-1)!.linesRead, 6);
+  });
+
+  it('U+2028 and U+2029 inside a JSON string are text, not line ends (node:readline ends lines at them since Node.js 22)', async () => {
+    const title = 'Line\u2028separator and paragraph\u2029separator';
+    const { batches, error } = await bothWays(`${lineOf({ title })}\n${lineOf()}\n`);
+    assert.equal(error, undefined);
+    assert.deepEqual(batches.flatMap((b) => b.parsed.map((p) => p.line)), [1, 2]);
+    assert.equal(batches[0]!.parsed[0]!.row.title, title);
+  });
+
+  it('textLines: every line end, wherever the chunks of the file are cut (a \\r\\n across two chunks is one end)', async () => {
+    const text = 'a\r\nb\rc\n\nd\u2028e\r\n\r\rf';
+    const expected = ['a', 'b', 'c', '', 'd\u2028e', '', '', 'f'];
+    const bytes = Buffer.from(text);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const chunks = [bytes.subarray(0, cut), bytes.subarray(cut)];
+      const lines: string[] = [];
+      for await (const line of textLines(Readable.from(chunks))) lines.push(line);
+      assert.deepEqual(lines, expected, `cut at byte ${cut}`);
+    }
+    const lines: string[] = [];
+    for await (const line of textLines(Readable.from(['x\n', 'y\r']))) lines.push(line);
+    assert.deepEqual(lines, ['x', 'y'], 'a final line break ends the last line; nothing follows it');
   });
 
   it('an empty file: one empty batch', async () => {
