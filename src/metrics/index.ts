@@ -19,7 +19,12 @@ import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
  * - `listings_rate_limit_decisions_total{outcome}`: `admitted` (counted against the key),
  *   `limited` (429), `revalidated` (a free 304, D21).
  * - `listings_cache_requests_total{cache, result}`: hits and misses of the read caches (keys,
- *   origins, pages, details).
+ *   origins, pages, details); `listings_cache_refreshes_ahead_total`: entries read again ahead of
+ *   their safety expiry.
+ * - `listings_index_builds_total`, `listings_index_replays_total`: tenant indexes built from the
+ *   database and brought up to date from the change log; `listings_listing_row_reads_total`: reads
+ *   of listing rows by id; `listings_indexed_tenants`, `listings_indexed_listings`: what the
+ *   indexes hold now (summed over workers).
  * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
  *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them
  *   (0, never absent, while none is live).
@@ -110,6 +115,26 @@ export class Metrics {
         }
       },
     }));
+    // The read model's own counts (readmodel/index.ts, ReadStats), read at each scrape.
+    const fromStats = (name: string, help: string, value: (stats: ReadStats) => number) => this.registry.registerMetric(new Counter({
+      name, help, registers: [],
+      collect() {
+        this.reset();
+        this.inc(value(readStats()));
+      },
+    }));
+    fromStats('listings_index_builds_total', 'Tenant indexes built from the database (a tenant\'s first read, or its first after the index was dropped).', (s) => s.indexBuilds);
+    fromStats('listings_index_replays_total', 'Tenant indexes brought up to date from the change log (a write to the tenant since its last read).', (s) => s.indexReplays);
+    fromStats('listings_listing_row_reads_total', 'Reads of listing rows by id: one per turn, however many listings the turn\'s answers missed.', (s) => s.listingRowReads);
+    fromStats('listings_cache_refreshes_ahead_total', 'Cached keys, origins and bodies read again in the background, ahead of their safety expiry.', (s) => s.refreshedAhead);
+    for (const [name, help, value] of [
+      ['listings_indexed_tenants', 'Tenant indexes held in memory.', (s: ReadStats) => s.tenants],
+      ['listings_indexed_listings', 'Listings held in memory by the tenant indexes together.', (s: ReadStats) => s.listings],
+    ] as const) {
+      this.registry.registerMetric(new Gauge({ name, help, registers: [], aggregator: 'sum', collect() {
+        this.set(value(readStats()));
+      } }));
+    }
     return api;
   }
 

@@ -3,6 +3,7 @@ import { Agent } from 'node:http';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.js';
 import { runCli } from '../support/cli.js';
+import { readCounts } from '../support/read-counts.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 import { assertError } from './helpers.js';
 
@@ -19,7 +20,7 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
   let agent: Agent;
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ METRICS_PORT: '0' });
     orgA = await server.createAccount();
     orgB = await server.createAccount();
     await server.addListings(orgA, [{ title: 'A1' }, { title: 'A2' }]);
@@ -43,8 +44,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     port = res.connectionPort;
     return res;
   }
-  const keyLookups = () => {
-    const { hits, misses } = server.service.reads.stats().keys;
+  const keyLookups = async () => {
+    const { hits, misses } = (await readCounts(server)).keys;
     return hits + misses;
   };
   /**
@@ -56,9 +57,9 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     const first = await onConnection(key);
     assert.equal(first.status, 200);
     assert.equal((await onConnection(key)).status, 200);
-    const lookups = keyLookups();
+    const lookups = await keyLookups();
     assert.equal((await onConnection(key)).status, 200);
-    assert.equal(keyLookups(), lookups, message);
+    assert.equal(await keyLookups(), lookups, message);
     return first;
   }
 
@@ -68,16 +69,16 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     const first = await onConnection(key);
     assert.equal(first.status, 200);
     assert.equal((await onConnection(key)).body, first.body);
-    const lookups = keyLookups();
+    const lookups = await keyLookups();
     for (let i = 0; i < 3; i++) {
       const again = await onConnection(key);
       assert.equal(again.status, 200);
       assert.equal(again.body, first.body);
     }
-    assert.equal(keyLookups(), lookups, 'recalled from the connection');
+    assert.equal(await keyLookups(), lookups, 'recalled from the connection');
     // A connection of its own looks it up (from the cache).
     assert.equal((await server.get('/v1/listings', { key })).status, 200);
-    assert.equal(keyLookups(), lookups + 1);
+    assert.equal(await keyLookups(), lookups + 1);
   });
 
   it('a key revoked through the store gets 401 on the next request of the same connection (D4)', async () => {
@@ -133,15 +134,15 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     const ttl = server.config.readCacheTtlMs;
     const read = server.clock.now(); // the record is read from the database now
     for (let i = 0; i < 2; i++) assert.equal((await onConnection(key)).status, 200);
-    const lookups = keyLookups();
-    const refreshes = server.service.reads.stats().refreshedAhead;
+    const lookups = await keyLookups();
+    const refreshes = (await readCounts(server)).refreshedAhead;
     server.clock.advance(read + ttl * 0.75 - 1 - server.clock.now());
     assert.equal((await onConnection(key)).status, 200);
-    assert.equal(keyLookups(), lookups, 'before its refresh is due: recalled');
+    assert.equal(await keyLookups(), lookups, 'before its refresh is due: recalled');
     server.clock.advance(1);
     assert.equal((await onConnection(key)).status, 200);
-    assert.equal(keyLookups(), lookups + 1, 'due: looked up, and answered from the cache');
-    assert.ok(server.service.reads.stats().refreshedAhead > refreshes, 'its record is read again in the background');
+    assert.equal(await keyLookups(), lookups + 1, 'due: looked up, and answered from the cache');
+    assert.ok((await readCounts(server)).refreshedAhead > refreshes, 'its record is read again in the background');
     // The read in the background lands (awaited in process, within the first read's TTL: no request).
     const { reads } = server.service;
     await reads.settled();
@@ -149,13 +150,13 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assert.ok(record !== undefined && !(record instanceof Promise) && reads.keyValidUntil(record) > read + ttl, 'the record read again is in the cache');
     // Past the first read's TTL, the record read again answers at once: no request waits for the database.
     server.clock.advance(ttl * 0.25 + 1);
-    const misses = server.service.reads.stats().keys.misses;
+    const misses = (await readCounts(server)).keys.misses;
     assert.equal((await onConnection(key)).status, 200);
-    assert.equal(server.service.reads.stats().keys.misses, misses, 'the refreshed record, not a miss');
+    assert.equal((await readCounts(server)).keys.misses, misses, 'the refreshed record, not a miss');
   });
 
   it('with READ_CACHE_TTL_MS=0 every request looks its key up', async () => {
-    const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0' }, server.clock);
+    const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' }, server.clock);
     try {
       const { key } = await server.createKey(orgA);
       // Every look-up waits for the database here, and is not remembered; that a record already
@@ -164,7 +165,7 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
       for (let i = 0; i < 3; i++) answers.push(await uncached.get('/v1/listings', { key, agent }));
       assert.ok(answers.every((res) => res.status === 200));
       assert.equal(new Set(answers.map((res) => res.connectionPort)).size, 1, 'one connection');
-      assert.equal(uncached.service.reads.stats().keys.misses, 3);
+      assert.equal((await readCounts(uncached)).keys.misses, 3);
     } finally {
       await uncached.close();
     }

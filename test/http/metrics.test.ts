@@ -102,6 +102,14 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
       assert.equal(sampleValue(scraped, 'listings_cache_requests_total', { cache, result: 'miss' }), stats[cache].misses, `${cache} misses`);
     }
     assert.ok(sampleValue(scraped, 'listings_cache_requests_total', { result: 'hit' }) > 0);
+    // The read model's other counts, which tests read through these metrics (test/support/read-counts.ts).
+    const counts: Array<[string, number]> = [
+      ['listings_index_builds_total', stats.indexBuilds], ['listings_index_replays_total', stats.indexReplays],
+      ['listings_listing_row_reads_total', stats.listingRowReads], ['listings_cache_refreshes_ahead_total', stats.refreshedAhead],
+      ['listings_indexed_tenants', stats.tenants], ['listings_indexed_listings', stats.listings],
+    ];
+    for (const [name, value] of counts) assert.equal(sampleValue(scraped, name), value, name);
+    assert.ok(stats.indexBuilds > 0 && stats.listings > 0, 'the read model has built an index');
   });
 
   it('every query of the Grafana dashboard (docs/grafana-dashboard.json) names metrics this scrape exports', async () => {

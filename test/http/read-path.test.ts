@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
+import { readCounts } from '../support/read-counts.js';
 import { startTestServer } from '../support/server.js';
 import { readAll } from './helpers.js';
 import { tenantOf } from '../../src/core/tenant.js';
@@ -11,7 +12,7 @@ import { tenantOf } from '../../src/core/tenant.js';
  */
 /** Each test's own server with two tenants, A and B, of 12 listings each, and a key for each. */
 async function twoTenants(t: TestContext) {
-  const server = await startTestServer();
+  const server = await startTestServer({ METRICS_PORT: '0' });
   t.after(() => server.close());
   const a = await server.createAccount();
   const b = await server.createAccount();
@@ -19,12 +20,12 @@ async function twoTenants(t: TestContext) {
   await server.addListings(b, Array.from({ length: 12 }, (_, i) => ({ title: `B${i}` })));
   const keyA = (await server.createKey(a)).key;
   const keyB = (await server.createKey(b)).key;
-  return { server, a, b, keyA, keyB, stats: () => server.service.reads.stats() };
+  return { server, a, b, keyA, keyB, stats: () => readCounts(server) };
 }
 
 /** Each test's own server with one tenant of 3 listings, its key, and the read caches' TTL. */
 async function oneTenant(t: TestContext) {
-  const server = await startTestServer();
+  const server = await startTestServer({ METRICS_PORT: '0' });
   t.after(() => server.close());
   const account = await server.createAccount();
   await server.addListings(account, Array.from({ length: 3 }, (_, i) => ({ title: `L${i}` })));
@@ -44,7 +45,7 @@ describe('read path: per-tenant versions', () => {
     const page = await server.get('/v1/listings?per_page=5', { key: keyB });
     const detail = await server.get(`/v1/listings/${page.json.items[0].id}`, { key: keyB });
     assert.equal((await server.get('/v1/listings?per_page=5', { key: keyB })).status, 200); // cached now
-    const before = stats();
+    const before = await stats();
 
     await server.addListings(a, [{ title: 'A new one' }]);
     await server.addListings(a, [{ title: 'And another' }]);
@@ -53,7 +54,7 @@ describe('read path: per-tenant versions', () => {
     const detailAgain = await server.get(`/v1/listings/${page.json.items[0].id}`, { key: keyB });
     assert.equal(again.body, page.body);
     assert.equal(detailAgain.body, detail.body);
-    const after = stats();
+    const after = await stats();
     assert.equal(after.pages.misses, before.pages.misses, "B's page came from the cache");
     assert.equal(after.pages.hits, before.pages.hits + 1);
     assert.equal(after.details.misses, before.details.misses, "B's listing came from the cache");
@@ -63,14 +64,14 @@ describe('read path: per-tenant versions', () => {
   it("the written tenant's next read is exact, and its index catches up by replaying only the change", async (t) => {
     const { server, a, keyA, stats } = await twoTenants(t);
     const before = await readAll(server, keyA, 5);
-    const counts = stats();
+    const counts = await stats();
     await server.addListings(a, [{ title: 'Latest', created_at: '2026-11-01T00:00:00.000Z' }]);
     const after = await readAll(server, keyA, 5);
     assert.equal(after.total, before.total + 1);
     const first = await server.get('/v1/listings?per_page=1', { key: keyA });
     assert.equal(first.json.items[0].title, 'Latest', 'newest first (D9)');
-    assert.equal(stats().indexBuilds, counts.indexBuilds, 'no rebuild');
-    assert.ok(stats().indexReplays > counts.indexReplays, 'a replay of the change');
+    assert.equal((await stats()).indexBuilds, counts.indexBuilds, 'no rebuild');
+    assert.ok((await stats()).indexReplays > counts.indexReplays, 'a replay of the change');
   });
 
   it('a listing that moves from A to B leaves A and joins B on the next reads', async (t) => {
@@ -90,16 +91,16 @@ describe('read path: per-tenant versions', () => {
     const listing = (await server.get('/v1/listings?per_page=3', { key: keyA })).json.items[2];
     const detail = () => server.get(`/v1/listings/${listing.id}`, { key: keyA });
     const first = await detail();
-    const hits = stats().details.hits;
+    const hits = (await stats()).details.hits;
     assert.equal((await detail()).body, first.body);
-    assert.equal(stats().details.hits, hits + 1, 'cached (by id) at its change');
+    assert.equal((await stats()).details.hits, hits + 1, 'cached (by id) at its change');
 
     await server.addListings(a, [{ id: listing.id, title: 'Renamed while cached', created_at: listing.created_at }]);
-    const misses = stats().details.misses;
+    const misses = (await stats()).details.misses;
     const edited = await detail();
     assert.equal(edited.json.title, 'Renamed while cached', 'the new change, not the cached body of the old one');
     assert.notEqual(edited.headers.etag, first.headers.etag);
-    assert.equal(stats().details.misses, misses + 1, 'the old change\'s body was not answered: read again');
+    assert.equal((await stats()).details.misses, misses + 1, 'the old change\'s body was not answered: read again');
     assert.equal((await detail()).body, edited.body);
     const page = await server.get('/v1/listings?per_page=3', { key: keyA });
     assert.equal(page.json.items[2].title, 'Renamed while cached');
@@ -115,15 +116,15 @@ describe('read path: per-tenant versions', () => {
     // Changed in the database by hand, no change recorded: only the safety TTL brings it.
     const edited = JSON.stringify({ ...first.json, title: 'Edited by hand' });
     await server.service.store.db.updateTable('listings').set({ body: edited }).where('id', '=', id).execute();
-    const before = stats();
+    const before = await stats();
 
     // Listing bodies are fresh for half the TTL (readmodel/caches.ts), the key for three quarters.
     server.clock.advance(ttl * 0.5 - 1);
     assert.equal((await detail()).body, first.body, 'cached');
-    assert.equal(stats().refreshedAhead, before.refreshedAhead, 'fresh: not read again');
+    assert.equal((await stats()).refreshedAhead, before.refreshedAhead, 'fresh: not read again');
     server.clock.advance(1); // the second half of the TTL: stale
     assert.equal((await detail()).body, first.body, 'stale: answered from memory while it is read again');
-    assert.equal(stats().refreshedAhead, before.refreshedAhead + 1, 'the listing');
+    assert.equal((await stats()).refreshedAhead, before.refreshedAhead + 1, 'the listing');
     // The read in the background lands (awaited in process: no request, no rate limit spent).
     await server.service.reads.settled();
     const body = server.service.reads.detail(tenantOf(a, 'sg'), id);
@@ -131,13 +132,13 @@ describe('read path: per-tenant versions', () => {
     assert.equal(body.bytes.toString(), edited, 'what the database holds now, within the TTL of the first read');
     server.clock.advance(ttl * 0.25);
     assert.equal((await detail()).body, edited);
-    assert.equal(stats().refreshedAhead, before.refreshedAhead + 2, 'and the key, read again at `first` too, once stale');
+    assert.equal((await stats()).refreshedAhead, before.refreshedAhead + 2, 'and the key, read again at `first` too, once stale');
 
     server.clock.advance(ttl * 0.25 + 1); // past the TTL of the first read
     const later = await detail();
     assert.equal(later.body, edited);
     assert.notEqual(later.headers.etag, first.headers.etag);
-    assert.equal(stats().details.misses, before.details.misses, 'never a miss: every answer came from memory');
+    assert.equal((await stats()).details.misses, before.details.misses, 'never a miss: every answer came from memory');
   });
 
   it('details that miss the cache in one turn are read in one query, each answered with its own listing', async (t) => {
@@ -145,35 +146,35 @@ describe('read path: per-tenant versions', () => {
     const ids: string[] = (await server.get('/v1/listings?per_page=10', { key: keyB })).json.items.map((item: { id: string }) => item.id);
     const expected = await Promise.all(ids.map(async (id) => (await server.get(`/v1/listings/${id}`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached body has expired
-    const before = stats();
+    const before = await stats();
     const asked = ids.map((id) => server.service.reads.detail(tenantOf(b, 'sg'), id));
     assert.ok(asked.every((answer) => answer instanceof Promise), 'all missed');
     const bodies = await Promise.all(asked);
     assert.deepEqual(bodies.map((body) => body?.bytes.toString()), expected);
-    assert.equal(stats().details.misses, before.details.misses + ids.length);
-    assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the ten');
+    assert.equal((await stats()).details.misses, before.details.misses + ids.length);
+    assert.equal((await stats()).listingRowReads, before.listingRowReads + 1, 'one read for the ten');
   });
 
   it('pages that miss the cache in one turn read the listings they lack in one query', async (t) => {
     const { server, b, keyB, stats } = await twoTenants(t);
     const expected = await Promise.all([1, 2].map(async (page) => (await server.get(`/v1/listings?page=${page}&per_page=4`, { key: keyB })).body));
     server.clock.advance(server.config.readCacheTtlMs); // every cached page and body has expired
-    const before = stats();
+    const before = await stats();
     const asked = [1, 2].map((page) => server.service.reads.listPage(tenantOf(b, 'sg'), page, 4));
     assert.deepEqual((await Promise.all(asked)).map((body) => body.bytes.toString()), expected);
-    assert.equal(stats().pages.misses, before.pages.misses + 2);
-    assert.equal(stats().listingRowReads, before.listingRowReads + 1, 'one read for the eight listings of two pages');
+    assert.equal((await stats()).pages.misses, before.pages.misses + 2);
+    assert.equal((await stats()).listingRowReads, before.listingRowReads + 1, 'one read for the eight listings of two pages');
   });
 
   it('with READ_CACHE_TTL_MS=0 nothing is reused but the index, and answers are the same', async (t) => {
     const { server, keyB } = await twoTenants(t);
-    const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0' }, server.clock);
+    const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' }, server.clock);
     try {
       for (const path of ['/v1/listings?per_page=7', '/v1/listings?page=2&per_page=7']) {
         const expected = await server.get(path, { key: keyB });
         for (let i = 0; i < 3; i++) assert.equal((await uncached.get(path, { key: keyB })).body, expected.body);
       }
-      const s = uncached.service.reads.stats();
+      const s = await readCounts(uncached);
       assert.equal(s.pages.hits, 0);
       assert.equal(s.indexBuilds, 1, 'the index is built once and kept');
     } finally {
@@ -208,8 +209,8 @@ describe('read path: the safety TTL bounds what a cached page shows', () => {
     const first = await page(); // the page and its listings, read now
     const id: string = first.json.items[1].id;
     await editByHand(id, 'Edited by hand');
-    const stats = () => server.service.reads.stats();
-    const before = stats();
+    const stats = () => readCounts(server);
+    const before = await stats();
     server.clock.advance(ttl * 0.75);
     assert.equal((await page()).body, first.body, 'due: answered from memory while it is built again');
     await server.service.reads.settled();
@@ -218,6 +219,6 @@ describe('read path: the safety TTL bounds what a cached page shows', () => {
     server.clock.advance(ttl * 0.25); // the first read's TTL has passed
     const later = await page();
     assert.equal(later.json.items[1].title, 'Edited by hand');
-    assert.equal(stats().pages.misses, before.pages.misses, 'never a miss: every answer came from memory');
+    assert.equal((await stats()).pages.misses, before.pages.misses, 'never a miss: every answer came from memory');
   });
 });
