@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { dev, revealedKey, signedIn, text } from './helpers.js';
+import { dom, named } from '../support/html.js';
+import { activityItems, dev, revealedKey, signedIn, text } from './helpers.js';
 
 describe('dashboard audit log: who created, relabelled or revoked which key, who added or removed which origin, and when', () => {
   let server: TestServer;
@@ -46,7 +47,7 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
     assert.ok(!JSON.stringify(rows).includes(fullKey.slice(12)), 'no full key in the audit log (D20)');
 
     const page = await bob.client.get(dev(accountId, 'activity'));
-    const items = [...page.body.matchAll(/<li data-action="[^"]+">([\s\S]*?)<\/li>/g)].map((m) => text(m[1]!));
+    const items = activityItems(page.body).map(([, words]) => words);
     assert.deepEqual(items, [
       `2026-11-22 10:04 UTC ${alice.email} revoked key Website (prod) ${display}`,
       `2026-11-22 10:03 UTC ${bob.email} removed origin https://www.example.com for Singapore`,
@@ -56,8 +57,8 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
     ]);
     // The keys page shows the latest few with a link to the rest.
     const keys = await bob.client.get(dev(accountId, 'keys'));
-    assert.equal([...keys.body.matchAll(/<li data-action=/g)].length, 5);
-    assert.match(keys.body, new RegExp(`<a href="${dev(accountId, 'activity')}">All activity</a>`));
+    assert.equal(activityItems(keys.body).length, 5);
+    assert.equal(named(dom(keys.body), 'a', 'All activity').getAttribute('href'), dev(accountId, 'activity'));
   });
 
   it('entries of the same millisecond keep their order', async () => {

@@ -4,7 +4,7 @@ import { hashKey } from '../../src/auth/key-format.js';
 import { issueKey } from '../../src/auth/keys.js';
 import { DEMO_ACTOR, DEMO_ORG_ID, ensureDemo, ensureDemoMember } from '../../src/demo/demo-data.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { DashboardClient, dev, revealedKey, text } from './helpers.js';
+import { activityItems, DashboardClient, dev, revealedKey } from './helpers.js';
 
 /**
  * `npm start` and `demo` (ensureDemo): each run issues a new demo key and revokes the one before,
@@ -72,7 +72,7 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     member = new DashboardClient(server.dashboardPort!);
     assert.equal((await member.signIn(login.email, login.password)).status, 303);
     const page = await member.get(dev(DEMO_ORG_ID, 'activity'));
-    const items = [...page.body.matchAll(/<li data-action="([^"]+)">([\s\S]*?)<\/li>/g)].map((m) => text(m[2]!));
+    const items = activityItems(page.body).map(([, words]) => words);
     assert.match(items[0]!, new RegExp(`^2026-11-22 10:01 UTC ${DEMO_ACTOR.replace(/[()]/g, '\\$&')} revoked key demo sg_live_\\w{4}…\\w{4}$`));
     assert.match(items[1]!, /^2026-11-22 10:01 UTC operator \(CLI\) created key demo sg_live_\w{4}…\w{4} for Singapore$/);
     assert.ok(items.some((line) => /operator \(CLI\) allowed origin http:\/\/127\.0\.0\.1:5173 for Malaysia$/.test(line)), items.join('\n'));

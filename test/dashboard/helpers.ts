@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { hashPassword, normalizeEmail } from '../../src/dashboard/passwords.js';
 import type { TestServer } from '../support/server.js';
+import { dom } from '../support/html.js';
 
 /** A response from the dashboard. */
 export interface PageResponse {
@@ -131,9 +132,14 @@ export function text(html: string): string {
 
 /** The full key shown on the "Copy your new key" page. */
 export function revealedKey(html: string): string {
-  const key = /<code id="new-key">([^<]+)<\/code>/.exec(html)?.[1];
+  const key = dom(html).querySelector('code#new-key')?.text;
   assert.ok(key, 'the page shows the new key');
   return key;
+}
+
+/** The entries of an activity list (the Activity page, the keys page's latest): each one's action and its words. */
+export function activityItems(html: string): Array<[action: string, words: string]> {
+  return dom(html).querySelectorAll('li[data-action]').map((li) => [li.getAttribute('data-action')!, text(li.innerHTML)]);
 }
 
 /** Cookie attributes of a Set-Cookie line by cookie name. */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { dom, named, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { dev, signedIn, text, type DashboardClient } from './helpers.js';
+import { activityItems, dev, signedIn, text, type DashboardClient } from './helpers.js';
 
 describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', () => {
   let server: TestServer;
@@ -35,10 +36,11 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
   it('once the account has a key, its country gets a section with an empty state and its own form', async () => {
     key = (await server.createKey(accountId, 'sg')).key;
     const page = await client.get(dev(accountId, 'origins'));
-    assert.match(page.body, /<section class="card" id="country-sg"/);
-    assert.match(text(page.body), /No origins for Singapore: browsers cannot use sg keys yet/);
-    assert.match(page.body, /<input id="origin-sg" name="origin"/);
-    assert.match(page.body, /<select id="country-other" name="country">/, 'and a form for the other countries');
+    const root = dom(page.body);
+    const section = only(root, 'section#country-sg');
+    assert.match(text(section.innerHTML), /No origins for Singapore: browsers cannot use sg keys yet/);
+    assert.equal(only(section, 'input#origin-sg').getAttribute('name'), 'origin', 'its own form');
+    assert.equal(only(root, 'select#country-other').getAttribute('name'), 'country', 'and a form for the other countries');
   });
 
   it('malformed origins are refused with the error next to the field, and nothing is added', async () => {
@@ -57,11 +59,12 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     for (const [origin, message] of cases) {
       const res = await add('sg', origin);
       assert.equal(res.status, 400, origin);
-      const error = /<p class="field-error" id="origin-sg-error">([\s\S]*?)<\/p>/.exec(res.body)?.[1];
-      assert.ok(error, `an error next to the sg field for ${origin}`);
-      assert.match(text(error), message, origin);
-      assert.match(res.body, /<input id="origin-sg" name="origin"[^>]*aria-describedby="origin-sg-hint origin-sg-error" aria-invalid="true">/);
-      if (origin.length < 300) assert.ok(res.body.includes(`value="${origin.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"`), 'what was typed is kept in the field');
+      const root = dom(res.body);
+      assert.match(only(root, 'p#origin-sg-error').text, message, `an error next to the sg field for ${origin}`);
+      const field = only(root, 'input#origin-sg');
+      assert.equal(field.getAttribute('aria-describedby'), 'origin-sg-hint origin-sg-error', 'the field names its hint and its error');
+      assert.equal(field.getAttribute('aria-invalid'), 'true');
+      if (origin.length < 300) assert.equal(field.getAttribute('value'), origin, 'what was typed is kept in the field');
     }
     const unknownCountry = await add('xx', 'https://www.example.com');
     assert.equal(unknownCountry.status, 400);
@@ -75,7 +78,7 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal(res.status, 303);
     const page = await client.get(res.location!);
     assert.match(text(page.body), /Allowed https:\/\/www\.example\.com for Singapore\./);
-    assert.match(page.body, /<li><code>https:\/\/www\.example\.com<\/code>/);
+    named(only(dom(page.body), 'section#country-sg'), 'li code', 'https://www.example.com');
     assert.deepEqual((await origins()).map((o) => [o.country, o.origin]), [['sg', 'https://www.example.com']]);
 
     const allowed = await fromBrowser('https://www.example.com');
@@ -100,7 +103,7 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     const res = await add('my', 'https://my.example.com');
     assert.equal(res.status, 303);
     const page = await client.get(dev(accountId, 'origins'));
-    assert.match(page.body, /<section class="card" id="country-my"/);
+    only(dom(page.body), 'section#country-my');
     assert.equal((await fromBrowser('https://my.example.com')).status, 403, 'registered for my, not for sg');
   });
 
@@ -108,8 +111,9 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     const page = await client.get(dev(accountId, 'origins'));
     const confirmPath = `${dev(accountId, 'origins')}/remove?country=sg&origin=${encodeURIComponent('https://www.example.com')}`;
     // The list links to the question instead of removing at once.
-    assert.ok(page.body.includes(`<a class="button danger-outline small" href="${confirmPath.replace(/&/g, '&amp;')}">Remove<span class="visually-hidden"> https://www.example.com for Singapore</span></a>`));
-    assert.doesNotMatch(page.body, /action="[^"]*\/origins\/remove"/);
+    const root = dom(page.body);
+    assert.equal(named(root, 'a', 'Remove https://www.example.com for Singapore').getAttribute('href'), confirmPath);
+    assert.deepEqual(root.querySelectorAll('form').filter((f) => f.getAttribute('action')?.endsWith('/origins/remove')), [], 'no form removes at once');
 
     const confirm = await client.get(confirmPath);
     assert.equal(confirm.status, 200);
@@ -117,7 +121,12 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.match(words, /Remove https:\/\/www\.example\.com for Singapore\?/);
     assert.match(words, /browser calls from pages on this origin with sg keys get 403 origin_not_allowed ?, including pages that are open right now/);
     assert.match(words, /Active keys 1 for Singapore/);
-    assert.match(confirm.body, /<form method="post" action="[^"]+\/origins\/remove" class="button-row">\s*<input type="hidden" name="_csrf" value="[^"]+">\s*<input type="hidden" name="country" value="sg">\s*<input type="hidden" name="origin" value="https:\/\/www\.example\.com">\s*<button type="submit" class="danger">Remove origin<\/button>/);
+    const form = named(dom(confirm.body), 'button', 'Remove origin').closest('form')!;
+    assert.equal(form.getAttribute('method'), 'post');
+    assert.ok(form.getAttribute('action')!.endsWith('/origins/remove'));
+    const hidden = Object.fromEntries(form.querySelectorAll('input[type=hidden]').map((i) => [i.getAttribute('name'), i.getAttribute('value')]));
+    assert.deepEqual({ ...hidden, _csrf: typeof hidden._csrf }, { _csrf: 'string', country: 'sg', origin: 'https://www.example.com' });
+    assert.equal(named(form, 'button', 'Remove origin').getAttribute('type'), 'submit');
     assert.equal((await fromBrowser('https://www.example.com')).status, 200, 'showing the question removes nothing');
     assert.equal((await origins()).length, 4);
 
@@ -165,7 +174,7 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
   it('every change is in the activity log: who added or removed which origin for which country, and when', async () => {
     const page = await client.get(dev(accountId, 'activity'));
     assert.equal(page.status, 200);
-    const items = [...page.body.matchAll(/<li data-action="([^"]+)">([\s\S]*?)<\/li>/g)].map((m) => [m[1], text(m[2]!)]);
+    const items = activityItems(page.body);
     assert.deepEqual(items.map(([action]) => action), ['origin.removed', 'origin.added', 'origin.added', 'origin.added', 'origin.added']);
     assert.match(items[0]![1]!, /^2026-11-22 10:00 UTC member-\w+@example\.com removed origin https:\/\/www\.example\.com for Singapore$/);
     assert.match(items.at(-1)![1]!, /allowed origin https:\/\/www\.example\.com for Singapore$/);

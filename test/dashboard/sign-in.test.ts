@@ -32,8 +32,9 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     const form = await client.get('/sign-in');
     assert.equal(form.status, 200);
     assert.match(form.headers['content-type'] as string, /^text\/html/);
-    assert.match(form.body, /<input id="email" name="email" type="email"/);
-    assert.match(form.body, /name="_csrf" value="[A-Za-z0-9_-]{43}"/);
+    const email = only(dom(form.body), 'input#email');
+    assert.deepEqual([email.getAttribute('name'), email.getAttribute('type')], ['email', 'email']);
+    assert.match(only(dom(form.body), 'input[name=_csrf]').getAttribute('value')!, /^[A-Za-z0-9_-]{43}$/);
     const cookie = setCookie(form, 'dashboard_signin');
     assert.ok(cookie, 'a pre-session cookie for the sign-in form token');
     assert.match(cookie, /HttpOnly/);
