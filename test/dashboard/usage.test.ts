@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ERROR_REASONS, type ErrorReason } from '../../src/core/api-error.js';
 import { TEST_STORE } from '../support/database.js';
+import { dom, named, only } from '../support/html.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
 
@@ -40,8 +41,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     const failures = await client.get(dev(accountId, 'failures'));
     assert.equal(failures.status, 200);
     assert.match(text(failures.body), /No failed requests\./);
-    assert.match(usage.body, /<a href="[^"]+\/usage" aria-current="page">Usage<\/a>/);
-    assert.match(failures.body, /<a href="[^"]+\/failures" aria-current="page">Failed requests<\/a>/);
+    // The tab of the page shown is the current one.
+    assert.equal(named(dom(usage.body), 'nav a', 'Usage').getAttribute('aria-current'), 'page');
+    assert.equal(named(dom(failures.body), 'nav a', 'Failed requests').getAttribute('aria-current'), 'page');
   });
 
   it('Usage: per key, a chart of the last 24 hours scaled to its traffic (its limit far above it said in words) and of 30 days, each with a table of the same numbers, and totals', async () => {
@@ -55,19 +57,21 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     const res = await client.get(dev(accountId, 'usage'));
     assert.equal(res.status, 200);
     const page = text(res.body);
-    assert.match(res.body, /<svg class="chart" id="chart-24h"[^>]* role="img"[^>]* data-axis-max="5"/, 'the axis is scaled to the 5 requests');
-    assert.doesNotMatch(res.body, /<line class="limit"/, 'a limit 60 times the traffic is not drawn over it');
+    const chart = only(dom(res.body), 'svg#chart-24h');
+    assert.equal(chart.getAttribute('role'), 'img');
+    assert.equal(chart.getAttribute('data-axis-max'), '5', 'the axis is scaled to the 5 requests');
+    assert.equal(chart.querySelector('line.limit'), null, 'a limit 60 times the traffic is not drawn over it');
     assert.match(page, /The limit, 300 per five minutes at this scale \(60\/min × 5\), is off this chart: the busiest five minutes had 5 \(2 % of it\)\./);
     const month = await client.get(`${dev(accountId, 'usage')}?range=30d`);
-    assert.match(month.body, /<svg class="chart" id="chart-30d"[^>]* role="img"/);
+    assert.equal(only(dom(month.body), 'svg#chart-30d').getAttribute('role'), 'img');
     assert.match(text(month.body), /Last 30 days: 5/);
     assert.match(page, /Last 24 hours: 5/);
     assert.match(page, /200 OK: 3/);
     assert.match(page, /400 bad_request: 1/);
     assert.match(page, /403 origin_not_allowed: 1/);
     // The table of the chart: the bucket of 10:00 holds 3, 1 and 1.
-    const table = /<table class="numbers-table">[\s\S]*?<\/table>/.exec(res.body)![0];
-    assert.match(text(table), /2026-11-22 10:00 3 1 1 5/);
+    const table = dom(res.body).querySelector('table.numbers-table')!;
+    assert.match(text(table.innerHTML), /2026-11-22 10:00 3 1 1 5/);
     assert.ok(!page.includes('Their site'), 'another account\'s key is not shown');
   });
 
@@ -86,7 +90,7 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.match(page, /403 origin_not_allowed .* Website sg_live_\w{4}…\w{4}/);
     assert.match(page, /The origin http:\/\/localhost:4321 is not registered for Singapore: allow it, or call the API from your server\./);
     assert.match(page, /A query parameter is wrong: Query parameter "page" must be 1 or more\./);
-    assert.match(res.body, /<button type="submit" class="primary small">Allow this origin/);
+    assert.ok(dom(res.body).querySelectorAll('button[type=submit]').some((b) => text(b.innerHTML).startsWith('Allow this origin')), 'a button to allow the origin');
     assert.ok(!page.includes('theirs.example'), 'another account\'s failures are never shown');
 
     const onlyBad = text((await client.get(`${dev(accountId, 'failures')}?code=bad_request`)).body);
