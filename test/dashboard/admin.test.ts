@@ -5,6 +5,7 @@ import { GROUPS_PER_PAGE } from '../../src/dashboard/failures/routes.js';
 import { ACTIVITY_PAGE } from '../../src/dashboard/activity/routes.js';
 import { chartScale } from '../../src/dashboard/usage/views.js';
 import { TEST_STORE } from '../support/database.js';
+import { dom, named, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
 
@@ -28,7 +29,7 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.equal(res.status, 200, res.body);
     return res;
   };
-  const axisMax = (body: string, id: string) => Number(new RegExp(`<svg class="chart" id="${id}"[^>]* data-axis-max="(\\d+)"`).exec(body)?.[1]);
+  const axisMax = (body: string, id: string) => Number(only(dom(body), `svg#${id}`).getAttribute('data-axis-max'));
 
   before(async () => {
     server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
@@ -46,7 +47,7 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     const res = await usage();
     assert.equal(axisMax(res.body, 'chart-24h'), 200);
     assert.equal(axisMax(res.body, 'chart-account'), 200);
-    assert.doesNotMatch(res.body, /<line class="limit"/);
+    assert.equal(dom(res.body).querySelector('line.limit'), null, 'no limit line');
     assert.match(text(res.body), /The limit, 5,000 per five minutes at this scale \(1,000\/min × 5\), is off this chart: the busiest five minutes had 150 \(3 % of it\)\./);
     assert.match(text(res.body), /Success rate 100 %/);
   });
@@ -64,10 +65,10 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.deepEqual(statuses.filter((s) => s === 429).length, 6);
     await flush();
     const res = await usage(`?key=${small.id}`);
-    const chart = /<svg class="chart" id="chart-24h"[\s\S]*?<\/svg>/.exec(res.body)![0];
+    const chart = only(dom(res.body), 'svg#chart-24h');
     assert.equal(axisMax(res.body, 'chart-24h'), 25, 'the axis reaches the limit of 25 per five minutes');
-    assert.match(chart, /<line class="limit"/);
-    assert.match(chart, /<text class="limit-label"[^>]*>limit 25 per 5 min \(5\/min\)<\/text>/);
+    only(chart, 'line.limit');
+    assert.equal(only(chart, 'text.limit-label').text, 'limit 25 per 5 min (5/min)');
     const page = text(res.body);
     assert.match(page, /The dashed line is the limit at this chart's scale: 5\/min × 5 = 25 per five minutes\./);
     assert.match(page, /a burst within one minute gets 429 s even when its five minutes stays under the line/);
@@ -76,7 +77,7 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     const week = await usage(`?range=7d&key=${small.id}`);
     assert.equal(axisMax(week.body, 'chart-7d'), 25);
     assert.match(text(week.body), /The limit, 300 per hour at this scale \(5\/min × 60\), is off this chart: the busiest hour had 21 \(7 % of it\)/);
-    assert.match(week.body, /aria-current="page">Last 7 days<\/a>/);
+    assert.equal(named(dom(week.body), 'a', 'Last 7 days').getAttribute('aria-current'), 'page');
   });
 
   it('Usage: every key together with a breakdown per key and the success rate; it opens on the busiest active key, never a revoked one', async () => {
@@ -91,10 +92,11 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     const page = text(res.body);
     // 150 + 21 + 300 + 1 requests, of which 6 got 429 and 1 got 401.
     assert.match(page, /Requests 472 Success rate 98\.5 % 200 and 304 Failed 7/);
-    assert.match(text(/<h2 id="chart-heading">[\s\S]*?<\/h2>/.exec(res.body)![0]), /^Busy site/, 'the busiest active key, not the busier revoked one');
-    const rows = [...res.body.matchAll(/<tr(?: class="selected" aria-current="true")?>\s*<th scope="row" class="label-cell">([^<]+)/g)].map((m) => m[1]!.trim());
+    assert.match(text(only(dom(res.body), 'h2#chart-heading').innerHTML), /^Busy site/, 'the busiest active key, not the busier revoked one');
+    // Each row's key label: the first words of its header cell (its display prefix and badge follow).
+    const rows = dom(res.body).querySelectorAll('table.usage-keys tbody th[scope=row]').map((th) => th.childNodes[0]!.text.trim());
     assert.deepEqual(rows.slice(0, 3), ['Old site', 'Busy site', 'Small widget'], 'the breakdown, busiest first');
-    const breakdown = text(/<table class="usage-keys">[\s\S]*?<\/table>/.exec(res.body)![0]);
+    const breakdown = text(only(dom(res.body), 'table.usage-keys').innerHTML);
     assert.match(breakdown, /Old site sg_live_\w{4}…\w{4} Revoked Singapore sg 301 99\.6 % 1 1,000\/min Show/);
     assert.match(breakdown, /Small widget sg_live_\w{4}…\w{4} Singapore sg 21 71\.4 % 6 5\/min Show/);
     // The period is kept when another key is shown, and the key when the period changes.
@@ -131,8 +133,9 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     await flush();
     const res = await client.get(`${dev(accountId, 'failures')}?key=${poller.id}`);
     assert.equal(res.status, 200);
-    assert.equal((res.body.match(/<li class="failure"/g) ?? []).length, 1, 'one group');
-    const group = text(res.body.split('<li class="failure"')[1]!);
+    const groups = dom(res.body).querySelectorAll('li.failure');
+    assert.equal(groups.length, 1, 'one group');
+    const group = text(groups[0]!.innerHTML);
     assert.match(group, /^.*429 rate_limited 2026-11-22 \d\d:\d\d UTC 11 requests Poller/);
     assert.match(group, /First seen 2026-11-22 \d\d:\d\d UTC Last seen 2026-11-22 \d\d:\d\d UTC/);
     assert.match(group, /All 11 requests/);
@@ -154,15 +157,15 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     });
     const path = `${dev(accountId, 'failures')}?key=${key.id}&code=origin_not_allowed`;
     const first = await client.get(path);
-    assert.equal((first.body.match(/<li class="failure"/g) ?? []).length, GROUPS_PER_PAGE);
+    assert.equal(dom(first.body).querySelectorAll('li.failure').length, GROUPS_PER_PAGE);
     assert.match(text(first.body), new RegExp(`${origins} failed requests in ${origins} groups, groups 1–${GROUPS_PER_PAGE} shown\\. .*Page 1 of 2`));
     assert.ok(first.body.includes(`https://site-${String(origins - 1).padStart(3, '0')}.example`) && !first.body.includes('https://site-000.example'), 'the most recently seen first');
-    const next = /<a href="([^"]+)" rel="next">Older<\/a>/.exec(first.body)![1]!.replace(/&amp;/g, '&');
+    const next = only(dom(first.body), 'a[rel=next]').getAttribute('href')!;
     assert.equal(next, `${path}&page=2`);
     const second = await client.get(next);
-    assert.equal((second.body.match(/<li class="failure"/g) ?? []).length, 7);
+    assert.equal(dom(second.body).querySelectorAll('li.failure').length, 7);
     assert.ok(second.body.includes('https://site-000.example'));
-    assert.match(second.body, /rel="prev">Newer<\/a>/);
+    assert.equal(only(dom(second.body), 'a[rel=prev]').text, 'Newer');
     // The "back" of each Allow form returns to this page of this filter.
     assert.ok(second.body.includes(`name="back" value="${`${path}&page=2`.replace(/&/g, '&amp;')}"`));
     assert.match(text((await client.get(`${path}&page=9`)).body), /There is no page 9\./);
@@ -202,7 +205,9 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.equal(res.status, 303);
     assert.match(res.location!, /#notice$/);
     const after = await client.get(res.location!);
-    assert.match(after.body, /<h1>Failed requests<\/h1>\s*<div class="alert success" role="status" id="notice"[^>]*>Allowed https:\/\/shop\.example for Singapore\./);
+    const notice = only(dom(after.body), '#notice');
+    assert.equal(notice.getAttribute('role'), 'status');
+    assert.match(notice.text, /^Allowed https:\/\/shop\.example for Singapore\./);
   });
 
   it('Keys: each key\'s limit and a link to its usage; the revoke page shows the last use to the second, before it is written', async () => {
@@ -215,15 +220,17 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     const revoke = await client.get(`${dev(accountId, 'keys')}/${key.id}/revoke`);
     assert.match(text(revoke.body), new RegExp(`Last used ${usedAt.slice(0, 10)} ${usedAt.slice(11, 19)} UTC \\(4 seconds ago\\)`));
     assert.match(text(revoke.body), /Limit 250 requests a minute/);
-    assert.match(revoke.body, new RegExp(`href="${dev(accountId, 'usage')}\\?key=${key.id}#chart-heading">See this key's usage</a>`));
+    assert.equal(named(dom(revoke.body), 'a', 'See this key\'s usage').getAttribute('href'), `${dev(accountId, 'usage')}?key=${key.id}#chart-heading`);
 
     const keys = await client.get(dev(accountId, 'keys'));
-    const row = keys.body.split(`<tr id="key-${key.id}"`)[1]!.split('</tr>', 1)[0]!;
-    assert.match(row, new RegExp(`<td data-label="Last used"><time datetime="${usedAt}">`));
-    assert.match(row, new RegExp(`<td data-label="Limit">250/min\\s*<a class="usage-link" href="${dev(accountId, 'usage')}\\?key=${key.id}#chart-heading">Usage`));
+    const row = only(dom(keys.body), `tr#key-${key.id}`);
+    assert.equal(only(row, 'td[data-label="Last used"] time').getAttribute('datetime'), usedAt);
+    const limitCell = only(row, 'td[data-label="Limit"]');
+    assert.match(text(limitCell.innerHTML), /^250\/min Usage/);
+    assert.equal(only(limitCell, 'a').getAttribute('href'), `${dev(accountId, 'usage')}?key=${key.id}#chart-heading`);
     assert.match(text(keys.body), /60\/min \(default\)/);
     const opened = await usage(`?key=${key.id}`);
-    assert.match(text(/<h2 id="chart-heading">[\s\S]*?<\/h2>/.exec(opened.body)![0]), /^Used just now/);
+    assert.match(text(only(dom(opened.body), 'h2#chart-heading').innerHTML), /^Used just now/);
 
     // Once written, the same.
     await server.service.lastUsed.flush();
@@ -250,9 +257,9 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
       const res = await member.get(path);
       assert.equal(res.status, 200);
       seen.push(...[...res.body.matchAll(/allowed origin <code>https:\/\/n(\d+)\.example<\/code>/g)].map((m) => m[1]!));
-      path = /<a href="([^"]+)" rel="next">Older entries<\/a>/.exec(res.body)?.[1];
+      path = dom(res.body).querySelector('a[rel=next]')?.getAttribute('href') ?? undefined;
       if (path === undefined) assert.match(text(res.body), /The first entry of your account\./);
-      if (pages > 0) assert.match(res.body, new RegExp(`<a href="${dev(own, 'activity')}">Newest entries</a>`));
+      if (pages > 0) assert.equal(named(dom(res.body), 'a', 'Newest entries').getAttribute('href'), dev(own, 'activity'));
       pages++;
     }
     assert.equal(pages, Math.ceil(entries / ACTIVITY_PAGE));
