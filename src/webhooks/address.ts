@@ -76,3 +76,14 @@ export function neverAllowedReason(address: string): string | undefined {
   const found = scopeOf(address);
   return found.scope === 'never' ? found.range : undefined;
 }
+
+/**
+ * Why no connection can reach `address` at all, or undefined: an IPv6 link-local address (allowed
+ * with WEBHOOK_ALLOW_PRIVATE) names no interface unless it has a zone (`fe80::1%eth0`). Node 20
+ * refused such a connect at once (EINVAL); Node 24's waits until the attempt's deadline.
+ */
+export function unreachableReason(address: string): string | undefined {
+  if (!ipaddr.IPv6.isValid(address)) return undefined;
+  const parsed = ipaddr.IPv6.parse(address);
+  return parsed.range() === 'linkLocal' && parsed.zoneId === undefined ? 'link-local address without an interface' : undefined;
+}

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, rootCertificates } from 'node:tls';
-import { refusedAddressReason } from './address.js';
+import { refusedAddressReason, unreachableReason } from './address.js';
 
 /** D24: an attempt that has no answer within this is a failure. */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
@@ -109,10 +109,8 @@ async function checkedAddress(hostname: string, options: SendOptions): Promise<s
     if (reason !== undefined) throw new AttemptFailure('refused address', `resolved address ${reason}`);
   }
   const address = addresses[0]!;
-  // An IPv6 link-local address (allowed with WEBHOOK_ALLOW_PRIVATE) names no interface unless it
-  // has a zone (`fe80::1%eth0`): no connection can reach it. Said at once, as on every Node.js
-  // line (Node 20 refused the connect with EINVAL; Node 24's connect waits until the deadline).
-  if (isIP(address) === 6 && /^fe[89ab]/i.test(address) && !address.includes('%')) throw new AttemptFailure('could not connect', 'link-local address without an interface');
+  const unreachable = unreachableReason(address);
+  if (unreachable !== undefined) throw new AttemptFailure('could not connect', unreachable);
   return address;
 }
 

@@ -9,7 +9,6 @@ import { Query } from '../query.js';
 import { CHECKS } from './checks.js';
 
 export const DEFAULT_PER_PAGE = 20;
-export { MAX_PER_PAGE };
 
 const bound = (which: 'at least' | 'at most', field: string, example: number) =>
   Type.Optional(Query.decimal({
