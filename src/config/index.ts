@@ -41,6 +41,29 @@ const RATE_LIMIT_PER_MINUTE = integer('RATE_LIMIT_PER_MINUTE', {
   description: 'Default limit of each key, per minute (per key: `key set-limit`).',
 });
 
+/**
+ * DASHBOARD_PORT's and METRICS_PORT's number: a listener of its own on HOST (0: any free port),
+ * never PORT itself; `why` ends the error that says so.
+ */
+function portOfItsOwn(env: Env, name: string, why: string): number {
+  const port = readInteger(env, name, 0, 0, 65535);
+  if (port !== 0 && port === PORT.read(env)) throw new ConfigError(name, `must differ from PORT (${port})${why}`);
+  return port;
+}
+
+const DASHBOARD_PORT = custom('DASHBOARD_PORT', {
+  shownDefault: 'unset (`shared`)',
+  values: '`shared`, a port (`0`: any free port), or `off`',
+  description: '`shared`: the dashboard answers on the API\'s port for `DASHBOARD_HOST`, so that any number of instances can run on one host. ' +
+    'A port: a listener of its own on `HOST` (not `PORT`), answering for any host name. `off`: no dashboard in this process.',
+  read: (raw, env): number | 'shared' | 'off' => {
+    const word = raw?.toLowerCase();
+    if (word === undefined || word === 'shared') return 'shared';
+    if (word === 'off') return 'off';
+    return portOfItsOwn(env, 'DASHBOARD_PORT', '; leave it unset to serve the dashboard on the API\'s port under DASHBOARD_HOST');
+  },
+});
+
 /** The limit of a key that has none of its own, unless RATE_LIMIT_PER_MINUTE says otherwise: what the OpenAPI document states. */
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = RATE_LIMIT_PER_MINUTE.fallback;
 
@@ -155,22 +178,7 @@ const VARIABLES = {
     fallback: 'info',
     description: 'The log goes to stdout: readable lines on a terminal, one JSON object per line otherwise.',
   }),
-  dashboardPort: custom('DASHBOARD_PORT', {
-    shownDefault: 'unset (`shared`)',
-    values: '`shared`, a port (`0`: any free port), or `off`',
-    description: '`shared`: the dashboard answers on the API\'s port for `DASHBOARD_HOST`, so that any number of instances can run on one host. ' +
-      'A port: a listener of its own on `HOST` (not `PORT`), answering for any host name. `off`: no dashboard in this process.',
-    read: (raw, env): number | 'shared' | 'off' => {
-      const word = raw?.toLowerCase();
-      if (word === undefined || word === 'shared') return 'shared';
-      if (word === 'off') return 'off';
-      const port = readInteger(env, 'DASHBOARD_PORT', 0, 0, 65535);
-      if (port !== 0 && port === PORT.read(env)) {
-        throw new ConfigError('DASHBOARD_PORT', `must differ from PORT (${port}); leave it unset to serve the dashboard on the API's port under DASHBOARD_HOST`);
-      }
-      return port;
-    },
-  }),
+  dashboardPort: DASHBOARD_PORT,
   dashboardHost: custom('DASHBOARD_HOST', {
     shownDefault: '`dashboard.$API_DOMAIN`',
     values: 'a host name',
@@ -205,14 +213,8 @@ const VARIABLES = {
     read: (raw, env): number | 'off' => {
       const word = raw?.toLowerCase();
       if (word === undefined || word === 'off') return 'off';
-      const port = readInteger(env, 'METRICS_PORT', 0, 0, 65535);
-      if (port !== 0 && port === PORT.read(env)) {
-        throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): the API's port does not serve /metrics`);
-      }
-      const dashboard = env.DASHBOARD_PORT?.trim();
-      if (port !== 0 && dashboard !== undefined && /^[0-9]+$/.test(dashboard) && Number(dashboard) === port) {
-        throw new ConfigError('METRICS_PORT', `must differ from DASHBOARD_PORT (${port})`);
-      }
+      const port = portOfItsOwn(env, 'METRICS_PORT', ': the API\'s port does not serve /metrics');
+      if (port !== 0 && port === DASHBOARD_PORT.read(env)) throw new ConfigError('METRICS_PORT', `must differ from DASHBOARD_PORT (${port})`);
       return port;
     },
   }),
