@@ -321,6 +321,7 @@ function createWebhooks(
     clock,
     logger,
     send: { allowPrivate: config.webhookAllowPrivate, resolve: options.webhookResolve },
+    concurrency: config.webhookConcurrency,
     instanceId: options.instanceId,
     onAttempt: (outcome) => metrics?.webhookAttempt(outcome),
   });

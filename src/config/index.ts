@@ -206,6 +206,11 @@ const VARIABLES = {
     description: '`on`: webhooks may go to loopback, private, link-local, shared (100.64/10) addresses and this host\'s own (local development and tests). ' +
       'Off, such an address is refused at each attempt, whatever name resolved to it. Other special-purpose addresses (broadcast, multicast, documentation...) are refused either way (D24).',
   }),
+  webhookConcurrency: integer('WEBHOOK_CONCURRENCY', {
+    fallback: 200, min: 1, max: 10_000,
+    description: 'Webhook attempts under way at once on each instance, shared fairly between organisations: one holds at most a quarter of them, and a freed one goes to ' +
+      'the organisation holding the fewest. A hanging endpoint holds one for up to 10 s.',
+  }),
   metricsPort: custom('METRICS_PORT', {
     shownDefault: 'unset (`off`)',
     values: 'a port (`0`: any free port) or `off`',

@@ -9,7 +9,8 @@ import { createFeed } from '../readmodel/feed.js';
 import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { isDatabaseError } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
-import { ATTEMPT_TIMEOUT_MS, delivered, failureText, sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { delivered, failureText, sendAttempt, type Outcome, type SendOptions } from './send.js';
+import { FairSlots } from './fair-slots.js';
 import { signatureHeaders } from './signature.js';
 
 /** D24: ids per message at most. */
@@ -24,9 +25,7 @@ export const PREVIOUS_SECRET_MS = 24 * 3600_000;
 export const TICK_MS = 1000;
 /** An instance sends to an endpoint for at most this long before another may take over (longer than an attempt's 10 s). */
 const LEASE_MS = 30_000;
-/** Endpoints delivered to at once by one instance: a slow endpoint holds one of these, never the others. */
-const CONCURRENCY = 8;
-/** At most this share of a process's time goes to delivering a backlog (an import's many messages). */
+/** At most this share of a process's time goes to making the messages of backlogs (an import's many messages). */
 const BACKLOG_SHARE = 0.1;
 
 export type DeliveryOutcome = 'delivered' | 'failed' | 'disabled';
@@ -36,6 +35,8 @@ export interface DelivererOptions {
   clock: Clock;
   logger: FastifyBaseLogger;
   send: Pick<SendOptions, 'allowPrivate' | 'resolve' | 'timeoutMs'>;
+  /** Attempts under way at once on this instance (WEBHOOK_CONCURRENCY), shared fairly between tenants (fair-slots.ts). */
+  concurrency: number;
   /** Names this instance in leases. */
   instanceId?: string;
   onAttempt?: (outcome: DeliveryOutcome) => void;
@@ -107,8 +108,11 @@ export const testEventBody = (country: string, at: number) => JSON.stringify({ t
  * before its first attempt, and the position moves past it only on a 2xx. Every TICK_MS the
  * enabled endpoints are looked at; one is read from the history only when its tenant's version
  * (in memory) moved or its next expiry (one indexed query) has come, so idle endpoints cost no
- * further query. Sends go out under the endpoint's lease (storage/webhooks.ts), at most CONCURRENCY
- * at once, each on its own: a slow endpoint never holds back the next look or another endpoint.
+ * further query. Each endpoint with work is delivered to by one chain of attempts at a time (its
+ * order), each attempt under the endpoint's lease (storage/webhooks.ts) and in one of the
+ * instance's slots, shared fairly between tenants (fair-slots.ts): a tenant's slow, hanging or
+ * busy endpoints hold their own slots, never another tenant's turn. A backlog's next message is
+ * made as soon as the last one is delivered, within BACKLOG_SHARE of the process's time.
  */
 export function createWebhookDeliverer(options: DelivererOptions) {
   const { store, clock, logger } = options;
@@ -120,17 +124,41 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     feed: createFeed(store, clock, () => 'null'),
     checked: new Map(),
   };
-  const inFlight = new Set<string>();
+  const slots = new FairSlots(options.concurrency);
+  /** The endpoints this instance is delivering to, or waiting for a slot for: one chain each (D24's order). */
+  const working = new Map<string, Promise<void>>();
   /** When this instance first saw news for an endpoint that has no message yet. */
   const noticed = new Map<string, number>();
   let oldestUndelivered: number | undefined;
   let timer: NodeJS.Timeout | undefined;
-  /** The look at the endpoints under way, if any (one at a time); it resolves with the deliveries it started. */
+  /** The look at the endpoints under way, if any (one at a time); it resolves with the chains it started. */
   let looking: Promise<Array<Promise<void>>> | undefined;
-  /** Deliveries under way: each runs on its own, so a slow endpoint never holds the next look. */
-  const running = new Set<Promise<void>>();
+  let stopping = false;
+  /** performance.now() before which no further backlog message is made (BACKLOG_SHARE, across every endpoint). */
+  let backlogAt = 0;
 
-  /** Looks at every enabled endpoint once, and starts the deliveries that are due (not waiting for them). */
+  /** Delivers to the endpoint while it has work due: one message per slot, a backlog's next one after its turn. */
+  async function chain(id: string, tenant: string): Promise<void> {
+    while (!stopping) {
+      const release = await slots.acquire(tenant);
+      let made: { ms: number } | undefined;
+      try {
+        made = stopping ? undefined : await deliverUnderLease(delivery, id);
+      } finally {
+        release();
+      }
+      if (made === undefined) return;
+      // The API's requests come first: each message of a backlog is followed by (1 / BACKLOG_SHARE - 1)
+      // times what making it took (reading the history) before another backlog message is made, on
+      // any endpoint, so that imports' messages take at most that share of the process. The
+      // attempts' own waits are not counted, and the slot is free meanwhile.
+      const now = performance.now();
+      backlogAt = Math.max(backlogAt, now) + made.ms * (1 / BACKLOG_SHARE - 1);
+      await sleep(backlogAt - now);
+    }
+  }
+
+  /** Looks at every enabled endpoint once, and starts a chain for each that is due (not waiting for them). */
   async function look(): Promise<Array<Promise<void>>> {
     const now = clock();
     const nowIso = iso(now);
@@ -149,16 +177,12 @@ export function createWebhookDeliverer(options: DelivererOptions) {
         noticed.delete(e.id);
         due = false;
       }
-      if (!due || inFlight.size >= CONCURRENCY || inFlight.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
-      inFlight.add(e.id);
-      const sending: Promise<void> = deliver(delivery, e.id)
+      if (!due || stopping || working.has(e.id) || (e.lease_until !== null && e.lease_until > nowIso)) continue;
+      const delivering: Promise<void> = chain(e.id, tenantOf(e.account_id, e.country as Country).key)
         .catch((error: unknown) => (isDatabaseError(error) ? health.failed(error) : logger.warn({ webhookId: e.id, err: error }, 'webhook delivery failed')))
-        .finally(() => {
-          inFlight.delete(e.id);
-          running.delete(sending);
-        });
-      running.add(sending);
-      started.push(sending);
+        .finally(() => working.delete(e.id));
+      working.set(e.id, delivering);
+      started.push(delivering);
     }
     oldestUndelivered = oldest === Infinity ? undefined : oldest;
     return started;
@@ -172,20 +196,24 @@ export function createWebhookDeliverer(options: DelivererOptions) {
      * first seen by this instance; undefined when every endpoint is caught up (as of the last tick).
      */
     oldestUndeliveredAt: (): number | undefined => oldestUndelivered,
-    /** One look at every endpoint, awaiting the deliveries it starts (tests drive delivery with it). */
+    /** Attempts under way now (tests; the fleet benchmark). */
+    attemptsUnderWay: (): number => slots.size,
+    /** One look at every endpoint, awaiting the chains it starts (tests drive delivery with it). */
     async tick(): Promise<void> {
       await Promise.all(await lookOnce());
     },
     start(): void {
-      // Each second a look; the deliveries it starts run on, and the next look skips their endpoints.
+      // Each second a look; the chains it starts run on, and the next look skips their endpoints.
       timer ??= setInterval(() => void lookOnce().then(() => health.succeeded(), (error: unknown) => health.failed(error)), TICK_MS);
       timer.unref();
     },
+    /** Starts nothing more; waits for the attempts under way (a chain waiting for a slot ends without one). */
     async stop(): Promise<void> {
+      stopping = true;
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
       await looking?.catch(() => undefined);
-      await Promise.all(running);
+      await Promise.all(working.values());
     },
   };
 }
@@ -197,29 +225,16 @@ function hasNews({ options, checked }: Delivery, endpoint: Pick<WebhookEndpoint,
   return last.version !== options.store.changes.tenantVersion(tenantOf(endpoint.account_id, endpoint.country as Country).key) || now >= last.until;
 }
 
-/**
- * Delivers to one endpoint if it is due and nobody else is sending to it. A backlog (more than
- * one message of changes) goes out message after message while the lease lasts, leaving room for
- * one more attempt's timeout, rather than one message a tick.
- */
-async function deliver(delivery: Delivery, id: string): Promise<void> {
+/** Delivers the endpoint's next message if it is due and nobody else is sending to it; deliverOne's answer. */
+async function deliverUnderLease(delivery: Delivery, id: string): Promise<{ ms: number } | undefined> {
   const { options: { store, clock }, owner } = delivery;
-  const leased = clock();
-  let endpoint = await store.webhooks.takeLease(id, owner, iso(leased), iso(leased + LEASE_MS));
+  const now = clock();
+  const endpoint = await store.webhooks.takeLease(id, owner, iso(now), iso(now + LEASE_MS));
+  if (endpoint === undefined) return undefined;
   try {
-    for (;;) {
-      if (endpoint === undefined) return;
-      const made = await deliverOne(delivery, endpoint);
-      if (made === undefined) return;
-      // The API's requests come first: between the messages of a backlog this process waits
-      // (1 / BACKLOG_SHARE - 1) times what making the last one took (reading the history), so that
-      // a big import's messages take at most that share of it. The attempt's own wait is not counted.
-      await sleep(made.ms * (1 / BACKLOG_SHARE - 1));
-      if (clock() >= leased + LEASE_MS - 2 * ATTEMPT_TIMEOUT_MS) return;
-      endpoint = await store.webhooks.get(id);
-    }
+    return await deliverOne(delivery, endpoint);
   } finally {
-    if (endpoint !== undefined) await store.webhooks.releaseLease(id, owner);
+    await store.webhooks.releaseLease(id, owner);
   }
 }
 
@@ -291,10 +306,13 @@ async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, 
     options.onAttempt?.('delivered');
     return true;
   }
+  // Retries are counted from the end of the failed attempt (issue 43): an endpoint that took its
+  // 10 s to fail gets its full 5 s before the next one.
+  const ended = clock();
   const failingSince = endpoint.failing_since ?? iso(started);
-  const disable = started - Date.parse(failingSince) >= DISABLE_AFTER_MS;
+  const disable = ended - Date.parse(failingSince) >= DISABLE_AFTER_MS;
   const delay = RETRY_DELAYS_MS[Math.min(number - 1, RETRY_DELAYS_MS.length - 1)]!;
-  await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(started + delay), failingSince, disable });
+  await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(ended + delay), failingSince, disable });
   options.onAttempt?.(disable ? 'disabled' : 'failed');
   // The URL is the endpoint owner's; the secret and the body never go to the log.
   logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, detail: outcome.detail, disabled: disable }, 'webhook attempt failed');

@@ -69,10 +69,12 @@ function beforeDeadline<T>(work: Promise<T>, deadline: AbortSignal): Promise<T> 
  * first, as a literal address (no second lookup that DNS rebinding could answer differently), and
  * the address it is connected to is checked again before anything is sent on it, not even a TLS
  * hello; for https, TLS checks the certificate against the host name; then the request. Every step
- * runs on the one connection and within the one timeout, and any error, however early (a
- * broadcast or multicast address fails at once), ends as an outcome: this never throws and leaves
- * no error unhandled. Redirects are not followed (a 3xx is a failure like any non-2xx); the
- * answer's body is read up to a small cap and ignored.
+ * up to the answer's status line runs on the one connection and within the one timeout (issue 43:
+ * DNS, connect, TLS and the status line), and any error, however early (a broadcast or multicast
+ * address fails at once), ends as an outcome: this never throws and leaves no error unhandled.
+ * The status line decides: a 2xx is a delivery however slowly its body follows, of which at most
+ * MAX_ANSWER_BYTES are read, in the background and within the same timeout, and then dropped.
+ * Redirects are not followed (a 3xx is a failure like any non-2xx).
  */
 export async function sendAttempt(url: string, headers: Record<string, string>, body: string, options: SendOptions): Promise<Outcome> {
   const started = performance.now();
@@ -84,14 +86,14 @@ export async function sendAttempt(url: string, headers: Record<string, string>, 
     const target = new URL(url);
     const address = await beforeDeadline(checkedAddress(target.hostname.replace(/^\[(.*)\]$/, '$1'), options), deadline);
     socket = await connect(target, address, options, deadline);
-    return { status: await post(target, socket, headers, body, deadline), durationMs: durationMs() };
+    const status = await post(target, socket, headers, body, deadline);
+    return { status, durationMs: durationMs() };
   } catch (error) {
+    socket?.destroy();
     const failure = deadline.aborted
       ? new AttemptFailure('timed out', `no answer within ${timeoutMs / 1000} s`)
       : error instanceof AttemptFailure ? error : new AttemptFailure('could not connect', codeOf(error));
     return { error: failure.category, detail: failure.detail, durationMs: durationMs() };
-  } finally {
-    socket?.destroy();
   }
 }
 
@@ -151,7 +153,11 @@ async function connect(target: URL, address: string, options: SendOptions, deadl
   }
 }
 
-/** The request on the open connection; resolves with the answer's status. */
+/**
+ * The request on the open connection; resolves with the answer's status as soon as its status line
+ * is in. The body is then read (and ignored) until its end, MAX_ANSWER_BYTES, or the deadline,
+ * whichever comes first, and the connection is closed.
+ */
 function post(target: URL, socket: Socket, headers: Record<string, string>, body: string, deadline: AbortSignal): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     const req = httpRequest({
@@ -168,16 +174,20 @@ function post(target: URL, socket: Socket, headers: Record<string, string>, body
       },
     });
     req.on('response', (res: IncomingMessage) => {
+      resolve(res.statusCode ?? 0);
       let read = 0;
-      const status = res.statusCode ?? 0;
+      const done = () => socket.destroy();
       res.on('data', (chunk: Buffer) => {
         read += chunk.length;
-        if (read > MAX_ANSWER_BYTES) resolve(status);
+        if (read >= MAX_ANSWER_BYTES) done();
       });
-      res.on('end', () => resolve(status));
-      res.on('error', () => resolve(status));
+      res.on('end', done);
+      res.on('error', done);
     });
-    req.on('error', (error) => reject(new AttemptFailure('closed without an answer', codeOf(error))));
+    req.on('error', (error) => {
+      socket.destroy();
+      reject(new AttemptFailure('closed without an answer', codeOf(error)));
+    });
     req.end(body);
   });
 }

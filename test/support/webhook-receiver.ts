@@ -2,6 +2,8 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** The path and query the message was posted to. */
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
 }
@@ -17,11 +19,15 @@ export async function startReceiver(host = '127.0.0.1') {
   const received: Received[] = [];
   let answer: () => Answer = () => 204;
   const hanging: ServerResponse[] = [];
+  let open = 0;
+  let mostAtOnce = 0;
   const server: Server = createServer((req, res) => {
+    mostAtOnce = Math.max(mostAtOnce, ++open);
+    res.on('close', () => open--);
     let body = '';
     req.on('data', (c: Buffer) => void (body += c.toString()));
     req.on('end', () => {
-      received.push({ headers: req.headers, body });
+      received.push({ url: req.url ?? '', headers: req.headers, body });
       const status = answer();
       if (status === 'hang') return void hanging.push(res);
       res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}).end('ignored');
@@ -34,6 +40,8 @@ export async function startReceiver(host = '127.0.0.1') {
     port,
     url: `http://127.0.0.1:${port}/hooks/listings`,
     /** The status of the next answers: a number, 'hang', or a function asked for each message. */
+    /** The most requests this receiver had open at once (a request is open until answered or dropped by the sender). */
+    mostAtOnce: () => mostAtOnce,
     answerWith(next: Answer | (() => Answer)) {
       answer = typeof next === 'function' ? next : () => next;
     },

@@ -93,7 +93,7 @@ describe('webhooks over TLS: the certificate is checked against the name (D24, i
       let body = '';
       req.on('data', (c: Buffer) => void (body += c.toString()));
       req.on('end', () => {
-        received.push({ headers: req.headers, body });
+        received.push({ url: req.url ?? '', headers: req.headers, body });
         res.writeHead(204).end();
       });
     });
