@@ -151,6 +151,23 @@ function addWebhookCommands(program: Command): void {
       .addHelpText('after', examples(`listings-api webhook ${name} ${EXAMPLE_KEY_ID}`))
       .action(async (id, opts) => (await webhooks())[action](id, opts));
   }
+  const id = () => ['<ID>', "the endpoint's id (see webhook list)"] as const;
+  webhook.command('replay').description('send the messages of an endpoint again from a point in time or a change-feed cursor, in order')
+    .argument(...id()).requiredOption('--since <when>', 'an ISO date and time with its offset (2026-12-01T00:00:00Z), or a change-feed cursor').addOption(json())
+    .addHelpText('after', examples(`listings-api webhook replay ${EXAMPLE_KEY_ID} --since 2026-12-01T00:00:00Z`))
+    .action(async (endpointId, opts) => (await webhooks()).webhookReplay(endpointId, opts));
+  webhook.command('filter').description('choose what an endpoint is told of: a kind of change, listings of some usage types')
+    .argument(...id())
+    .option('--changes <kind>', 'all, upserted or removed', 'all')
+    .option('--usage-types <names>', 'comma-separated usage types (Office,Retail,...), or all', 'all')
+    .addOption(json())
+    .addHelpText('after', examples(`listings-api webhook filter ${EXAMPLE_KEY_ID} --changes all --usage-types "Office,Shared Office"`))
+    .action(async (endpointId, opts) => (await webhooks()).webhookFilter(endpointId, opts));
+  webhook.command('attempts').description("an endpoint's delivery attempts, newest first (kept 7 days)")
+    .argument(...id()).option('--limit <n>', 'attempts per page (1 to 1000)', '20').option('--before <attempt-id>', 'the page after this attempt (printed at the end of a page)')
+    .addOption(json())
+    .addHelpText('after', examples(`listings-api webhook attempts ${EXAMPLE_KEY_ID} --limit 50`))
+    .action(async (endpointId, opts) => (await webhooks()).webhookAttempts(endpointId, opts));
 }
 
 /**

@@ -14,6 +14,9 @@ import { CSRF_FIELD } from './csrf.js';
 /** A form field or query parameter: one text value; absent (or empty) reads as ''. */
 export const text = () => Type.String({ default: '' });
 
+/** A field sent once per value (checkboxes of one name): a list, [] when none is ticked (Fastify's Ajv makes one value a list of one). */
+export const texts = () => Type.Array(Type.String(), { default: [] });
+
 /** A form the dashboard posts: its fields, and the CSRF token that the guard checks first (routes.ts). */
 export const form = <P extends TProperties>(fields: P) => Type.Object({ ...fields, [CSRF_FIELD]: text() });
 

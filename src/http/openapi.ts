@@ -2,7 +2,7 @@ import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.j
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../core/api-error.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../config/index.js';
 import { WINDOW_SECONDS } from '../ratelimit/limiter.js';
-import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
+import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, REPLAY_HEADER, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
 import { ATTEMPT_TIMEOUT_MS } from '../webhooks/send.js';
 import { CACHE_CONTROL } from './v1/routes.js';
 import type { TObject } from 'typebox';
@@ -423,7 +423,7 @@ function pathItem(endpoint: Endpoint): Json {
 
 // ---- Webhooks ----------------------------------------------------------------------------------
 
-const webhookHeader = (name: string, description: string, example: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' }, example });
+const webhookHeader = (name: string, description: string, example: string, required = true) => ({ name, in: 'header', required, description, schema: { type: 'string' }, example });
 
 /** What an organisation's endpoint receives (OpenAPI 3.1 `webhooks`): one operation per message type. */
 function webhooks(): Json {
@@ -435,6 +435,12 @@ function webhooks(): Json {
       `\`v1,\` and the base64 HMAC-SHA256 of \`{webhook-id}.{webhook-timestamp}.{body}\`, keyed with the base64-decoded part of the endpoint's secret (\`whsec_...\`); for ${spokenDuration(PREVIOUS_SECRET_MS)} after a secret rotation, two such signatures separated by a space. Verify with any Standard Webhooks library.`,
       'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
     ),
+    webhookHeader(
+      REPLAY_HEADER,
+      '`true` on a message sent again because a replay was asked for (the dashboard\'s Replay, `webhook replay`), until the endpoint has caught up; absent otherwise. Not signed: treat a replay like any message (idempotently).',
+      'true',
+      false,
+    ),
   ];
   const operation = (name: keyof typeof WEBHOOK_MESSAGE_SCHEMAS, summary: string, example: unknown) => ({
     post: {
@@ -442,7 +448,7 @@ function webhooks(): Json {
       tags: ['Listings'],
       summary,
       description:
-        `Sent to the URL registered for the account and country, with \`Content-Type: application/json\`. Answer with a 2xx within ${spokenDuration(ATTEMPT_TIMEOUT_MS)} (do slow work afterwards); anything else, or no answer, is retried with the same message after ${retrySchedule()}, and the endpoint is disabled after ${spokenDuration(DISABLE_AFTER_MS)} of failures. Messages of an endpoint come one at a time, in the order of the changes.`,
+        `Sent to the URL registered for the account and country, with \`Content-Type: application/json\`. Answer with a 2xx within ${spokenDuration(ATTEMPT_TIMEOUT_MS)} (do slow work afterwards); anything else, or no answer, is retried with the same message after ${retrySchedule()}, and the endpoint is disabled after ${spokenDuration(DISABLE_AFTER_MS)} of failures. Messages of an endpoint come one at a time, in the order of the changes. An endpoint may be told of one kind of change only, or of listings of some usage types only (then an upserted listing of none of them is in \`removed\`); a message left with nothing is not sent.`,
       parameters: headers,
       requestBody: { required: true, content: { [JSON_MEDIA]: { schema: ref('schemas', name), examples: { message: { summary, value: example } } } } },
       // Any 2xx is a success; 204 is what a receiver usually answers (and what the lint's header rule exempts: the answer is the receiver's, not this API's).

@@ -66,6 +66,9 @@ const upsertedEvent = (source: FeedSource, id: string, at: string, row: ServedLi
   `{"type":"listing.upserted","id":"${id}","at":"${at}","listing":${source.listingText(row)}}`;
 const removedEvent = (id: string, at: string) => `{"type":"listing.removed","id":"${id}","at":"${at}"}`;
 
+/** A replay's starting point that the history kept cannot serve, or a cursor not this tenant's. */
+export class FeedPositionError extends Error {}
+
 export function createFeed(store: Store, clock: Clock, listingText: (row: ServedListingRow) => string) {
   const source: FeedSource = { store, listingText };
   let secret: Promise<string> | undefined;
@@ -83,6 +86,31 @@ export function createFeed(store: Store, clock: Clock, listingText: (row: Served
     async endCursor(tenant: Tenant, version: number): Promise<string> {
       const position: FeedPosition = { phase: 'log', seq: version, expiry: new Date(clock()).toISOString(), expiryId: '', updatedAt: '', afterId: '' };
       return encodeCursor(await cursorSecret(), tenant, position);
+    },
+
+    /**
+     * Where a replay of the tenant's changes since `since` starts (issue 43): the position of a
+     * reader exact at that instant (after every change made before it, before every expiry after
+     * it), or a cursor this API issued for the tenant. Throws a FeedPositionError (its message says
+     * why, for the operator or the admin) when the history kept does not reach back that far.
+     */
+    async replayFrom(tenant: Tenant, since: { at: string } | { cursor: string }): Promise<string> {
+      const key = await cursorSecret();
+      const pruned = await store.feed.prunedSeq(tenant.ownerAccountId, tenant.country);
+      if ('cursor' in since) {
+        let position: FeedPosition;
+        try {
+          position = decodeCursor(key, tenant, since.cursor);
+        } catch {
+          throw new FeedPositionError('that cursor was not issued by this API for this account and country');
+        }
+        if (position.seq < pruned) throw new FeedPositionError('that cursor is older than the change history kept');
+        return since.cursor;
+      }
+      const seq = await store.feed.lastSeqBefore(tenant.ownerAccountId, tenant.country, since.at);
+      // No change kept from before that instant: the history reaches back to it only if none was ever pruned.
+      if (seq === undefined && pruned > 0) throw new FeedPositionError(`the change history kept does not reach back to ${since.at}`);
+      return encodeCursor(key, tenant, { phase: 'log', seq: seq ?? 0, expiry: since.at, expiryId: '', updatedAt: '', afterId: '' });
     },
 
     /** The JSON of one answer; `version` is the tenant's current version (where a snapshot hands over to the log). */

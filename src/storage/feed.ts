@@ -40,6 +40,13 @@ export function createFeedRepository(db: Kysely<Database>, write: Write) {
       return Number(row?.pruned_seq ?? 0);
     },
 
+    /** The sequence of the tenant's last change kept that was made before `at`; undefined when none is kept. */
+    async lastSeqBefore(ownerAccountId: string, country: string, at: string): Promise<number | undefined> {
+      const row = await db.selectFrom('listing_changes').select('seq').where('owner_account_id', '=', ownerAccountId).where('country', '=', country)
+        .where('at', '<', at).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+      return row === undefined ? undefined : Number(row.seq);
+    },
+
     /**
      * A tenant's changes after `afterSeq` in order, each the last change of its listing in this
      * tenant (an earlier one says nothing the later one does not), at most `limit`.

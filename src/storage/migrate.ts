@@ -12,6 +12,7 @@ import * as failedRequestReason from './migrations/010_failed_request_reason.js'
 import * as webhooks from './migrations/011_webhooks.js';
 import * as priceBasis from './migrations/012_price_basis.js';
 import * as failedRequestBrowser from './migrations/013_failed_request_browser.js';
+import * as webhookReplayFilters from './migrations/014_webhook_replay_filters.js';
 import type { Database } from './schema.js';
 
 /**
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '011_webhooks': webhooks,
   '012_price_basis': priceBasis,
   '013_failed_request_browser': failedRequestBrowser,
+  '014_webhook_replay_filters': webhookReplayFilters,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -149,7 +149,9 @@ export type AuditAction =
   | 'webhook.added'
   | 'webhook.removed'
   | 'webhook.enabled'
-  | 'webhook.secret_rotated';
+  | 'webhook.secret_rotated'
+  | 'webhook.replayed'
+  | 'webhook.filters_changed';
 
 /** Who did what to which key or origin, and when. Never a full key (D20). */
 export interface DashboardAuditTable {
@@ -272,7 +274,19 @@ export interface WebhookEndpointsTable {
   attempt: number;
   lease_owner: string | null;
   lease_until: string | null;
+  /** A replay asked for: the position to go back to at the next message boundary (migration 014). */
+  replay_from: string | null;
+  /** While replaying: the position the endpoint had when the replay began; messages before it are replays. */
+  replay_until: string | null;
+  /** 1 when the kept message is a replay. */
+  message_replay: number;
+  /** Only this kind of change (`upserted` or `removed`); null: both. */
+  only_change: WebhookChangeKind | null;
+  /** Only listings of these usage types (a JSON array of names); null: all. */
+  only_usage_types: string | null;
 }
+
+export type WebhookChangeKind = 'upserted' | 'removed';
 
 /** One delivery attempt (D24), kept 7 days. */
 export interface WebhookAttemptsTable {
@@ -286,4 +300,6 @@ export interface WebhookAttemptsTable {
   status: number | null;
   error: string | null;
   duration_ms: number;
+  /** 1 when the message sent was a replay (migration 014). */
+  replay: number;
 }

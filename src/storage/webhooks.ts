@@ -1,6 +1,6 @@
 import type { Kysely } from '#kysely';
 import { timeOrderedId } from './audit.js';
-import type { Database, WebhookAttemptsTable, WebhookEndpointsTable } from './schema.js';
+import type { Database, WebhookAttemptsTable, WebhookChangeKind, WebhookEndpointsTable } from './schema.js';
 import { serialiseOn, type Write } from './write.js';
 
 export type WebhookEndpoint = WebhookEndpointsTable;
@@ -19,12 +19,21 @@ export interface PendingMessage {
   ids: number;
   /** The endpoint's position once it is delivered. */
   end: string;
+  /** A replayed message (issue 43): its attempts say so in a header. */
+  replay: boolean;
 }
 
 export const pendingMessageOf = (e: WebhookEndpoint): PendingMessage | undefined =>
   e.message_id === null
     ? undefined
-    : { id: e.message_id, at: e.message_at!, type: e.message_type!, body: e.message_body!, ids: e.message_ids ?? 0, end: e.message_end! };
+    : { id: e.message_id, at: e.message_at!, type: e.message_type!, body: e.message_body!, ids: e.message_ids ?? 0, end: e.message_end!,
+      replay: e.message_replay === 1 };
+
+/** What an endpoint is told (issue 43): one kind of change or both, listings of some usage types or all. */
+export interface WebhookFilters {
+  only_change: WebhookChangeKind | null;
+  only_usage_types: string | null;
+}
 
 /**
  * Webhook endpoints and their attempts (D24). An instance sends to an endpoint only while it holds
@@ -68,8 +77,25 @@ function endpointManagement(db: Kysely<Database>, write: Write) {
       return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('country').orderBy('created_at').orderBy('id').execute();
     },
     /** Enabled endpoints (what the deliverer looks at): a handful of columns, never the secrets. */
-    async enabled(): Promise<Array<Pick<WebhookEndpoint, 'id' | 'account_id' | 'country' | 'next_attempt_at' | 'message_id' | 'message_at' | 'lease_until'>>> {
-      return db.selectFrom('webhook_endpoints').select(['id', 'account_id', 'country', 'next_attempt_at', 'message_id', 'message_at', 'lease_until']).where('enabled', '=', 1).execute();
+    async enabled(): Promise<Array<Pick<WebhookEndpoint, 'id' | 'account_id' | 'country' | 'next_attempt_at' | 'message_id' | 'message_at' | 'lease_until' | 'replay_from'>>> {
+      return db
+        .selectFrom('webhook_endpoints')
+        .select(['id', 'account_id', 'country', 'next_attempt_at', 'message_id', 'message_at', 'lease_until', 'replay_from'])
+        .where('enabled', '=', 1)
+        .execute();
+    },
+    /**
+     * Asks for the endpoint's messages again from `from` (a change-feed cursor): the sender goes
+     * back there at its next message boundary. False when there is no such endpoint.
+     */
+    async requestReplay(id: string, from: string): Promise<boolean> {
+      const result = await write((tx) => tx.updateTable('webhook_endpoints').set({ replay_from: from }).where('id', '=', id).executeTakeFirst());
+      return result.numUpdatedRows > 0n;
+    },
+    /** What the endpoint is told from its next message on; false when there is no such endpoint. */
+    async setFilters(id: string, filters: WebhookFilters): Promise<boolean> {
+      const result = await write((tx) => tx.updateTable('webhook_endpoints').set(filters).where('id', '=', id).executeTakeFirst());
+      return result.numUpdatedRows > 0n;
     },
     /** Removes an endpoint and its attempts; false when there was none. */
     async remove(id: string): Promise<boolean> {
@@ -123,14 +149,28 @@ function deliveryUnderLease(write: Write) {
       const result = await write((tx) =>
         leased(id, owner)(tx)
           .set({ message_id: message.id, message_at: message.at, message_type: message.type, message_body: message.body })
-          .set({ message_ids: message.ids, message_end: message.end })
+          .set({ message_ids: message.ids, message_end: message.end, message_replay: message.replay ? 1 : 0 })
           .executeTakeFirst());
       return result.numUpdatedRows > 0n;
     },
-    /** The message was delivered: the position moves past it, and the endpoint is healthy. */
-    async delivered(id: string, owner: string, end: string): Promise<void> {
-      const noMessage = { message_id: null, message_at: null, message_type: null, message_body: null, message_ids: null, message_end: null };
-      await write((tx) => leased(id, owner)(tx).set({ position: end, ...noMessage, attempt: 0, failing_since: null, next_attempt_at: null }).execute());
+    /**
+     * The message was delivered (or, filtered to nothing, not sent): the position moves past it,
+     * the endpoint is healthy, and a replay that reached where it began is over.
+     */
+    async delivered(id: string, owner: string, end: string, replayOver: boolean): Promise<void> {
+      const noMessage = { message_id: null, message_at: null, message_type: null, message_body: null, message_ids: null, message_end: null, message_replay: 0 };
+      await write((tx) =>
+        leased(id, owner)(tx)
+          .set({ position: end, ...noMessage, attempt: 0, failing_since: null, next_attempt_at: null })
+          .set(replayOver ? { replay_until: null } : {})
+          .execute());
+    },
+    /**
+     * A replay asked for begins: the position goes back to `from`, and messages are replays until
+     * it is back at `until` (where it was). Only between messages (none kept).
+     */
+    async startReplay(id: string, owner: string, from: string, until: string): Promise<void> {
+      await write((tx) => leased(id, owner)(tx).set({ position: from, replay_until: until, replay_from: null }).where('message_id', 'is', null).execute());
     },
     /** An attempt failed: the next one at `nextAt`, or none (`disable`) after a day of failures. */
     async failed(id: string, owner: string, change: { attempt: number; nextAt: string; failingSince: string; disable: boolean }): Promise<void> {
@@ -148,9 +188,15 @@ function attemptLog(db: Kysely<Database>, write: Write) {
     async recordAttempt(attempt: Omit<WebhookAttempt, 'id'>): Promise<void> {
       await write((tx) => tx.insertInto('webhook_attempts').values({ id: timeOrderedId(Date.parse(attempt.at)), ...attempt }).execute());
     },
-    /** Newest first. */
-    async attempts(endpointId: string, limit: number): Promise<WebhookAttempt[]> {
-      return db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId).orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    /** Newest first, at most `limit`; `before`: only those older than that attempt (the next page). */
+    async attempts(endpointId: string, limit: number, before?: string): Promise<WebhookAttempt[]> {
+      let query = db.selectFrom('webhook_attempts').selectAll().where('endpoint_id', '=', endpointId);
+      if (before !== undefined) {
+        const mark = await db.selectFrom('webhook_attempts').select(['at', 'id']).where('id', '=', before).where('endpoint_id', '=', endpointId).executeTakeFirst();
+        if (mark === undefined) return [];
+        query = query.where((eb) => eb.or([eb('at', '<', mark.at), eb.and([eb('at', '=', mark.at), eb('id', '<', mark.id)])]));
+      }
+      return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(limit).execute();
     },
     /** Forgets attempts made before `before` (D24 keeps them 7 days). */
     async pruneAttempts(before: string): Promise<number> {

@@ -17,6 +17,8 @@ import { signatureHeaders } from './signature.js';
 export const MAX_IDS_PER_MESSAGE = 1000;
 /** D24: the waits before each retry of a message; the last repeats. */
 export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000] as const;
+/** Issue 43: the header that marks a replayed message (`true`); absent on every other. Not signed (Standard Webhooks signs id, timestamp and body). */
+export const REPLAY_HEADER = 'listings-replay';
 /** D24: an endpoint failing this long is disabled. */
 export const DISABLE_AFTER_MS = 24 * 3600_000;
 /** D24: after a rotation, the previous secret signs this long too. */
@@ -60,6 +62,8 @@ interface Delivery {
   /** Names this instance in leases. */
   owner: string;
   feed: ReturnType<typeof createFeed>;
+  /** The same feed with each upserted listing's JSON: for endpoints told of some usage types only. */
+  feedWithListings: ReturnType<typeof createFeed>;
   /** What this instance last found for each endpoint. */
   checked: Map<string, Checked>;
 }
@@ -81,6 +85,7 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
   let outcome: Outcome;
   try {
     const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
+    if (message.replay) headers[REPLAY_HEADER] = 'true';
     outcome = await sendAttempt(endpoint.url, headers, message.body, send);
   } catch (error) {
     outcome = { error: 'internal error', detail: `the message could not be made: ${(error as Error).message}`, durationMs: 0 };
@@ -95,6 +100,7 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
     status: outcome.status ?? null,
     error: delivered(outcome) ? null : failureText(outcome),
     duration_ms: outcome.durationMs,
+    replay: message.replay ? 1 : 0,
   });
   return outcome;
 }
@@ -122,6 +128,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
     owner: options.instanceId ?? randomUUID(),
     // The feed's events without their listings: a message names ids only.
     feed: createFeed(store, clock, () => 'null'),
+    feedWithListings: createFeed(store, clock, (row) => row.body),
     checked: new Map(),
   };
   const slots = new FairSlots(options.concurrency);
@@ -169,7 +176,7 @@ export function createWebhookDeliverer(options: DelivererOptions) {
       if (e.message_id !== null) {
         oldest = Math.min(oldest, Date.parse(e.message_at!));
         due = e.next_attempt_at === null || e.next_attempt_at <= nowIso;
-      } else if (hasNews(delivery, e, now)) {
+      } else if (e.replay_from !== null || hasNews(delivery, e, now)) {
         if (!noticed.has(e.id)) noticed.set(e.id, now);
         oldest = Math.min(oldest, noticed.get(e.id)!);
         due = true;
@@ -196,8 +203,6 @@ export function createWebhookDeliverer(options: DelivererOptions) {
      * first seen by this instance; undefined when every endpoint is caught up (as of the last tick).
      */
     oldestUndeliveredAt: (): number | undefined => oldestUndelivered,
-    /** Attempts under way now (tests; the fleet benchmark). */
-    attemptsUnderWay: (): number => slots.size,
     /** One look at every endpoint, awaiting the chains it starts (tests drive delivery with it). */
     async tick(): Promise<void> {
       await Promise.all(await lookOnce());
@@ -249,6 +254,12 @@ async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promis
   let more = true;
   const making = performance.now();
   if (message === undefined) {
+    // A replay asked for begins between two messages: back to where it starts (issue 43).
+    if (endpoint.replay_from !== null) {
+      const until = endpoint.replay_until ?? endpoint.position;
+      await store.webhooks.startReplay(endpoint.id, owner, endpoint.replay_from, until);
+      endpoint = { ...endpoint, position: endpoint.replay_from, replay_until: until, replay_from: null };
+    }
     const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
     const version = store.changes.tenantVersion(tenant.key);
     const expiry = await store.feed.nextExpiry(tenant.ownerAccountId, tenant.country, iso(now));
@@ -257,21 +268,48 @@ async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promis
     more = next?.more === true;
     // Nothing new until the version moves or the next expiry comes (more pending: look again).
     if (!more) checked.set(endpoint.id, { version, until });
-    if (next === undefined || !(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
+    // A replay is over once the endpoint has caught up with the history.
+    const replayOver = endpoint.replay_until !== null && !more;
+    if (next === undefined) {
+      if (replayOver) await store.webhooks.delivered(endpoint.id, owner, endpoint.position, true);
+      return undefined;
+    }
+    // Filtered to nothing (issue 43): nothing to send, and the position moves past it.
+    if (next.ids === 0 && next.type === 'listings.changed') {
+      await store.webhooks.delivered(endpoint.id, owner, next.end, replayOver);
+      return more ? { ms: performance.now() - making } : undefined;
+    }
+    if (!(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
     message = next;
   } else if (endpoint.next_attempt_at !== null && endpoint.next_attempt_at > iso(now)) {
     return undefined;
   }
   const ms = performance.now() - making;
-  return (await attempt(delivery, endpoint, message)) && more ? { ms } : undefined;
+  return (await attempt(delivery, endpoint, message, !more)) && more ? { ms } : undefined;
 }
 
 /** A message made from the history, and whether more changes wait after it. */
 type NextMessage = PendingMessage & { more: boolean };
 
-/** The next message from the endpoint's position, or undefined when nothing changed since. */
-async function nextMessage({ options, feed }: Delivery, endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<NextMessage | undefined> {
-  const now = options.clock();
+/** A feed item as a message reads it: the listing's JSON only from `feedWithListings`. */
+interface FeedItem {
+  type: string;
+  id: string;
+  listing?: { usage_types?: string[] } | null;
+}
+
+/**
+ * The next message from the endpoint's position, or undefined when nothing changed since. Its
+ * `ids` are 0 when the endpoint's filters left nothing of the changes it covers (issue 43): an
+ * endpoint told of some usage types only hears of an upserted listing of none of them as a
+ * removal (it may have left them: the site's copy stays exact), and one told of one kind of change
+ * only hears of that kind.
+ */
+async function nextMessage(delivery: Delivery, endpoint: WebhookEndpoint, tenant: Tenant, version: number): Promise<NextMessage | undefined> {
+  const now = delivery.options.clock();
+  const usageTypes = endpoint.only_usage_types === null ? undefined : new Set(JSON.parse(endpoint.only_usage_types) as string[]);
+  const feed = usageTypes === undefined ? delivery.feed : delivery.feedWithListings;
+  const replay = endpoint.replay_until !== null;
   let text: string;
   try {
     text = await feed.answer(tenant, endpoint.position, MAX_IDS_PER_MESSAGE, version);
@@ -279,30 +317,32 @@ async function nextMessage({ options, feed }: Delivery, endpoint: WebhookEndpoin
     if (!(error instanceof ApiError && error.reason === 'bad_cursor')) throw error;
     // The history after its position was pruned (it was disabled a long time): re-read everything.
     const body = JSON.stringify({ type: 'listings.resync', timestamp: iso(now), data: { country: endpoint.country } });
-    return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false };
+    return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.resync', body, ids: 0, end: await feed.endCursor(tenant, version), more: false, replay };
   }
-  const answer = JSON.parse(text) as { items: Array<{ type: string; id: string }>; next_cursor: string; has_more: boolean };
+  const answer = JSON.parse(text) as { items: FeedItem[]; next_cursor: string; has_more: boolean };
   if (answer.items.length === 0) return undefined;
   // Each id once, by its latest event in the message.
-  const latest = new Map<string, string>();
+  const latest = new Map<string, FeedItem>();
   for (const item of answer.items) {
     latest.delete(item.id);
-    latest.set(item.id, item.type);
+    latest.set(item.id, item);
   }
-  const upserted = [...latest].filter(([, type]) => type === 'listing.upserted').map(([id]) => id);
-  const removed = [...latest].filter(([, type]) => type !== 'listing.upserted').map(([id]) => id);
+  const shown = (item: FeedItem) => item.type === 'listing.upserted' && (usageTypes === undefined || (item.listing?.usage_types ?? []).some((t) => usageTypes.has(t)));
+  const upserted = endpoint.only_change === 'removed' ? [] : [...latest.values()].filter(shown).map((item) => item.id);
+  const removed = endpoint.only_change === 'upserted' ? [] : [...latest.values()].filter((item) => !shown(item)).map((item) => item.id);
   const body = JSON.stringify({ type: 'listings.changed', timestamp: iso(now), data: { country: endpoint.country, upserted, removed } });
-  return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids: latest.size, end: answer.next_cursor, more: answer.has_more };
+  const ids = upserted.length + removed.length;
+  return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids, end: answer.next_cursor, more: answer.has_more, replay };
 }
 
 /** One attempt of the endpoint's message; records it and moves the endpoint on. True when delivered. */
-async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, message: PendingMessage): Promise<boolean> {
+async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, message: PendingMessage, lastOfReplay: boolean): Promise<boolean> {
   const { store, clock, logger } = options;
   const started = clock();
   const number = endpoint.attempt + 1;
   const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
   if (delivered(outcome)) {
-    await store.webhooks.delivered(endpoint.id, owner, message.end);
+    await store.webhooks.delivered(endpoint.id, owner, message.end, endpoint.replay_until !== null && lastOfReplay);
     options.onAttempt?.('delivered');
     return true;
   }
@@ -323,6 +363,6 @@ export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
 
 /** A test event (D24): sent once, now, to the endpoint, and recorded like any attempt. */
 export async function sendTestEvent(store: Store, endpoint: WebhookEndpoint, now: number, send: SendOptions): Promise<Outcome & { messageId: string }> {
-  const message = { id: `msg_${randomUUID()}`, type: 'webhook.test', body: testEventBody(endpoint.country, now), ids: 0 };
+  const message = { id: `msg_${randomUUID()}`, type: 'webhook.test', body: testEventBody(endpoint.country, now), ids: 0, replay: false };
   return { ...(await attemptAndRecord(store, endpoint, message, 1, now, send)), messageId: message.id };
 }

@@ -69,10 +69,11 @@ export class DashboardClient {
   }
 
   /** Posts a form; adds the current CSRF token unless `_csrf` is given (null: send none). */
-  post(path: string, fields: Record<string, string | null>, headers?: Record<string, string>): Promise<PageResponse> {
+  /** A form post; a list is a field sent once per value (checkboxes of one name). */
+  post(path: string, fields: Record<string, string | string[] | null>, headers?: Record<string, string>): Promise<PageResponse> {
     const form = new URLSearchParams();
     if (!('_csrf' in fields) && this.csrf !== undefined) form.set('_csrf', this.csrf);
-    for (const [k, v] of Object.entries(fields)) if (v !== null) form.append(k, v);
+    for (const [k, v] of Object.entries(fields)) for (const value of v === null ? [] : [v].flat()) form.append(k, value);
     return this.request('POST', path, { body: form.toString(), headers });
   }
 

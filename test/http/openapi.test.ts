@@ -11,7 +11,7 @@ import { ERROR_CODES, ERROR_STATUS } from '../../src/core/api-error.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../../src/config/index.js';
 import { MAX_PER_PAGE } from '../../src/listings/listing.js';
 import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
-import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
+import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, REPLAY_HEADER, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { ATTEMPT_TIMEOUT_MS } from '../../src/webhooks/send.js';
 import { CACHE_CONTROL } from '../../src/http/v1/routes.js';
 import { ENDPOINTS } from '../../src/http/v1/endpoints/index.js';
@@ -513,11 +513,11 @@ describe('OpenAPI document (item 10)', () => {
       for (const [name, h] of Object.entries<Json>(doc.components.headers)) assertValid(pointer('components', 'headers', name, 'schema'), h.example, `header ${name} example`);
     });
 
-    it('webhooks (D24): each message type is a POST with the three signature headers, and its example validates', () => {
+    it('webhooks (D24): each message type is a POST with the three signature headers (and the optional replay header, issue 43), and its example validates', () => {
       assert.deepEqual(Object.keys(doc.webhooks).sort(), ['listings-changed', 'listings-resync', 'webhook-test']);
       for (const [name, item] of Object.entries<Json>(doc.webhooks)) {
         const { parameters, requestBody } = item.post;
-        assert.deepEqual(parameters.map((p: Json) => [p.name, p.in, p.required]), [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]], name);
+        assert.deepEqual(parameters.map((p: Json) => [p.name, p.in, p.required]), [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true], [REPLAY_HEADER, 'header', false]], name);
         const media = requestBody.content['application/json'];
         const validate = validatorAt(media.schema.$ref);
         for (const example of Object.values<Json>(media.examples)) assert.ok(validate(example.value), `${name}: ${JSON.stringify(validate.errors)}`);

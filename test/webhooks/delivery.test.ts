@@ -193,7 +193,7 @@ describe('webhook delivery (D24)', () => {
     // Another instance took the lease and kept its message, then died before sending it.
     assert.ok(await store.webhooks.takeLease(endpoint.id, 'dead-instance', new Date(now).toISOString(), new Date(now + 30_000).toISOString()));
     const body = JSON.stringify({ type: 'listings.changed', timestamp: new Date(now).toISOString(), data: { country: 'sg', upserted: [id(51)], removed: [] } });
-    assert.equal(await store.webhooks.keepMessage(endpoint.id, 'dead-instance', { id: 'msg_taken-over', at: new Date(now).toISOString(), type: 'listings.changed', body, ids: 1, end: endpoint.position }), true);
+    assert.equal(await store.webhooks.keepMessage(endpoint.id, 'dead-instance', { id: 'msg_taken-over', at: new Date(now).toISOString(), type: 'listings.changed', body, ids: 1, end: endpoint.position, replay: false }), true);
     assert.equal(await store.webhooks.takeLease(endpoint.id, 'another', new Date(now).toISOString(), new Date(now + 30_000).toISOString()), undefined, 'one sender at a time');
     await tick();
     assert.equal(receiver.received.length, 0, 'not while the lease holds');

@@ -26,6 +26,10 @@ function describe(entry: AuditEntry): SafeHtml {
       return html`enabled webhook <code>${entry.webhook_url}</code>`;
     case 'webhook.secret_rotated':
       return html`rotated the secret of webhook <code>${entry.webhook_url}</code>`;
+    case 'webhook.replayed':
+      return html`asked for the messages of webhook <code>${entry.webhook_url}</code> again`;
+    case 'webhook.filters_changed':
+      return html`changed what webhook <code>${entry.webhook_url}</code> is told of`;
     default:
       return html`${entry.action}`;
   }

@@ -4,9 +4,9 @@ import { canonicalUuid } from '../../core/formats.js';
 import type { WebhookEndpoint } from '../../storage/index.js';
 import { sendTestEvent } from '../../webhooks/deliverer.js';
 import { delivered, failureText } from '../../webhooks/send.js';
-import { addWebhook, rotateWebhookSecret, WebhookError } from '../../webhooks/endpoints.js';
+import { addWebhook, replayWebhook, rotateWebhookSecret, setWebhookFilters, WebhookError } from '../../webhooks/endpoints.js';
 import * as layout from '../layout.js';
-import { accountParams, form, query, text, type Typed } from '../schemas.js';
+import { accountParams, form, query, text, texts, type Typed } from '../schemas.js';
 import type { DashboardContext, Member } from '../context.js';
 import * as views from './views.js';
 
@@ -17,8 +17,16 @@ const ONE = { params: accountParams(), querystring: query({ id: text() }) };
 /** A form about one endpoint (test, enable, rotate, remove), named by its `id` field. */
 const ACT = { params: accountParams(), body: form({ id: text() }) };
 
+const REPLAY = { params: accountParams(), body: form({ id: text(), since: text() }) };
+const FILTERS = { params: accountParams(), body: form({ id: text(), changes: text(), usage_types: texts() }) };
+const ATTEMPTS = { params: accountParams(), querystring: query({ id: text(), before: text() }) };
+
 /** Attempts shown per endpoint. */
 const RECENT_ATTEMPTS = 10;
+/** Attempts per page of an endpoint's attempt log. */
+const ATTEMPTS_PAGE = 25;
+/** A date and time as a `datetime-local` field or a person writes it, without an offset: read as UTC (the form says so). */
+const WITHOUT_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
 
 /** The webhooks page: the account's endpoints, each with its recent delivery attempts. */
 async function listPage(
@@ -71,6 +79,8 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     let notice: string | undefined;
     if (endpoint !== undefined && done === 'enabled') notice = `Enabled ${endpoint.url}: delivery resumes from where it stopped.`;
     if (done === 'removed') notice = 'Removed the endpoint. It gets no more messages.';
+    if (endpoint !== undefined && done === 'replayed') notice = `Replay of ${endpoint.url} asked for: its messages go again, in order, after the one it is sending.`;
+    if (endpoint !== undefined && done === 'filtered') notice = `${endpoint.url} is told of what you chose from its next message on.`;
     return send(reply, 200, await listPage(ctx, member, { notice }));
   });
 
@@ -105,6 +115,8 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     return send(reply, 200, views.webhookSecretPage(member.ctx, endpoint, undefined));
   });
 
+  webhookHistoryRoutes(scope, ctx);
+
   for (const action of ['rotate', 'remove'] as const) {
     scope.get<Typed<typeof ONE>>(`/webhooks/${action}`, { schema: ONE }, async (request, reply) => {
       const member = memberOf(request);
@@ -129,5 +141,63 @@ export async function webhookRoutes(scope: FastifyInstance, ctx: DashboardContex
     if (endpoint === undefined || !(await store.webhooks.remove(endpoint.id))) return notFound(reply, member.ctx);
     await audit(member, { action: 'webhook.removed', country: endpoint.country, webhook_url: endpoint.url });
     return reply.redirect(`${path(member)}?done=removed`, 303);
+  });
+}
+
+/** Replay, the events an endpoint is told of, and its attempt log, page by page (issue 43). */
+function webhookHistoryRoutes(scope: FastifyInstance, ctx: DashboardContext): void {
+  const { store, clock, send, notFound, audit, memberOf } = ctx;
+  const back = (member: Member, endpoint: WebhookEndpoint, done: string) =>
+    `${layout.developerPath(member.ctx.accountId, 'webhooks')}?done=${done}&id=${endpoint.id}#webhook-${endpoint.id}`;
+
+  scope.get<Typed<typeof ONE>>('/webhooks/replay', { schema: ONE }, async (request, reply) => {
+    const member = memberOf(request);
+    const endpoint = await ownEndpoint(ctx, member, request.query.id);
+    return endpoint === undefined ? notFound(reply, member.ctx) : send(reply, 200, views.replayPage(member.ctx, endpoint));
+  });
+  scope.post<Typed<typeof REPLAY>>('/webhooks/replay', { schema: REPLAY }, async (request, reply) => {
+    const member = memberOf(request);
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
+    if (endpoint === undefined) return notFound(reply, member.ctx);
+    const since = request.body.since.trim();
+    try {
+      await replayWebhook(store, clock, endpoint, WITHOUT_OFFSET.test(since) ? `${since}Z` : since);
+    } catch (error) {
+      if (error instanceof WebhookError) return send(reply, 400, views.replayPage(member.ctx, endpoint, { since, error: error.message }));
+      throw error;
+    }
+    await audit(member, { action: 'webhook.replayed', country: endpoint.country, webhook_url: endpoint.url });
+    return reply.redirect(back(member, endpoint, 'replayed'), 303);
+  });
+
+  scope.get<Typed<typeof ONE>>('/webhooks/filters', { schema: ONE }, async (request, reply) => {
+    const member = memberOf(request);
+    const endpoint = await ownEndpoint(ctx, member, request.query.id);
+    return endpoint === undefined ? notFound(reply, member.ctx) : send(reply, 200, views.filtersPage(member.ctx, endpoint));
+  });
+  scope.post<Typed<typeof FILTERS>>('/webhooks/filters', { schema: FILTERS }, async (request, reply) => {
+    const member = memberOf(request);
+    const endpoint = await ownEndpoint(ctx, member, request.body.id);
+    if (endpoint === undefined) return notFound(reply, member.ctx);
+    try {
+      await setWebhookFilters(store, endpoint, { changes: request.body.changes || 'all', usageTypes: request.body.usage_types });
+    } catch (error) {
+      if (error instanceof WebhookError) return send(reply, 400, views.filtersPage(member.ctx, endpoint, error.message));
+      throw error;
+    }
+    await audit(member, { action: 'webhook.filters_changed', country: endpoint.country, webhook_url: endpoint.url });
+    return reply.redirect(back(member, endpoint, 'filtered'), 303);
+  });
+
+  scope.get<Typed<typeof ATTEMPTS>>('/webhooks/attempts', { schema: ATTEMPTS }, async (request, reply) => {
+    const member = memberOf(request);
+    const endpoint = await ownEndpoint(ctx, member, request.query.id);
+    if (endpoint === undefined) return notFound(reply, member.ctx);
+    const raw = request.query.before;
+    const before = raw === '' ? undefined : canonicalUuid(raw);
+    if (raw !== '' && before === undefined) return notFound(reply, member.ctx);
+    const attempts = await store.webhooks.attempts(endpoint.id, ATTEMPTS_PAGE + 1, before);
+    const older = attempts.length > ATTEMPTS_PAGE ? attempts[ATTEMPTS_PAGE - 1]!.id : undefined;
+    return send(reply, 200, views.attemptsPage(member.ctx, endpoint, attempts.slice(0, ATTEMPTS_PAGE), { older, paged: before !== undefined }));
   });
 }

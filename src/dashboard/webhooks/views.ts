@@ -1,13 +1,15 @@
 import type { Country } from '../../core/countries.js';
 import type { WebhookAttempt, WebhookEndpoint } from '../../storage/index.js';
-import { statusOf } from '../../webhooks/endpoints.js';
+import { USAGE_NAMES } from '../../listings/taxonomy.js';
+import { filtersText, statusOf } from '../../webhooks/endpoints.js';
 import { html, type SafeHtml } from '../html.js';
 import { countryName, countryOptions, csrfField, described, developerPath, fieldError, notice, page, when, type PageContext } from '../layout.js';
 
 /**
  * Settings > Developer > Webhooks (D24): the account's endpoints with their status, how far behind
  * each is and its recent attempts; add, send a test event, enable, rotate the secret, show it,
- * remove (confirmed first). No script but the copy buttons.
+ * remove (confirmed first); replay, choose the events, page through every attempt (issue 43). No
+ * script but the copy buttons.
  */
 
 export interface WebhookForm {
@@ -37,13 +39,13 @@ function behind(e: WebhookEndpoint): SafeHtml {
   return html`<p>Behind: a message of ${e.message_ids ?? 0} ${e.message_ids === 1 ? 'listing' : 'listings'} waiting since ${when(e.message_at)} (${e.attempt} ${e.attempt === 1 ? 'attempt' : 'attempts'} so far; ${next}). Later changes follow it in order.</p>`;
 }
 
-function attemptsTable(attempts: WebhookAttempt[]): SafeHtml {
+function attemptsTable(attempts: WebhookAttempt[], caption = 'Recent delivery attempts, newest first'): SafeHtml {
   if (attempts.length === 0) return html`<p class="empty-line">No attempts yet.</p>`;
   return html`<div class="table-card"><table class="attempts">
-  <caption class="visually-hidden">Recent delivery attempts, newest first</caption>
+  <caption class="visually-hidden">${caption}</caption>
   <thead><tr><th scope="col">Time</th><th scope="col">Message</th><th scope="col">Type</th><th scope="col">Ids</th><th scope="col">Attempt</th><th scope="col">Result</th><th scope="col">Duration</th></tr></thead>
   <tbody>${attempts.map((a) => html`
-    <tr data-ok="${a.status !== null && a.status >= 200 && a.status < 300 ? 'yes' : 'no'}"><td>${when(a.at)}</td><td><code>${a.message_id}</code></td><td>${a.message_type}</td><td>${a.ids}</td><td>${a.attempt}</td>
+    <tr data-ok="${a.status !== null && a.status >= 200 && a.status < 300 ? 'yes' : 'no'}"><td>${when(a.at)}</td><td><code>${a.message_id}</code></td><td>${a.message_type}${a.replay === 1 ? html` <span class="badge">replay</span>` : ''}</td><td>${a.ids}</td><td>${a.attempt}</td>
       <td>${a.status !== null ? html`HTTP ${a.status}` : ''}${a.error !== null && a.status === null ? a.error : ''}</td><td>${a.status !== null ? `${a.duration_ms} ms` : ''}</td></tr>`)}
   </tbody></table></div>`;
 }
@@ -59,15 +61,19 @@ function endpointCard(ctx: PageContext, { endpoint: e, attempts }: EndpointView)
   <p>${statusBadge(e)} <span class="muted">${countryName(e.country)} (${e.country}) · id <code>${e.id}</code> · added ${when(e.created_at)}</span></p>
   ${e.enabled === 0 ? html`<div class="alert warning">Disabled after a day of failed attempts: nothing is sent. Fix the endpoint, send a test event, then enable it: delivery resumes from where it stopped.</div>` : ''}
   ${behind(e)}
+  <p>Told of ${filtersText(e)}.${e.replay_from !== null || e.replay_until !== null ? ' A replay is under way: its messages carry the header listings-replay: true until it has caught up.' : ''}</p>
   <div class="actions">
     ${actionButton(ctx, 'test', e.id, 'Send test event')}
     ${e.enabled === 0 ? actionButton(ctx, 'enable', e.id, 'Enable', 'primary') : ''}
     <a class="button secondary small" href="${webhooksPath(ctx.accountId, 'secret')}?id=${e.id}">Show secret</a>
     <a class="button secondary small" href="${webhooksPath(ctx.accountId, 'rotate')}?id=${e.id}">Rotate secret</a>
+    <a class="button secondary small" href="${webhooksPath(ctx.accountId, 'replay')}?id=${e.id}">Replay<span class="visually-hidden"> ${e.url}</span></a>
+    <a class="button secondary small" href="${webhooksPath(ctx.accountId, 'filters')}?id=${e.id}">Choose events<span class="visually-hidden"> of ${e.url}</span></a>
     <a class="button danger-outline small" href="${webhooksPath(ctx.accountId, 'remove')}?id=${e.id}">Remove<span class="visually-hidden"> ${e.url}</span></a>
   </div>
   <h3>Recent attempts</h3>
   ${attemptsTable(attempts)}
+  ${attempts.length > 0 ? html`<p><a href="${webhooksPath(ctx.accountId, 'attempts')}?id=${e.id}">Every attempt of the last 7 days</a></p>` : ''}
 </section>`;
 }
 
@@ -138,4 +144,65 @@ export function confirmWebhookPage(ctx: PageContext, endpoint: WebhookEndpoint, 
   <button type="submit" class="${action === 'remove' ? 'danger' : 'primary'}">${action === 'remove' ? 'Remove endpoint' : 'Rotate secret'}</button>
   <a class="button secondary" href="${webhooksPath(ctx.accountId)}?id=${endpoint.id}#webhook-${endpoint.id}">Cancel</a>
 </form>`);
+}
+
+const backLink = (ctx: PageContext, e: WebhookEndpoint, label = 'Back to webhooks') =>
+  html`<a class="button secondary" href="${webhooksPath(ctx.accountId)}?id=${e.id}#webhook-${e.id}">${label}</a>`;
+
+/** Replay (issue 43): the endpoint's messages again from a time, or from a change-feed cursor its site holds. */
+export function replayPage(ctx: PageContext, endpoint: WebhookEndpoint, form: { since: string; error?: string } = { since: '' }): string {
+  return page(ctx, 'webhooks', 'Replay webhook messages', html`
+<h1>Replay messages</h1>
+<p>Send the changes since a point in time to <code>${endpoint.url}</code> again: in order, after the message it is sending now, each marked with the header <code>listings-replay: true</code> until it has caught up. The change history of the last 30 days at least can be replayed.</p>
+<form method="post" action="${webhooksPath(ctx.accountId, 'replay')}" class="confirm" novalidate>
+  ${csrfField(ctx.csrf)}
+  <input type="hidden" name="id" value="${endpoint.id}">
+  <div class="field">
+    <label for="replay-since">Since</label>
+    <input id="replay-since" name="since" required autocomplete="off" spellcheck="false" placeholder="2026-12-01T00:00:00Z" value="${form.since}"${described('replay-since-hint', 'replay-since-error', form.error)}>
+    ${fieldError('replay-since-error', form.error)}
+    <p class="hint" id="replay-since-hint">A date and time in UTC (<code>2026-12-01T00:00</code>) or with its offset (<code>2026-12-01T08:00+08:00</code>), or a change-feed cursor your site holds.</p>
+  </div>
+  <button type="submit" class="primary">Replay</button>
+  ${backLink(ctx, endpoint, 'Cancel')}
+</form>`);
+}
+
+/** What the endpoint is told of (issue 43): a kind of change, listings of some usage types. */
+export function filtersPage(ctx: PageContext, endpoint: WebhookEndpoint, error?: string): string {
+  const chosen = new Set(endpoint.only_usage_types === null ? [] : (JSON.parse(endpoint.only_usage_types) as string[]));
+  const kind = endpoint.only_change ?? 'all';
+  const kinds = [['all', 'Every change'], ['upserted', 'Upserts only (new and changed listings)'], ['removed', 'Removals only']] as const;
+  return page(ctx, 'webhooks', 'Choose webhook events', html`
+<h1>Choose events</h1>
+<p>What <code>${endpoint.url}</code> is told of, from its next message on. A message left with nothing to tell is not sent.</p>
+${error === undefined ? '' : html`<div class="alert error" role="alert">${error}</div>`}
+<form method="post" action="${webhooksPath(ctx.accountId, 'filters')}" class="confirm">
+  ${csrfField(ctx.csrf)}
+  <input type="hidden" name="id" value="${endpoint.id}">
+  <fieldset><legend>Changes</legend>${kinds.map(([value, label]) => html`
+    <label><input type="radio" name="changes" value="${value}"${kind === value ? html` checked` : ''}> ${label}</label>`)}
+  </fieldset>
+  <fieldset><legend>Usage types</legend>
+    <p class="hint">None ticked: every listing. Ticked: upserts of listings of one of these; a listing that is of none of them (it may have left them) is told as a removal, so your site's copy stays exact.</p>${USAGE_NAMES.map((name) => html`
+    <label><input type="checkbox" name="usage_types" value="${name}"${chosen.has(name) ? html` checked` : ''}> ${name}</label>`)}
+  </fieldset>
+  <button type="submit" class="primary">Save</button>
+  ${backLink(ctx, endpoint, 'Cancel')}
+</form>`);
+}
+
+/** Every attempt kept (7 days), newest first, a page at a time back to the first. */
+export function attemptsPage(ctx: PageContext, endpoint: WebhookEndpoint, attempts: WebhookAttempt[], opts: { older?: string; paged: boolean }): string {
+  const path = `${webhooksPath(ctx.accountId, 'attempts')}?id=${endpoint.id}`;
+  const pager = opts.older === undefined && !opts.paged ? '' : html`<nav class="pager" aria-label="Attempt pages">
+  ${opts.paged ? html`<a href="${path}">Newest attempts</a>` : ''}
+  ${opts.older === undefined ? html`<span class="muted">The oldest attempt kept.</span>` : html`<a href="${path}&amp;before=${opts.older}" rel="next">Older attempts</a>`}
+</nav>`;
+  return page(ctx, 'webhooks', 'Webhook attempts', html`
+<h1>Delivery attempts</h1>
+<p class="lead">Every attempt to <code>${endpoint.url}</code> of the last 7 days, newest first. A failure shows its category only.</p>
+${attemptsTable(attempts, 'Delivery attempts, newest first')}
+${pager}
+<p>${backLink(ctx, endpoint)}</p>`);
 }
