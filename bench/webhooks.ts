@@ -10,6 +10,7 @@ import { importListings } from '../src/import/import.js';
 import { openStore, type Store } from '../src/storage/index.js';
 import { addWebhook } from '../src/webhooks/endpoints.js';
 import { createScratchPostgres } from '../test/support/database.js';
+import { prng } from '../test/support/random.js';
 import { createBenchAccount, generateListings, type BenchAccount } from './dataset.js';
 import { cpuPinning } from './pinning.js';
 import { freePort, serviceEnv, startChild, stopAll, type Child } from './processes.js';
@@ -297,7 +298,7 @@ async function fleetRound(
       else reject(new Error(`the big import failed: ${stderr}`));
     });
   }, (s.seconds * 1000) / 2));
-  const rand = mulberry(round + 1);
+  const rand = prng(round + 1);
   for (let n = 0; performance.now() - started < s.seconds * 1000; n++) {
     const due = started + (n * 1000) / s.rate;
     if (due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
@@ -331,14 +332,5 @@ async function fleetRound(
     messagesPerSecond: messages / windowS,
     bigDelivered,
     bigSeconds: (bigDone - bigCommitted) / 1000,
-  };
-}
-
-function mulberry(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
