@@ -256,9 +256,9 @@ async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promis
   if (message === undefined) {
     // A replay asked for begins between two messages: back to where it starts (issue 43).
     if (endpoint.replay_from !== null) {
-      const until = endpoint.replay_until ?? endpoint.position;
-      await store.webhooks.startReplay(endpoint.id, owner, endpoint.replay_from, until);
-      endpoint = { ...endpoint, position: endpoint.replay_from, replay_until: until, replay_from: null };
+      const replayUntil = endpoint.replay_until ?? endpoint.position;
+      await store.webhooks.startReplay(endpoint.id, owner, endpoint.replay_from, replayUntil);
+      endpoint = { ...endpoint, position: endpoint.replay_from, replay_until: replayUntil, replay_from: null };
     }
     const tenant = tenantOf(endpoint.account_id, endpoint.country as Country);
     const version = store.changes.tenantVersion(tenant.key);
