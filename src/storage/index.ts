@@ -22,7 +22,7 @@ export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, OrderPos
 export { LISTING_DATA_COLUMNS } from './listings.js';
 export { compareD9, expiredAt, isActiveInTenant, isVisibleRow } from './visibility.js';
 export type { AllowedOrigin } from './origins.js';
-export type { PendingMessage, WebhookAttempt, WebhookEndpoint } from './webhooks.js';
+export type { AttemptRecord, PendingMessage, WebhookAttempt, WebhookEndpoint } from './webhooks.js';
 export type { AuditEntry } from './audit.js';
 export type { FormUse } from './forms.js';
 export type { DashboardSession, SignInFailure } from './sessions.js';

@@ -6,7 +6,7 @@ import type { Clock } from '../core/clock.js';
 import type { Country } from '../core/countries.js';
 import { tenantOf, type Tenant } from '../core/tenant.js';
 import { createFeed } from '../readmodel/feed.js';
-import type { PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
+import type { AttemptRecord, PendingMessage, Store, WebhookEndpoint } from '../storage/index.js';
 import { isDatabaseError } from '../storage/index.js';
 import { pendingMessageOf } from '../storage/webhooks.js';
 import { delivered, failureText, sendAttempt, type Outcome, type SendOptions } from './send.js';
@@ -77,11 +77,12 @@ function signingSecrets(endpoint: WebhookEndpoint, now: number): string[] {
 }
 
 /**
- * One attempt of a message to an endpoint, recorded in its delivery log: every failure, however
- * early (a stored secret that cannot sign included), is an attempt, so it is retried on the
- * schedule rather than at once. The log keeps the failure's category, never its detail (D24).
+ * One attempt of a message to an endpoint, and the attempt as its delivery log keeps it: every
+ * failure, however early (a stored secret that cannot sign included), is an attempt, so it is
+ * retried on the schedule rather than at once. The log keeps the failure's category, never its
+ * detail (D24).
  */
-async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message: Omit<PendingMessage, 'at' | 'end'>, number: number, now: number, send: SendOptions): Promise<Outcome> {
+async function sendAndDescribe(endpoint: WebhookEndpoint, message: Omit<PendingMessage, 'at' | 'end'>, number: number, now: number, send: SendOptions) {
   let outcome: Outcome;
   try {
     const headers = signatureHeaders(signingSecrets(endpoint, now), message.id, Math.floor(now / 1000), message.body);
@@ -90,7 +91,7 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
   } catch (error) {
     outcome = { error: 'internal error', detail: `the message could not be made: ${(error as Error).message}`, durationMs: 0 };
   }
-  await store.webhooks.recordAttempt({
+  const record: AttemptRecord = {
     endpoint_id: endpoint.id,
     at: iso(now),
     message_id: message.id,
@@ -101,8 +102,8 @@ async function attemptAndRecord(store: Store, endpoint: WebhookEndpoint, message
     error: delivered(outcome) ? null : failureText(outcome),
     duration_ms: outcome.durationMs,
     replay: message.replay ? 1 : 0,
-  });
-  return outcome;
+  };
+  return { outcome, record };
 }
 
 /** The message body of a test event (D24). */
@@ -230,16 +231,22 @@ function hasNews({ options, checked }: Delivery, endpoint: Pick<WebhookEndpoint,
   return last.version !== options.store.changes.tenantVersion(tenantOf(endpoint.account_id, endpoint.country as Country).key) || now >= last.until;
 }
 
+/** Whether this instance still holds an endpoint's lease: a delivery's last write gives it back itself. */
+interface Lease {
+  held: boolean;
+}
+
 /** Delivers the endpoint's next message if it is due and nobody else is sending to it; deliverOne's answer. */
 async function deliverUnderLease(delivery: Delivery, id: string): Promise<{ ms: number } | undefined> {
   const { options: { store, clock }, owner } = delivery;
   const now = clock();
   const endpoint = await store.webhooks.takeLease(id, owner, iso(now), iso(now + LEASE_MS));
   if (endpoint === undefined) return undefined;
+  const lease: Lease = { held: true };
   try {
-    return await deliverOne(delivery, endpoint);
+    return await deliverOne(delivery, lease, endpoint);
   } finally {
-    await store.webhooks.releaseLease(id, owner);
+    if (lease.held) await store.webhooks.releaseLease(id, owner);
   }
 }
 
@@ -247,7 +254,7 @@ async function deliverUnderLease(delivery: Delivery, id: string): Promise<{ ms: 
  * The endpoint's next attempt, if one is due. When it was delivered and more may be waiting: how
  * long making the message took (0 for a message made earlier); else undefined.
  */
-async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promise<{ ms: number } | undefined> {
+async function deliverOne(delivery: Delivery, lease: Lease, endpoint: WebhookEndpoint): Promise<{ ms: number } | undefined> {
   const { options: { store, clock }, owner, checked } = delivery;
   const now = clock();
   let message = pendingMessageOf(endpoint);
@@ -271,12 +278,16 @@ async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promis
     // A replay is over once the endpoint has caught up with the history.
     const replayOver = endpoint.replay_until !== null && !more;
     if (next === undefined) {
-      if (replayOver) await store.webhooks.delivered(endpoint.id, owner, endpoint.position, true);
+      if (replayOver) {
+        await store.webhooks.delivered(endpoint.id, owner, { end: endpoint.position, replayOver: true });
+        lease.held = false;
+      }
       return undefined;
     }
     // Filtered to nothing (issue 43): nothing to send, and the position moves past it.
     if (next.ids === 0 && next.type === 'listings.changed') {
-      await store.webhooks.delivered(endpoint.id, owner, next.end, replayOver);
+      await store.webhooks.delivered(endpoint.id, owner, { end: next.end, replayOver });
+      lease.held = false;
       return more ? { ms: performance.now() - making } : undefined;
     }
     if (!(await store.webhooks.keepMessage(endpoint.id, owner, next))) return undefined;
@@ -285,7 +296,7 @@ async function deliverOne(delivery: Delivery, endpoint: WebhookEndpoint): Promis
     return undefined;
   }
   const ms = performance.now() - making;
-  return (await attempt(delivery, endpoint, message, !more)) && more ? { ms } : undefined;
+  return (await attempt(delivery, lease, endpoint, message, !more)) && more ? { ms } : undefined;
 }
 
 /** A message made from the history, and whether more changes wait after it. */
@@ -335,14 +346,16 @@ async function nextMessage(delivery: Delivery, endpoint: WebhookEndpoint, tenant
   return { id: `msg_${randomUUID()}`, at: iso(now), type: 'listings.changed', body, ids, end: answer.next_cursor, more: answer.has_more, replay };
 }
 
-/** One attempt of the endpoint's message; records it and moves the endpoint on. True when delivered. */
-async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, message: PendingMessage, lastOfReplay: boolean): Promise<boolean> {
+/** One attempt of the endpoint's message; records it and moves the endpoint on (giving the lease back). True when delivered. */
+async function attempt(delivery: Delivery, lease: Lease, endpoint: WebhookEndpoint, message: PendingMessage, lastOfReplay: boolean): Promise<boolean> {
+  const { options, owner } = delivery;
   const { store, clock, logger } = options;
   const started = clock();
   const number = endpoint.attempt + 1;
-  const outcome = await attemptAndRecord(store, endpoint, message, number, started, options.send);
+  const { outcome, record } = await sendAndDescribe(endpoint, message, number, started, options.send);
   if (delivered(outcome)) {
-    await store.webhooks.delivered(endpoint.id, owner, message.end, endpoint.replay_until !== null && lastOfReplay);
+    await store.webhooks.delivered(endpoint.id, owner, { end: message.end, replayOver: endpoint.replay_until !== null && lastOfReplay, attempt: record });
+    lease.held = false;
     options.onAttempt?.('delivered');
     return true;
   }
@@ -352,7 +365,8 @@ async function attempt({ options, owner }: Delivery, endpoint: WebhookEndpoint, 
   const failingSince = endpoint.failing_since ?? iso(started);
   const disable = ended - Date.parse(failingSince) >= DISABLE_AFTER_MS;
   const delay = RETRY_DELAYS_MS[Math.min(number - 1, RETRY_DELAYS_MS.length - 1)]!;
-  await store.webhooks.failed(endpoint.id, owner, { attempt: number, nextAt: iso(ended + delay), failingSince, disable });
+  await store.webhooks.failed(endpoint.id, owner, { attempt: record, nextAt: iso(ended + delay), failingSince, disable });
+  lease.held = false;
   options.onAttempt?.(disable ? 'disabled' : 'failed');
   // The URL is the endpoint owner's; the secret and the body never go to the log.
   logger.info({ webhookId: endpoint.id, messageId: message.id, attempt: number, status: outcome.status, error: outcome.error, detail: outcome.detail, disabled: disable }, 'webhook attempt failed');
@@ -364,5 +378,7 @@ export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
 /** A test event (D24): sent once, now, to the endpoint, and recorded like any attempt. */
 export async function sendTestEvent(store: Store, endpoint: WebhookEndpoint, now: number, send: SendOptions): Promise<Outcome & { messageId: string }> {
   const message = { id: `msg_${randomUUID()}`, type: 'webhook.test', body: testEventBody(endpoint.country, now), ids: 0, replay: false };
-  return { ...(await attemptAndRecord(store, endpoint, message, 1, now, send)), messageId: message.id };
+  const { outcome, record } = await sendAndDescribe(endpoint, message, 1, now, send);
+  await store.webhooks.recordAttempt(record);
+  return { ...outcome, messageId: message.id };
 }
