@@ -3,19 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { ListingsClient } from '@listings-api/sdk';
 import { createSite } from '@listings-api/example-website';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { freePort } from '../support/process.js';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { unfinishedRequest } from './helpers.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /**
  * The whole webhook loop (D24, issue 32 item 6): the API sends a signed message to the example
