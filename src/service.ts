@@ -18,6 +18,8 @@ import { openStore, type Store } from './storage/index.js';
 import { LastUsedTracker, UsageCounter } from './usage/index.js';
 import type { CompletionObserver } from './http/request-log.js';
 import type { Metrics } from './metrics/index.js';
+
+const MIB = 1024 * 1024;
 import type { FastifyInstance } from 'fastify';
 
 /**
@@ -55,9 +57,17 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const lastUsed = startLastUsedTracker(store, clock, outageLog({ lost: 'could not record key last-used times; will retry', back: 'key last-used times are recorded again' }));
   const pruneTimer = startHistoryPruning(basics, store, outageLog({ lost: 'could not prune the change history; will try again', back: 'the change history is pruned again' }));
 
-  const reads = createReadModel(store, clock, { cacheTtlMs: config.readCacheTtlMs, maxBodyBytes: config.readCacheMaxMb * 1024 * 1024 });
+  // Index builds are told to the metrics, made next (they read the read model's counts).
+  const told: { indexBuilt?: (ms: number) => void } = {};
+  const reads = createReadModel(store, clock, {
+    cacheTtlMs: config.readCacheTtlMs,
+    maxBodyBytes: config.readCacheMaxMb * MIB,
+    maxIndexBytes: config.readModelMaxMb * MIB,
+    onIndexBuilt: (ms) => told.indexBuilt?.(ms),
+  });
   // Before the dashboard, which counts into them.
   const { metricsModule, metrics } = await loadMetrics(config, reads, readiness, limiter, options.clusterWorker);
+  if (metrics !== undefined) told.indexBuilt = (ms) => metrics.indexBuilt(ms);
   // The developer dashboard (src/dashboard), unless DASHBOARD_PORT is `off`: on the API's port for
   // its own host name (the default), or on a port of its own. Same store, so its key and origin
   // writes reach the API's caches at once (D4).

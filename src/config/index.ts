@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { getHeapStatistics } from 'node:v8';
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 import { LOG_LEVELS } from '../core/log-levels.js';
 import type { TrustProxy } from '../core/proxy-trust.js';
@@ -196,6 +197,13 @@ const VARIABLES = {
   usageCounting: flag('USAGE_COUNTING', {
     fallback: true,
     description: 'Count requests per key and keep each account\'s latest failed requests for the dashboard; `off` counts nothing.',
+  }),
+  readModelMaxMb: custom('READ_MODEL_MAX_MB', {
+    shownDefault: 'half the V8 heap limit (`--max-old-space-size`)',
+    values: `1 to ${(1_048_576).toLocaleString('en-US')} MiB`,
+    description: 'Bound on the tenant indexes together (about 300 bytes per listing, estimated): past it, whole indexes go, least recently read first, and a tenant\'s next ' +
+      'read builds its index again. A tenant larger than the bound is still served. Route keys to instances (docs/deployment.md) so that each holds only its share.',
+    read: (raw, env) => (raw === undefined ? Math.max(1, Math.floor(getHeapStatistics().heap_size_limit / 2 / 1024 / 1024)) : readInteger(env, 'READ_MODEL_MAX_MB', 0, 1, 1_048_576)),
   }),
   usageFlushIntervalMs: integer('USAGE_FLUSH_INTERVAL_MS', {
     fallback: 5000, min: 100, max: 60_000, unit: 'ms',

@@ -23,8 +23,10 @@ import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
  *   their safety expiry.
  * - `listings_index_builds_total`, `listings_index_replays_total`: tenant indexes built from the
  *   database and brought up to date from the change log; `listings_listing_row_reads_total`: reads
- *   of listing rows by id; `listings_indexed_tenants`, `listings_indexed_listings`: what the
- *   indexes hold now (summed over workers).
+ *   of listing rows by id; `listings_indexed_tenants`, `listings_indexed_listings`,
+ *   `listings_index_bytes`: what the indexes hold now (summed over workers);
+ *   `listings_index_evictions_total`: indexes dropped for READ_MODEL_MAX_MB;
+ *   `listings_index_build_seconds`: a histogram of the builds' times.
  * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
  *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them
  *   (0, never absent, while none is live).
@@ -65,6 +67,13 @@ export class Metrics {
   /** The API's answers, their latency and the rate limiter's decisions, counted as each answer completes. */
   private readonly api: { answers: Counter<'route' | 'status' | 'code'>; latency: Histogram<'route'>; decisions: Counter<'outcome'> };
   private readonly webhookOutcomes: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, disabled: 0 };
+  /** How long each tenant index built from the database took (a first read, or the first after an eviction). */
+  private readonly indexBuildSeconds = new Histogram({
+    name: 'listings_index_build_seconds',
+    help: 'Time to build a tenant index from the database: a tenant\'s first read, or its first after its index was evicted (READ_MODEL_MAX_MB).',
+    buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [],
+  });
   private oldestUndeliveredSeconds: () => number = () => 0;
   /** The dashboard's answers and sign-ins (src/dashboard/metrics.ts): few, so counted by prom-client directly. */
   readonly dashboard: DashboardMetrics;
@@ -77,6 +86,7 @@ export class Metrics {
     // Registered in the order a scrape lists them.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
     this.api = this.registerApiMetrics(readStats);
+    this.registry.registerMetric(this.indexBuildSeconds);
     if (isReady !== undefined) this.registerReadiness(isReady);
     this.registry.registerMetric(new Gauge({
       name: 'listings_rate_limit_fallback',
@@ -125,11 +135,13 @@ export class Metrics {
     }));
     fromStats('listings_index_builds_total', 'Tenant indexes built from the database (a tenant\'s first read, or its first after the index was dropped).', (s) => s.indexBuilds);
     fromStats('listings_index_replays_total', 'Tenant indexes brought up to date from the change log (a write to the tenant since its last read).', (s) => s.indexReplays);
+    fromStats('listings_index_evictions_total', 'Tenant indexes dropped to stay within READ_MODEL_MAX_MB, least recently read first.', (s) => s.indexEvictions);
     fromStats('listings_listing_row_reads_total', 'Reads of listing rows by id: one per turn, however many listings the turn\'s answers missed.', (s) => s.listingRowReads);
     fromStats('listings_cache_refreshes_ahead_total', 'Cached keys, origins and bodies read again in the background, ahead of their safety expiry.', (s) => s.refreshedAhead);
     for (const [name, help, value] of [
       ['listings_indexed_tenants', 'Tenant indexes held in memory.', (s: ReadStats) => s.tenants],
       ['listings_indexed_listings', 'Listings held in memory by the tenant indexes together.', (s: ReadStats) => s.listings],
+      ['listings_index_bytes', 'Estimated bytes of the tenant indexes held (READ_MODEL_MAX_MB bounds them).', (s: ReadStats) => s.indexBytes],
     ] as const) {
       this.registry.registerMetric(new Gauge({ name, help, registers: [], aggregator: 'sum', collect() {
         this.set(value(readStats()));
@@ -193,6 +205,11 @@ export class Metrics {
       requestCompleted: (method, route, status) => dashboardRequests.inc({ method, route: route ?? 'unmatched', status: String(status) }),
       signIn: (result) => signIns.inc({ result }),
     };
+  }
+
+  /** A tenant index was built from the database in `ms` (readmodel/tenant-index.ts). */
+  indexBuilt(ms: number): void {
+    this.indexBuildSeconds.observe(ms / 1000);
   }
 
   /** The request path's one call, when an answer is complete (http/request-log.ts). */

@@ -5,7 +5,7 @@ import { createAuthReads, type AuthReads } from './auth-reads.js';
 import { createListingBodies, pageBody, toBody, type Body } from './bodies.js';
 import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
 import { createFeed } from './feed.js';
-import { createTenantIndexes, STALE, type TenantIndex, type TenantIndexes } from './tenant-index.js';
+import { createTenantIndexes, INDEX_BYTES_PER_LISTING, STALE, type TenantIndex, type TenantIndexes } from './tenant-index.js';
 import { createViewCache, type View } from './views.js';
 
 /**
@@ -42,9 +42,12 @@ export interface ReadStats {
   viewsComputed: number;
   /** Cached keys, origins, bodies and answers read again ahead of their safety TTL (cache/read-cache.ts). */
   refreshedAhead: number;
-  /** Tenants and listings held in memory now. */
+  /** Tenants and listings held in memory now, and the indexes' estimated bytes (READ_MODEL_MAX_MB's bound). */
   tenants: number;
   listings: number;
+  indexBytes: number;
+  /** Tenant indexes dropped to stay within READ_MODEL_MAX_MB. */
+  indexEvictions: number;
 }
 
 export interface ListingReads extends AuthReads {
@@ -70,8 +73,10 @@ export interface ListingReads extends AuthReads {
 export interface ReadModelOptions {
   /** READ_CACHE_TTL_MS: safety expiry of cached keys, origins and bodies; 0 turns those caches off. */
   cacheTtlMs: number;
-  /** Bound on the listings held by all tenant indexes together; least recently read tenants go first. */
-  maxIndexedListings?: number;
+  /** READ_MODEL_MAX_MB in bytes: the bound on the tenant indexes together; least recently read tenants go first (tenant-index.ts). */
+  maxIndexBytes: number;
+  /** Told of each tenant index built from the database, with what it took (metrics). */
+  onIndexBuilt?: (ms: number) => void;
   /**
    * READ_CACHE_MAX_MB in bytes: the bound on all cached bodies together: half for serialised
    * listings (which are also the detail answers), a quarter each for pages and feed answers.
@@ -82,13 +87,13 @@ export interface ReadModelOptions {
 export function createReadModel(store: Store, clock: Clock, options: ReadModelOptions): ListingReads {
   const ttlMs = options.cacheTtlMs;
   const maxBodyBytes = options.maxBodyBytes;
-  const maxIndexedListings = options.maxIndexedListings ?? 2_000_000;
   const caches = createReadCaches({ clock, ttlMs, maxBodyBytes });
   const { pages, feed: feedAnswers } = caches;
   const auth = createAuthReads(store, clock, caches);
   const listingBodies = createListingBodies(store, clock, caches.listings);
-  const views = createViewCache(maxIndexedListings);
-  const indexes = createTenantIndexes(store, clock, maxIndexedListings);
+  // Views hold entries of the indexes (a reference each), bounded by as many as the indexes may hold.
+  const views = createViewCache(Math.max(1, Math.floor(options.maxIndexBytes / INDEX_BYTES_PER_LISTING)));
+  const indexes = createTenantIndexes(store, clock, { maxBytes: options.maxIndexBytes, onBuilt: options.onIndexBuilt });
   const details = { hits: 0, misses: 0 };
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
@@ -189,5 +194,7 @@ function readStats(
     refreshedAhead: refreshedAhead(caches),
     tenants: indexes.tenants,
     listings: indexes.listings(),
+    indexBytes: indexes.bytes,
+    indexEvictions: indexes.evictions,
   };
 }

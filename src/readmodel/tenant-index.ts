@@ -62,10 +62,17 @@ export function toEntry(row: IndexRow): IndexEntry {
   };
 }
 
+/** The next index generation (TenantIndex.generation): one sequence for every index. */
+let nextGeneration = 1;
+
 export class TenantIndex {
   /** The tenant version this reflects (at least); -1 before it was built. */
   version = -1;
-  /** Moves whenever `entries` is replaced (a write replayed, an expiry passed): views are kept per generation. */
+  /**
+   * Moves whenever `entries` is replaced (a write replayed, an expiry passed): views are kept per
+   * generation. Unique among every index of the process, not only this one's: a tenant's index
+   * evicted and built again must not find the views of the one it replaces.
+   */
   generation = 0;
   /** Visible listings in D9 order. Replaced, never mutated, so a reader holding it keeps a consistent view. */
   entries: readonly IndexEntry[] = [];
@@ -79,8 +86,8 @@ export class TenantIndex {
     readonly country: string,
     private readonly store: Store,
     private readonly clock: Clock,
-    /** Told of each build and each replay (the read path's counters). */
-    private readonly onUpdate: (kind: 'build' | 'replay') => void = () => {},
+    /** Told of each build (with what it took, in ms) and each replay (the read path's counters). */
+    private readonly onUpdate: (kind: 'build' | 'replay', ms?: number) => void = () => {},
   ) {}
 
   get size(): number {
@@ -117,7 +124,7 @@ export class TenantIndex {
 
   /** Reads the tenant's visible listings, in order, chunk by chunk, yielding between chunks. */
   private async build(target: number): Promise<void> {
-    this.onUpdate('build');
+    const started = performance.now();
     const now = new Date(this.clock()).toISOString();
     const entries: IndexEntry[] = [];
     const byId = new Map<string, IndexEntry>();
@@ -137,6 +144,7 @@ export class TenantIndex {
       await yieldToEventLoop();
     }
     this.install(entries, byId, target);
+    this.onUpdate('build', performance.now() - started);
   }
 
   /**
@@ -177,7 +185,7 @@ export class TenantIndex {
   }
 
   private install(entries: IndexEntry[], byId: Map<string, IndexEntry>, version: number, nextExpiry = soonestExpiry(entries)): void {
-    this.generation++;
+    this.generation = nextGeneration++;
     this.entries = entries;
     this.byId = byId;
     this.version = version;
@@ -193,7 +201,7 @@ export class TenantIndex {
       if (entry.expiresAt > now) kept.push(entry);
       else this.byId.delete(entry.id);
     }
-    this.generation++;
+    this.generation = nextGeneration++;
     this.entries = kept;
     this.nextExpiry = soonestExpiry(kept);
   }
@@ -258,14 +266,49 @@ function soonestExpiry(entries: readonly IndexEntry[]): number {
 export const STALE = Symbol('stale');
 
 /**
- * Every tenant's index (above), each brought up to the tenant's version when it is read,
- * bounded together by the listings they hold: least recently read tenants go first.
+ * What an index is taken to hold in memory per listing, for READ_MODEL_MAX_MB: the V8 heap per
+ * listing measured with every index built (BENCH_MODE=memory: 274 bytes at 1,000,000 listings),
+ * rounded up. An estimate, not a measure: the bound is on the sum of these.
  */
-export function createTenantIndexes(store: Store, clock: Clock, maxIndexedListings: number) {
-  const indexes = new LRUCache<string, TenantIndex>({ maxSize: maxIndexedListings, sizeCalculation: (index) => Math.max(1, index.size) });
+export const INDEX_BYTES_PER_LISTING = 300;
+/** And per index, whatever its size: the index object, its map and its entry in the bound. */
+export const INDEX_BYTES_EACH = 1024;
+
+/** An index's estimated bytes (above). */
+export const indexBytes = (index: TenantIndex): number => INDEX_BYTES_EACH + index.size * INDEX_BYTES_PER_LISTING;
+
+export interface TenantIndexOptions {
+  /** READ_MODEL_MAX_MB in bytes: the bound on the estimated bytes of every index together. */
+  maxBytes: number;
+  /** Told of each index built from the database and how long it took (the rebuild-time histogram). */
+  onBuilt?: (ms: number) => void;
+}
+
+/**
+ * Every tenant's index (above), each brought up to the tenant's version when it is read, bounded
+ * together by their estimated bytes (issue 44): when they pass the bound, whole indexes go, least
+ * recently read first, and an evicted tenant's next read builds its index again. A reader keeps
+ * the index it holds however it is evicted meanwhile (it is only dropped from this map; its
+ * entries are never mutated), so an eviction never changes an answer under way. An index larger
+ * than the whole bound is kept alone rather than refused, so that its tenant is built once, not
+ * on every read.
+ */
+export function createTenantIndexes(store: Store, clock: Clock, options: TenantIndexOptions) {
+  let evictions = 0;
+  const indexes = new LRUCache<string, TenantIndex>({
+    maxSize: options.maxBytes,
+    sizeCalculation: (index) => Math.min(options.maxBytes, indexBytes(index)),
+    dispose: (_index, _key, reason) => {
+      if (reason === 'evict') evictions++;
+    },
+  });
   let builds = 0;
   let replays = 0;
-  const countIndexWork = (kind: 'build' | 'replay') => (kind === 'build' ? builds++ : replays++);
+  const countIndexWork = (kind: 'build' | 'replay', ms?: number) => {
+    if (kind === 'replay') return void replays++;
+    builds++;
+    options.onBuilt?.(ms!);
+  };
 
   /** The tenant's index, current as of now: synchronous unless it has to catch up (or be built). */
   function current(tenant: Tenant): TenantIndex | Promise<TenantIndex> {
@@ -285,8 +328,12 @@ export function createTenantIndexes(store: Store, clock: Clock, maxIndexedListin
     if (refreshing === undefined) return index;
     const ready = index;
     return refreshing.then(() => {
-      // Sizes are known once built: let the bound see it.
-      indexes.set(key, ready);
+      // Its size is known once built or replayed: the bound must see it. lru-cache sizes an entry
+      // only when it is set to another value, so it is taken out and set again (unless another
+      // index of the tenant took its place meanwhile).
+      const held = indexes.peek(key);
+      if (held === ready) indexes.delete(key);
+      if (held === ready || held === undefined) indexes.set(key, ready);
       return ready;
     });
   }
@@ -317,6 +364,14 @@ export function createTenantIndexes(store: Store, clock: Clock, maxIndexedListin
     /** Tenants held in memory now. */
     get tenants() {
       return indexes.size;
+    },
+    /** Indexes dropped to stay within the bound. */
+    get evictions() {
+      return evictions;
+    },
+    /** The estimated bytes of the indexes held now (what the bound is on). */
+    get bytes() {
+      return indexes.calculatedSize;
     },
     /** Listings held in memory now, over every tenant. */
     listings(): number {

@@ -16,15 +16,18 @@ export interface ReadModelOnStore {
 }
 
 /** For the suites that test the read model itself, without an HTTP server in front. */
+const MIB = 1024 * 1024;
+
 export async function openReadModelOnStore(clock: TestClock, cacheTtlMs: number): Promise<ReadModelOnStore> {
   const database = await createTestDatabase();
   const store = openStore(database.url, { listenForChanges: true });
   await store.migrate();
   await store.start();
+  const config = loadConfig({});
   return {
     store,
-    // The read caches' byte bound of a default configuration.
-    reads: createReadModel(store, clock.now, { cacheTtlMs, maxBodyBytes: loadConfig({}).readCacheMaxMb * 1024 * 1024 }),
+    // The byte bounds of a default configuration.
+    reads: createReadModel(store, clock.now, { cacheTtlMs, maxBodyBytes: config.readCacheMaxMb * MIB, maxIndexBytes: config.readModelMaxMb * MIB }),
     async tenantWith(count) {
       const owner = randomUUID();
       await store.accounts.create({ id: owner, name: owner, kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });
