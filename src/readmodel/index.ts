@@ -38,8 +38,9 @@ export interface ReadStats {
   /** Tenant indexes built from scratch, and brought up to date from the change log. */
   indexBuilds: number;
   indexReplays: number;
-  /** Filtered or sorted views computed (once per view and index generation). */
+  /** Filtered or sorted views computed (once per view and index generation), and held now. */
   viewsComputed: number;
+  viewsHeld: number;
   /** Cached keys, origins, bodies and answers read again ahead of their safety TTL (cache/read-cache.ts). */
   refreshedAhead: number;
   /** Tenants and listings held in memory now, and the indexes' estimated bytes (READ_MODEL_MAX_MB's bound). */
@@ -93,7 +94,11 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   const listingBodies = createListingBodies(store, clock, caches.listings);
   // Views hold entries of the indexes (a reference each), bounded by as many as the indexes may hold.
   const views = createViewCache(Math.max(1, Math.floor(options.maxIndexBytes / INDEX_BYTES_PER_LISTING)));
-  const indexes = createTenantIndexes(store, clock, { maxBytes: options.maxIndexBytes, onBuilt: options.onIndexBuilt });
+  const indexes = createTenantIndexes(store, clock, {
+    maxBytes: options.maxIndexBytes,
+    onBuilt: options.onIndexBuilt,
+    onEvicted: (index) => views.forget(index),
+  });
   const details = { hits: 0, misses: 0 };
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
@@ -178,7 +183,7 @@ function readStats(
   indexes: TenantIndexes,
   details: { hits: number; misses: number },
   listingBodies: { readonly rowReads: number },
-  views: { readonly computed: number },
+  views: { readonly computed: number; readonly held: number },
 ): ReadStats {
   const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
   const { keys, origins, pages } = caches;
@@ -191,10 +196,11 @@ function readStats(
     indexBuilds: indexes.builds,
     indexReplays: indexes.replays,
     viewsComputed: views.computed,
+    viewsHeld: views.held,
     refreshedAhead: refreshedAhead(caches),
     tenants: indexes.tenants,
     listings: indexes.listings(),
-    indexBytes: indexes.bytes,
+    indexBytes: indexes.bytes(),
     indexEvictions: indexes.evictions,
   };
 }

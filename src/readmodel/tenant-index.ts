@@ -282,6 +282,8 @@ export interface TenantIndexOptions {
   maxBytes: number;
   /** Told of each index built from the database and how long it took (the rebuild-time histogram). */
   onBuilt?: (ms: number) => void;
+  /** Told of each index evicted, so that what is kept for it alone (its views) goes with it. */
+  onEvicted?: (index: TenantIndex) => void;
 }
 
 /**
@@ -298,8 +300,10 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
   const indexes = new LRUCache<string, TenantIndex>({
     maxSize: options.maxBytes,
     sizeCalculation: (index) => Math.min(options.maxBytes, indexBytes(index)),
-    dispose: (_index, _key, reason) => {
-      if (reason === 'evict') evictions++;
+    dispose: (index, _key, reason) => {
+      if (reason !== 'evict') return;
+      evictions++;
+      options.onEvicted?.(index);
     },
   });
   let builds = 0;
@@ -324,6 +328,11 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
       index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, countIndexWork);
       indexes.set(key, index);
     }
+    return caughtUp(key, index, version);
+  }
+
+  /** The index brought up to `version`; its size set again in the bound when that took a build or a replay. */
+  function caughtUp(key: string, index: TenantIndex, version: number): TenantIndex | Promise<TenantIndex> {
     const refreshing = index.refresh(version);
     if (refreshing === undefined) return index;
     const ready = index;
@@ -346,7 +355,7 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
       if (result !== STALE) return result;
       if (attempt >= 5) throw new Error('the listings kept changing under a read; giving up after 5 attempts');
       // Catch up with what changed before reading again (the change is committed, so it is in the log).
-      await index.refresh(index.version + 1);
+      await caughtUp(tenant.key, index, index.version + 1);
     }
   }
 
@@ -369,9 +378,11 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
     get evictions() {
       return evictions;
     },
-    /** The estimated bytes of the indexes held now (what the bound is on). */
-    get bytes() {
-      return indexes.calculatedSize;
+    /** The estimated bytes of the indexes held now (what the bound is on; one index larger than the bound counts whole). */
+    bytes(): number {
+      let bytes = 0;
+      for (const index of indexes.values()) bytes += indexBytes(index);
+      return bytes;
     },
     /** Listings held in memory now, over every tenant. */
     listings(): number {

@@ -144,6 +144,19 @@ export function createViewCache(maxEntries: number) {
     get computed() {
       return computed;
     },
+    /** Views held now. */
+    get held() {
+      return views.size;
+    },
+    /**
+     * Drops every view of the tenant's index (it was evicted): they hold its entries, which
+     * would otherwise stay in memory beside the index built next. A scan of the views, once per
+     * eviction, which is followed by a build of the whole tenant anyway.
+     */
+    forget(index: TenantIndex): void {
+      const prefix = `${index.ownerAccountId}\n${index.country}\n`;
+      for (const key of [...views.keys()].filter((k) => k.startsWith(prefix))) views.delete(key);
+    },
     /** The entries of a view of the index (its own entries without a view): synchronous once computed. */
     of(index: TenantIndex, view: View | undefined): readonly IndexEntry[] | Promise<readonly IndexEntry[]> {
       if (view === undefined || view.key === '') return index.entries;

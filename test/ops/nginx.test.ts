@@ -146,21 +146,21 @@ describe('nginx routing by key in front of two instances (issue 44 item 3)', { s
       if ((await answeredBy(res.headers['x-request-id'] as string)) === 'second') itsKeys.push(key);
     }
     assert.ok(itsKeys.length > 0);
-    // Requests keep coming, 8 at a time, while the instance drains and closes, and after.
+    // Requests keep coming, 8 at a time, while the instance drains and closes, and after; a
+    // request that fails to get an answer at all counts as status 0.
     let stop = false;
     const statuses: number[] = [];
     const clients = Array.from({ length: 8 }, async (_, c) => {
-      for (let n = 0; !stop; n++) {
-        const res = await viaNginx(itsKeys[(c + n) % itsKeys.length]!);
-        statuses.push(res.status);
-      }
+      for (let n = 0; !stop; n++) statuses.push(await viaNginx(itsKeys[(c + n) % itsKeys.length]!).then((res) => res.status, () => 0));
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    while (statuses.length < 50) await new Promise((resolve) => setTimeout(resolve, 10));
     await second.close();
     const afterClose = statuses.length;
-    while (statuses.length < afterClose + 100) await new Promise((resolve) => setTimeout(resolve, 10));
+    const deadline = Date.now() + 20_000;
+    while (statuses.length < afterClose + 100 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     stop = true;
     await Promise.all(clients);
+    assert.ok(statuses.length >= afterClose + 100, `100 requests answered after the close (${statuses.length - afterClose})`);
     const failed = statuses.filter((s) => s !== 200);
     assert.deepEqual(failed, [], `${failed.length} of ${statuses.length} requests failed`);
     // Now the first instance answers them.
