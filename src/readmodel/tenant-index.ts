@@ -86,7 +86,7 @@ export class TenantIndex {
     readonly country: string,
     private readonly store: Store,
     private readonly clock: Clock,
-    /** Told of each build (with what it took, in ms) and each replay (the read path's counters). */
+    /** Told of each build (with what it took, in ms) and each replay once installed (the read path's counters, and the bound's sizes). */
     private readonly onUpdate: (kind: 'build' | 'replay', ms?: number) => void = () => {},
   ) {}
 
@@ -155,7 +155,6 @@ export class TenantIndex {
   private async replay(target: number): Promise<void> {
     const changes = await this.store.listings.changedSince(this.ownerAccountId, this.country, this.version, REPLAY_LIMIT);
     if (changes === 'pruned' || !changes.complete) return this.build(target);
-    this.onUpdate('replay');
     // The changed listings, on SQLite REPLAY_READ_CHUNK at a time with a turn of the event loop
     // between reads: each is a seek by id, and 1,000 of them read at once held the loop about
     // 30 ms. PostgreSQL's driver does not hold the loop while a query runs: one read there.
@@ -182,6 +181,7 @@ export class TenantIndex {
     // A bound, not a scan: entries that left may have held the soonest expiry, in which case
     // dropExpired() finds nothing to drop at that moment and computes the exact one.
     this.install(entries, byId, Math.max(target, changes.lastSeq), Math.min(this.nextExpiry, soonestExpiry(fresh)));
+    this.onUpdate('replay');
   }
 
   private install(entries: IndexEntry[], byId: Map<string, IndexEntry>, version: number, nextExpiry = soonestExpiry(entries)): void {
@@ -308,7 +308,16 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
   });
   let builds = 0;
   let replays = 0;
-  const countIndexWork = (kind: 'build' | 'replay', ms?: number) => {
+  /**
+   * A build or a replay of the tenant's index was installed. Its size changed, and the bound must
+   * see it: lru-cache sizes an entry only when it is set to another value, so it is taken out and
+   * set again (put back if it was evicted while it was built; left out if another index of the
+   * tenant took its place).
+   */
+  const updated = (key: string, index: TenantIndex, kind: 'build' | 'replay', ms?: number) => {
+    const held = indexes.peek(key);
+    if (held === index) indexes.delete(key);
+    if (held === index || held === undefined) indexes.set(key, index);
     if (kind === 'replay') return void replays++;
     builds++;
     options.onBuilt?.(ms!);
@@ -325,26 +334,14 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
     const key = tenant.key;
     let index = indexes.get(key);
     if (index === undefined) {
-      index = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, countIndexWork);
-      indexes.set(key, index);
+      const created: TenantIndex = new TenantIndex(tenant.ownerAccountId, tenant.country, store, clock, (kind, ms) => updated(key, created, kind, ms));
+      indexes.set(key, created);
+      index = created;
     }
-    return caughtUp(key, index, version);
-  }
-
-  /** The index brought up to `version`; its size set again in the bound when that took a build or a replay. */
-  function caughtUp(key: string, index: TenantIndex, version: number): TenantIndex | Promise<TenantIndex> {
     const refreshing = index.refresh(version);
     if (refreshing === undefined) return index;
     const ready = index;
-    return refreshing.then(() => {
-      // Its size is known once built or replayed: the bound must see it. lru-cache sizes an entry
-      // only when it is set to another value, so it is taken out and set again (unless another
-      // index of the tenant took its place meanwhile).
-      const held = indexes.peek(key);
-      if (held === ready) indexes.delete(key);
-      if (held === ready || held === undefined) indexes.set(key, ready);
-      return ready;
-    });
+    return refreshing.then(() => ready);
   }
 
   /** Runs `read` on a current index; again at the new version when the tenant changed under it. */
@@ -355,7 +352,7 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
       if (result !== STALE) return result;
       if (attempt >= 5) throw new Error('the listings kept changing under a read; giving up after 5 attempts');
       // Catch up with what changed before reading again (the change is committed, so it is in the log).
-      await caughtUp(tenant.key, index, index.version + 1);
+      await index.refresh(index.version + 1);
     }
   }
 
