@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   // sdk/src/openapi.ts is generated from openapi.json.
-  { ignores: ['sdk/src/openapi.ts', '**/dist/**', '**/node_modules/**', 'bench/results/**', 'types/**', '.test-tmp/**', 'data/**'] },
+  { ignores: ['sdk/src/openapi.ts', '**/dist/**', '**/dist-test/**', '**/node_modules/**', 'bench/results/**', 'types/**', '.test-tmp/**', 'data/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

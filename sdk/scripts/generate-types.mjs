@@ -135,7 +135,7 @@ export function generate(document) {
     if (schema.type === 'object' || (schema.type === undefined && schema.properties !== undefined)) out += `export interface ${name} ${objectType(schema, '')}\n\n`;
     else out += `export type ${name} = ${typeOf(schema, '')};\n\n`;
   }
-  const ops = { ListListings: '/v1/listings', ListChanges: '/v1/listings/changes' };
+  const ops = { ListListings: '/v1/listings', ListListingFacets: '/v1/listings/facets', ListChanges: '/v1/listings/changes' };
   for (const [op, path] of Object.entries(ops)) {
     const params = parametersOf(document, path);
     out += `/** The query parameters of GET ${path}, as the API names them. */\n`;

@@ -2,9 +2,11 @@ import { ListingsApiError, type RateLimit } from './errors.js';
 import { baseUrlFor, countryOfKey } from './hosts.js';
 import {
   LIST_CHANGES_PARAMETERS,
+  LIST_LISTING_FACETS_PARAMETERS,
   LIST_LISTINGS_PARAMETERS,
   type ChangePage,
   type Listing,
+  type ListingFacets,
   type ListingPage,
   type SortKey,
   type UsageType,
@@ -48,8 +50,17 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** The filters and sort of `GET /v1/listings` (D23), in camelCase. */
-export interface ListingFilters {
+/** A point in WGS 84 decimal degrees (D28). */
+export interface GeoPoint {
+  lat: number;
+  lng: number;
+}
+
+/**
+ * What selects listings (D23 filters, D26 text, D28 place), in camelCase: the parameters of the
+ * list and of its facets (`GET /v1/listings/facets`, D27).
+ */
+export interface ListingSelection {
   /** Usage types of the taxonomy, e.g. `'Office'` or `['F&B', 'Retail']` (any of them): names of `USAGE_TYPES`. */
   usageType?: UsageType | readonly UsageType[] | undefined;
   minSizeSqft?: number | string | undefined;
@@ -58,6 +69,19 @@ export interface ListingFilters {
   maxPrice?: number | string | undefined;
   featured?: boolean | undefined;
   takeover?: boolean | undefined;
+  /** A search box's text (D26): every word must start a word of the title, building, street or usage types; case and accents do not matter. */
+  q?: string | undefined;
+  /** Listings within `radiusM` of this point (D28); not with `bbox`. */
+  near?: GeoPoint | undefined;
+  /** The radius of `near` in metres, 1 to 100,000 (the API's default: 5,000). */
+  radiusM?: number | undefined;
+  /** Listings inside `[minLng, minLat, maxLng, maxLat]` (D28; GeoJSON order; minLng above maxLng crosses the antimeridian); not with `near`. */
+  bbox?: readonly [number, number, number, number] | undefined;
+}
+
+/** The filters and sort of `GET /v1/listings` (D23, D26, D28). */
+export interface ListingFilters extends ListingSelection {
+  /** `distance` (nearest first) needs `near`. */
   sort?: SortKey | undefined;
 }
 
@@ -135,13 +159,25 @@ const LIST_QUERY = {
   maxPrice: 'max_price',
   featured: 'featured',
   takeover: 'takeover',
+  q: 'q',
+  near: 'near',
+  radiusM: 'radius_m',
+  bbox: 'bbox',
   sort: 'sort',
 } as const satisfies Record<keyof ListParams, (typeof LIST_LISTINGS_PARAMETERS)[number]>;
+// The facets take the list's selection and nothing of its paging or order (D27).
+const FACETS_QUERY: Record<keyof ListingSelection, (typeof LIST_LISTING_FACETS_PARAMETERS)[number]> = (() => {
+  const { page: _page, perPage: _perPage, sort: _sort, ...selection } = LIST_QUERY;
+  return selection;
+})();
 const CHANGES_QUERY = { cursor: 'cursor', limit: 'limit' } as const satisfies Record<keyof ChangesParams, (typeof LIST_CHANGES_PARAMETERS)[number]>;
 // Every parameter of openapi.json has an option: a parameter added to the document (and to
 // src/openapi.ts by `npm run generate`) fails this line until it is given one.
 const everyListParameter: Record<(typeof LIST_LISTINGS_PARAMETERS)[number], true> =
   Object.fromEntries(Object.values(LIST_QUERY).map((v) => [v, true])) as { [K in (typeof LIST_QUERY)[keyof typeof LIST_QUERY]]: true };
+const everyFacetsParameter: Record<(typeof LIST_LISTING_FACETS_PARAMETERS)[number], true> =
+  Object.fromEntries(Object.values(FACETS_QUERY).map((v) => [v, true])) as Record<(typeof FACETS_QUERY)[keyof typeof FACETS_QUERY], true>;
+void everyFacetsParameter;
 const everyChangesParameter: Record<(typeof LIST_CHANGES_PARAMETERS)[number], true> =
   Object.fromEntries(Object.values(CHANGES_QUERY).map((v) => [v, true])) as { [K in (typeof CHANGES_QUERY)[keyof typeof CHANGES_QUERY]]: true };
 void everyListParameter;
@@ -156,14 +192,26 @@ function decimal(name: string, value: number | string): string {
   return text;
 }
 
+/** The query of `GET /v1/listings` for these options. */
 export function listQuery(params: ListParams): Record<string, string> {
+  return queryOf(params, LIST_QUERY);
+}
+
+/** The query of `GET /v1/listings/facets` (D27) for this selection: paging and sort are not sent. */
+export function facetsQuery(params: ListingSelection): Record<string, string> {
+  return queryOf(params, FACETS_QUERY);
+}
+
+function queryOf(params: ListParams, names: Partial<Record<keyof ListParams, string>>): Record<string, string> {
   const query: Record<string, string> = {};
-  for (const [option, name] of Object.entries(LIST_QUERY) as Array<[keyof ListParams, string]>) {
+  for (const [option, name] of Object.entries(names) as Array<[keyof ListParams, string]>) {
     const value = params[option];
     if (value === undefined || value === null) continue;
     if (option === 'usageType') query[name] = typeof value === 'string' ? value : (value as readonly string[]).join(',');
     else if (typeof value === 'boolean') query[name] = String(value);
-    else if (option === 'page' || option === 'perPage' || option === 'sort') query[name] = String(value);
+    else if (option === 'page' || option === 'perPage' || option === 'sort' || option === 'q' || option === 'radiusM') query[name] = String(value);
+    else if (option === 'near') query[name] = `${decimal('near.lat', (value as GeoPoint).lat)},${decimal('near.lng', (value as GeoPoint).lng)}`;
+    else if (option === 'bbox') query[name] = (value as readonly number[]).map((n, i) => decimal(`bbox[${i}]`, n)).join(',');
     else query[name] = decimal(option, value as number | string);
   }
   return query;
@@ -442,6 +490,11 @@ export class Listings {
       yield* answer.items;
       if (answer.page >= answer.pages || answer.items.length === 0) return;
     }
+  }
+
+  /** Counts of the listings a selection gives (`GET /v1/listings/facets`, D27): filter chips and price and size ranges. */
+  facets(params: ListingSelection = {}, options: CallOptions = {}): Promise<ListingFacets> {
+    return this.client.request<ListingFacets>('/v1/listings/facets', facetsQuery(params), options);
   }
 
   /** One listing by id (`GET /v1/listings/{id}`); a ListingsApiError with code `not_found` when it is not visible. */

@@ -41,6 +41,13 @@ export interface Listing {
   building_name: string | null;
   /** The building's street address. */
   street_address: string | null;
+  /** Where the listing is, in WGS 84 decimal degrees (`lat` -90 to 90, `lng` -180 to 180); null when not set. `near`, `bbox` and `sort=distance` use it; a listing without a location never matches `near` or `bbox`. */
+  location: {
+    /** Latitude, -90 to 90. */
+    lat: number;
+    /** Longitude, -180 to 180. */
+    lng: number;
+  } | null;
   /** Public, watermarked image URLs (absolute https; plain http only on a loopback host such as a local server's localhost); fetching them needs no key and no CORS. [] means no photos. */
   images: string[];
   /** The cover image is `images[cover_image_index]`; 0 when there are no images. */
@@ -66,6 +73,54 @@ export interface ListingPage {
   total: number;
   /** How many pages there are at this `per_page`: max(1, ceil(total / per_page)), so never 0. */
   pages: number;
+}
+
+/** Counts of the listings the filters select. New fields may be added within v1: ignore fields you do not know. */
+export interface ListingFacets {
+  /** How many listings the filters select: the list's `total` for the same filters. */
+  total: number;
+  /** Every usage type of the taxonomy (main types and sub-types, in taxonomy order) with how many listings have it, counted as if the request had no `usage_type` filter (every other filter applies), so that a page can show the other types' counts beside a chosen one. */
+  usage_types: Array<{
+    name: UsageType;
+    /** Selected listings of this type. */
+    count: number;
+  }>;
+  /** Counts by `is_featured`, computed as if the request had no `featured` filter (every other filter applies). */
+  featured: {
+    /** Listings with `is_featured` true. */
+    true: number;
+    /** Listings with `is_featured` false. */
+    false: number;
+  };
+  /** Counts by `is_takeover`, computed as if the request had no `takeover` filter (every other filter applies). */
+  takeover: {
+    /** Listings with `is_takeover` true. */
+    true: number;
+    /** Listings with `is_takeover` false. */
+    false: number;
+  };
+  /** The range of `price` per currency and price basis, over the selected listings that have a price (listings without one are in no group); sorted by currency, then price basis, null last. Empty when none has a price. */
+  price: Array<{
+    /** The ISO 4217 code. */
+    currency: string;
+    /** What the prices are per; null for listings without a basis. */
+    price_basis: 'per_sqft_per_month' | 'per_month' | null;
+    /** The lowest price. */
+    min: number;
+    /** The highest price. */
+    max: number;
+    /** Selected listings with a price in this currency and basis. */
+    count: number;
+  }>;
+  /** The range of `size_sqft` over the selected listings that have one; `min` and `max` are null when none has. */
+  size_sqft: {
+    /** The smallest size. */
+    min: number | null;
+    /** The largest size. */
+    max: number | null;
+    /** Selected listings with a size. */
+    count: number;
+  };
 }
 
 /** Changes since the cursor, in the order they took effect. New fields may be added within v1: ignore fields you do not know. */
@@ -185,13 +240,16 @@ export interface WebhookTestMessage {
 }
 
 /** The query parameters of GET /v1/listings, as the API names them. */
-export const LIST_LISTINGS_PARAMETERS = ['page', 'per_page', 'usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'sort'] as const;
+export const LIST_LISTINGS_PARAMETERS = ['page', 'per_page', 'usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'q', 'near', 'radius_m', 'bbox', 'sort'] as const;
+
+/** The query parameters of GET /v1/listings/facets, as the API names them. */
+export const LIST_LISTING_FACETS_PARAMETERS = ['usage_type', 'min_size_sqft', 'max_size_sqft', 'min_price', 'max_price', 'featured', 'takeover', 'q', 'near', 'radius_m', 'bbox'] as const;
 
 /** The query parameters of GET /v1/listings/changes, as the API names them. */
 export const LIST_CHANGES_PARAMETERS = ['cursor', 'limit'] as const;
 
-/** Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first. */
-export type SortKey = 'price' | '-price' | 'size_sqft' | '-size_sqft' | 'created_at' | '-created_at';
+/** Orders by one field instead of the default order (featured first, then newest first): `price`, `size_sqft` or `created_at`, ascending, or descending with a leading `-`. Listings whose field is null come last in both directions; ties are broken by `id`, ascending; featured listings are not put first. `distance`: nearest to `near` first (then by `id`), only with `near` (else 400). */
+export type SortKey = 'price' | '-price' | 'size_sqft' | '-size_sqft' | 'created_at' | '-created_at' | 'distance';
 
 /** The usage types of the taxonomy, main types and sub-types: the names `usage_type` takes. */
 export const USAGE_TYPES = ['Office', 'Shared Office', 'F&B', 'Pub', 'Cafe', 'Restaurant', 'Cloud Kitchen', 'Industrial', 'Food Factory', 'Warehouse', 'Retail', 'Kiosk', 'Shop', 'Anchor', 'Clinic'] as const;
@@ -232,11 +290,33 @@ export const LIST_LISTINGS_RULES = {
   max_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '12' },
   featured: { type: 'boolean' },
   takeover: { type: 'boolean' },
-  sort: { type: 'string', enum: ['price', '-price', 'size_sqft', '-size_sqft', 'created_at', '-created_at'] },
+  q: { type: 'string' },
+  near: { type: 'string', pattern: '^[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?$', example: '1.2834,103.8513' },
+  radius_m: { type: 'integer', minimum: 1, maximum: 100000 },
+  bbox: { type: 'string', pattern: '^[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?$', example: '103.80,1.26,103.87,1.31' },
+  sort: { type: 'string', enum: ['price', '-price', 'size_sqft', '-size_sqft', 'created_at', '-created_at', 'distance'] },
 } as const satisfies Record<(typeof LIST_LISTINGS_PARAMETERS)[number], QueryRule>;
 
 /** The ranges of GET /v1/listings: each `min_<x>` with its `max_<x>`; a lower bound above its upper bound is refused. */
 export const LIST_LISTINGS_RANGES = [['min_size_sqft', 'max_size_sqft'], ['min_price', 'max_price']] as const;
+
+/** The rules of the query parameters of GET /v1/listings/facets, in the document's order. */
+export const LIST_LISTING_FACETS_RULES = {
+  usage_type: { type: 'array', separator: ',', minItems: 1, items: { type: 'string', enum: ['Office', 'Shared Office', 'F&B', 'Pub', 'Cafe', 'Restaurant', 'Cloud Kitchen', 'Industrial', 'Food Factory', 'Warehouse', 'Retail', 'Kiosk', 'Shop', 'Anchor', 'Clinic'] } },
+  min_size_sqft: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '800' },
+  max_size_sqft: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '2500' },
+  min_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '4.5' },
+  max_price: { type: 'string', pattern: '^\\+?[0-9]+(\\.[0-9]+)?$', example: '12' },
+  featured: { type: 'boolean' },
+  takeover: { type: 'boolean' },
+  q: { type: 'string' },
+  near: { type: 'string', pattern: '^[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?$', example: '1.2834,103.8513' },
+  radius_m: { type: 'integer', minimum: 1, maximum: 100000 },
+  bbox: { type: 'string', pattern: '^[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?,[+-]?[0-9]+(?:\\.[0-9]+)?$', example: '103.80,1.26,103.87,1.31' },
+} as const satisfies Record<(typeof LIST_LISTING_FACETS_PARAMETERS)[number], QueryRule>;
+
+/** The ranges of GET /v1/listings/facets: each `min_<x>` with its `max_<x>`; a lower bound above its upper bound is refused. */
+export const LIST_LISTING_FACETS_RANGES = [['min_size_sqft', 'max_size_sqft'], ['min_price', 'max_price']] as const;
 
 /** The rules of the query parameters of GET /v1/listings/changes, in the document's order. */
 export const LIST_CHANGES_RULES = {

@@ -1,6 +1,18 @@
-import { listQuery, type ChangesParams, type ListingsClient, type ListParams } from './client.js';
+import { facetsQuery, listQuery, type ChangesParams, type ListingsClient, type ListingSelection, type ListParams } from './client.js';
 import { ListingsApiError } from './errors.js';
-import { LIST_CHANGES_RANGES, LIST_CHANGES_RULES, LIST_LISTINGS_RANGES, LIST_LISTINGS_RULES, type ChangePage, type Listing, type ListingPage, type QueryRule } from './openapi.js';
+import {
+  LIST_CHANGES_RANGES,
+  LIST_CHANGES_RULES,
+  LIST_LISTING_FACETS_RANGES,
+  LIST_LISTING_FACETS_RULES,
+  LIST_LISTINGS_RANGES,
+  LIST_LISTINGS_RULES,
+  type ChangePage,
+  type Listing,
+  type ListingFacets,
+  type ListingPage,
+  type QueryRule,
+} from './openapi.js';
 import { addressKey } from './budgets.js';
 import { checkQuery, parseQuery } from './query.js';
 import { SharedCopies, type How, type ProxyStats, type UpstreamFailure } from './shared-copies.js';
@@ -11,8 +23,8 @@ export interface ListingsHandlerOptions {
   /** The client that holds the key; only the server ever sees it. */
   client: ListingsClient;
   /**
-   * Where the handler answers (default `/api`): `GET {basePath}/v1/listings`, `.../v1/listings/changes`,
-   * `.../v1/listings/{id}`. A request whose path does not start with it is taken as mounted by a
+   * Where the handler answers (default `/api`): `GET {basePath}/v1/listings`, `.../v1/listings/facets`,
+   * `.../v1/listings/changes`, `.../v1/listings/{id}`. A request whose path does not start with it is taken as mounted by a
    * framework that removed its prefix (Hono's `app.mount`, Express's `app.use('/prefix', ...)`):
    * its path is then read as the part after basePath.
    */
@@ -125,6 +137,7 @@ export interface ListingsHandler {
    */
   listings: {
     list(params?: ListParams, options?: ServerReadOptions): Promise<ListingPage>;
+    facets(params?: ListingSelection, options?: ServerReadOptions): Promise<ListingFacets>;
     get(id: string, options?: ServerReadOptions): Promise<Listing>;
     changes(params?: ChangesParams, options?: ServerReadOptions): Promise<ChangePage>;
   };
@@ -259,6 +272,10 @@ function route(rest: string, rawQuery: string): { path: string; query: Record<st
     const query = checkQuery(parseQuery(rawQuery), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES);
     return query instanceof ListingsApiError ? query : { path: '/v1/listings', query };
   }
+  if (rest === '/v1/listings/facets') {
+    const query = checkQuery(parseQuery(rawQuery), LIST_LISTING_FACETS_RULES, LIST_LISTING_FACETS_RANGES);
+    return query instanceof ListingsApiError ? query : { path: '/v1/listings/facets', query };
+  }
   if (rest === '/v1/listings/changes') {
     const query = checkQuery(parseQuery(rawQuery), LIST_CHANGES_RULES, LIST_CHANGES_RANGES);
     return query instanceof ListingsApiError ? query : { path: '/v1/listings/changes', query };
@@ -331,6 +348,8 @@ function serverReads(copies: SharedCopies): ListingsHandler['listings'] {
   }
   return {
     list: (params: ListParams = {}, options: ServerReadOptions = {}) => serverRead<ListingPage>('/v1/listings', checked(listQuery(params), LIST_LISTINGS_RULES, LIST_LISTINGS_RANGES), options),
+    facets: (params: ListingSelection = {}, options: ServerReadOptions = {}) =>
+      serverRead<ListingFacets>('/v1/listings/facets', checked(facetsQuery(params), LIST_LISTING_FACETS_RULES, LIST_LISTING_FACETS_RANGES), options),
     get: (id: string, options: ServerReadOptions = {}) => {
       if (!UUID.test(id)) return Promise.reject(notFoundListing());
       return serverRead<Listing>(`/v1/listings/${id.toLowerCase()}`, {}, options);

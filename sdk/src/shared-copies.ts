@@ -159,8 +159,8 @@ export class SharedCopies {
     const details = ids === 'all' ? undefined : new Set(ids.map((id) => `/v1/listings/${id.toLowerCase()}?`));
     let n = 0;
     for (const [key, entry] of this.#entries) {
-      // A detail is `/v1/listings/<id>?`; list pages and feed answers are everything else.
-      const isDetail = key.startsWith('/v1/listings/') && !key.startsWith('/v1/listings/changes?');
+      // A detail is `/v1/listings/<id>?`; list pages, facets and feed answers are everything else.
+      const isDetail = key.startsWith('/v1/listings/') && !key.startsWith('/v1/listings/changes?') && !key.startsWith('/v1/listings/facets?');
       if (details !== undefined && isDetail && !details.has(key)) continue;
       entry.checkedAt = -Infinity;
       n++;

@@ -71,6 +71,7 @@ function listing(n: number, overrides: Partial<Listing> = {}): Listing {
     inquiry_count: 0,
     building_name: null,
     street_address: null,
+    location: null,
     images: [],
     cover_image_index: 0,
     url: `https://www.example.com/l/${n}`,
@@ -122,6 +123,26 @@ describe('ListingsClient: requests', () => {
     });
     // & encoded, spaces as %20 (D23)
     assert.match(calls[0]!.url, /usage_type=F%26B%2CShared%20Office/);
+  });
+
+  it('sends q, near with radius_m, bbox and sort=distance as the API writes them (D26, D28)', async () => {
+    const { client: c, calls } = client([{ status: 200, body: page([], 1, 1) }, { status: 200, body: page([], 1, 1) }]);
+    await c.listings.list({ q: 'café marina', near: { lat: -1.5, lng: 1e-7 }, radiusM: 2000, sort: 'distance' });
+    assert.deepEqual(Object.fromEntries(new URL(calls[0]!.url).searchParams), { q: 'café marina', near: '-1.5,0.0000001', radius_m: '2000', sort: 'distance' });
+    await c.listings.list({ bbox: [179.5, -17, -179.5, -16] });
+    assert.deepEqual(Object.fromEntries(new URL(calls[1]!.url).searchParams), { bbox: '179.5,-17,-179.5,-16' });
+  });
+
+  it('facets asks GET /v1/listings/facets with the selection only: no page, per_page or sort (D27)', async () => {
+    const counts = {
+      total: 0, usage_types: [], featured: { true: 0, false: 0 }, takeover: { true: 0, false: 0 }, price: [], size_sqft: { min: null, max: null, count: 0 },
+    };
+    const { client: c, calls } = client([{ status: 200, body: counts }]);
+    const params = { usageType: 'Office', q: 'bay', page: 3, sort: 'price' } as Parameters<typeof c.listings.facets>[0];
+    assert.deepEqual(await c.listings.facets(params), counts);
+    const url = new URL(calls[0]!.url);
+    assert.equal(url.pathname, '/v1/listings/facets');
+    assert.deepEqual(Object.fromEntries(url.searchParams), { usage_type: 'Office', q: 'bay' });
   });
 
   it('get encodes the id into the path and returns the bare listing', async () => {

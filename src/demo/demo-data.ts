@@ -33,19 +33,23 @@ function demoId(name: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Buildings per country: name and street address. */
-const BUILDINGS: Partial<Record<Country, Array<[string, string]>>> = {
+/** Buildings per country: name, street address, and where it is (D28: latitude, longitude). */
+const BUILDINGS: Partial<Record<Country, Array<[string, string, number, number]>>> = {
   sg: [
-    ['Marina Bay Link', '8 Marina Boulevard'], ['Orchard Gateway', '277 Orchard Road'], ['Tanjong Pagar Centre', '7 Wallich Street'],
-    ['Telok Ayer Point', '18 Telok Ayer Street'], ['Jurong Logistics Hub', '21 Pioneer Road'], ['Novena Medical Centre', '10 Sinaran Drive'],
+    ['Marina Bay Link', '8 Marina Boulevard', 1.2801, 103.8545], ['Orchard Gateway', '277 Orchard Road', 1.3005, 103.8395],
+    ['Tanjong Pagar Centre', '7 Wallich Street', 1.2763, 103.8454], ['Telok Ayer Point', '18 Telok Ayer Street', 1.2812, 103.8486],
+    ['Jurong Logistics Hub', '21 Pioneer Road', 1.3180, 103.6830], ['Novena Medical Centre', '10 Sinaran Drive', 1.3200, 103.8437],
   ],
-  my: [['Menara Mercu', '1 Jalan Sultan Ismail, Kuala Lumpur'], ['Bangsar Village', '1 Jalan Telawi 1, Kuala Lumpur'], ['Shah Alam Industrial Park', '5 Jalan Utas, Shah Alam']],
-  uk: [['Shoreditch Works', '32 Great Eastern Street, London'], ['Borough Yards', '13 Dirty Lane, London']],
-  au: [['Barangaroo House', '35 Barangaroo Avenue, Sydney']],
-  us: [['Pike Place Lofts', '1501 Pike Place, Seattle']],
-  in: [['BKC Trade Centre', 'G Block, Bandra Kurla Complex, Mumbai']],
-  ca: [['King West Exchange', '620 King Street West, Toronto']],
-  nz: [['Britomart Quarter', '1 Galway Street, Auckland']],
+  my: [
+    ['Menara Mercu', '1 Jalan Sultan Ismail, Kuala Lumpur', 3.1535, 101.7090], ['Bangsar Village', '1 Jalan Telawi 1, Kuala Lumpur', 3.1310, 101.6710],
+    ['Shah Alam Industrial Park', '5 Jalan Utas, Shah Alam', 3.0738, 101.5183],
+  ],
+  uk: [['Shoreditch Works', '32 Great Eastern Street, London', 51.5246, -0.0786], ['Borough Yards', '13 Dirty Lane, London', 51.5054, -0.0907]],
+  au: [['Barangaroo House', '35 Barangaroo Avenue, Sydney', -33.8617, 151.2017]],
+  us: [['Pike Place Lofts', '1501 Pike Place, Seattle', 47.6097, -122.3422]],
+  in: [['BKC Trade Centre', 'G Block, Bandra Kurla Complex, Mumbai', 19.066, 72.8654]],
+  ca: [['King West Exchange', '620 King Street West, Toronto', 43.6445, -79.4004]],
+  nz: [['Britomart Quarter', '1 Galway Street, Auckland', -36.8442, 174.768]],
 };
 
 /** Listings per country: most in sg (the demo key's), some in every other country. */
@@ -77,6 +81,8 @@ const KINDS: Array<{ usage: string[]; title: string; basis: PriceBasis; rent: nu
 /** Rents in each country's currency, relative to SGD: the demo's prices look like that market's. */
 const RENT_SCALE: Record<Country, number> = { sg: 1, my: 1.6, uk: 0.45, in: 30, us: 0.55, ca: 0.75, au: 0.8, nz: 0.85 };
 
+const round6 = (degrees: number) => Math.round(degrees * 1e6) / 1e6;
+
 /** The base URL of the demo's photos when no server address is given (the default `npm start`). */
 export const DEFAULT_DEMO_IMAGE_BASE = 'http://api.localhost:3000';
 
@@ -93,7 +99,7 @@ export function demoLines(now: Date, imageBase = DEFAULT_DEMO_IMAGE_BASE): strin
   for (const [country, count] of Object.entries(COUNTS) as Array<[Country, number]>) {
     const buildings = BUILDINGS[country]!;
     for (let i = 0; i < count; i++, n++) {
-      const [buildingName, street] = buildings[i % buildings.length]!;
+      const [buildingName, street, lat, lng] = buildings[i % buildings.length]!;
       const id = demoId(`demo-${country}-${i}`);
       const kind = KINDS[n % KINDS.length]!;
       const photos = n % 5 === 3 ? 0 : 1 + (n % 3);
@@ -123,6 +129,9 @@ export function demoLines(now: Date, imageBase = DEFAULT_DEMO_IMAGE_BASE): strin
         inquiry_count: (n * 7) % 41,
         building_name: buildingName,
         street_address: street,
+        // Units of a building a few metres apart, so that a map shows them side by side; every
+        // thirteenth listing has no location (D28: it matches no place).
+        location: n % 13 === 12 ? null : { lat: round6(lat + ((n % 5) - 2) * 0.0003), lng: round6(lng + ((n % 3) - 1) * 0.0003) },
         images,
         cover_image_index: images.length > 1 ? 1 : 0,
         url: `https://www.example.com/listings/${id}`,

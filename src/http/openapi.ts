@@ -8,7 +8,7 @@ import { CACHE_CONTROL } from './v1/routes.js';
 import type { TObject } from 'typebox';
 import { UUID_PATTERN } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
-import { changePageSchema, errorSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema, usageTypeSchema } from '../listings/listing.js';
+import { changePageSchema, errorSchema, facetsSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema, usageTypeSchema } from '../listings/listing.js';
 import type { Endpoint, Examples } from './v1/endpoint.js';
 import { ENDPOINTS } from './v1/endpoints/index.js';
 import { ERROR_EXAMPLES, ETAG, FEATURED_ID, REQUEST_ID, RESET, SPARSE_ID } from './v1/examples.js';
@@ -48,7 +48,9 @@ export type OpenApiDocument = Record<string, unknown> & {
 type Json = Record<string, unknown>;
 
 const JSON_MEDIA = 'application/json';
-const SERVER_SCHEMAS = [listingSchema, usageTypeSchema, pageSchema, changePageSchema, listingUpsertedSchema, listingRemovedSchema, errorSchema] as const;
+const SERVER_SCHEMAS = [
+  listingSchema, usageTypeSchema, pageSchema, facetsSchema, changePageSchema, listingUpsertedSchema, listingRemovedSchema, errorSchema,
+] as const;
 const SCHEMA_NAMES: ReadonlySet<string> = new Set(SERVER_SCHEMAS.map((s) => s.$id));
 const PUBLISHED_CODES: ReadonlySet<string> = new Set(errorSchema.properties.error.enum);
 

@@ -30,7 +30,7 @@ const PLACEMENT_FIELDS = ['country', 'owner_account_id'] as const;
 const KNOWN_FIELDS: ReadonlySet<string> = new Set<string>([...LISTING_FIELD_NAMES, ...PLACEMENT_FIELDS]);
 
 /** A line's listing, before its owner is known (its `org_id` and JSON come with the owner, D1). */
-export type ParsedListing = Omit<StagedListing, 'body_head'>;
+export type ParsedListing = Omit<StagedListing, 'body_head' | 'search_words'>;
 
 export interface ParsedLine {
   line: number;

@@ -107,6 +107,12 @@ const strings = (check: (list: string[]) => string | undefined): Kind<string[], 
 export const PRICE_BASES = ['per_sqft_per_month', 'per_month'] as const;
 export type PriceBasis = (typeof PRICE_BASES)[number];
 
+/** A place on the map (D28). */
+export interface GeoPoint {
+  lat: number;
+  lng: number;
+}
+
 /** The kinds of the fields. */
 const KINDS = {
   uuid: {
@@ -178,6 +184,33 @@ const KINDS = {
     schema: { type: 'array', items: { type: 'string', format: 'uri' } },
     fallback: '[]',
   } satisfies Kind<string[], string>,
+  /**
+   * D28: WGS 84 decimal degrees. Stored as the API's JSON text (`{"lat":..,"lng":..}`, the two
+   * numbers as JSON writes them), so a body needs no encoding and the index parses one column.
+   */
+  location: {
+    schema: {
+      type: 'object',
+      properties: {
+        lat: { type: 'number', minimum: -90, maximum: 90, description: 'Latitude, -90 to 90.', examples: [1.2812] },
+        lng: { type: 'number', minimum: -180, maximum: 180, description: 'Longitude, -180 to 180.', examples: [103.8486] },
+      },
+      required: ['lat', 'lng'],
+      additionalProperties: false,
+    },
+    column: 'text',
+    toApi: (v: string) => JSON.parse(v) as GeoPoint,
+    toJson: (v: string) => v,
+    read: (v: unknown) => {
+      const point = v as Partial<Record<string, unknown>>;
+      const keys = typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.keys(v) : [];
+      const inRange = (n: unknown, limit: number): n is number => typeof n === 'number' && Number.isFinite(n) && n >= -limit && n <= limit;
+      if (keys.length !== 2 || !inRange(point.lat, 90) || !inRange(point.lng, 180)) {
+        return { problem: `expected {"lat": -90 to 90, "lng": -180 to 180} (WGS 84 decimal degrees) or null, got ${show(v)}` };
+      }
+      return { value: JSON.stringify({ lat: point.lat, lng: point.lng }) };
+    },
+  } satisfies Kind<GeoPoint, string>,
   url: {
     schema: { type: 'string', format: 'uri' },
     column: 'text',
@@ -236,6 +269,11 @@ export const LISTING_FIELDS = {
   inquiry_count: { kind: 'count', nullable: false, description: 'Total inquiries received.', examples: [23] },
   building_name: { kind: 'text', nullable: true, description: 'The building or complex name.', examples: ['Telok Ayer Point'] },
   street_address: { kind: 'text', nullable: true, description: 'The building\'s street address.', examples: ['18 Telok Ayer Street'] },
+  location: {
+    kind: 'location', nullable: true,
+    description: 'Where the listing is, in WGS 84 decimal degrees (`lat` -90 to 90, `lng` -180 to 180); null when not set. `near`, `bbox` and `sort=distance` use it; a listing without a location never matches `near` or `bbox`.',
+    examples: [{ lat: 1.2812, lng: 103.8486 }, null],
+  },
   images: {
     kind: 'images', nullable: false, nullMeansDefault: true,
     description: 'Public, watermarked image URLs (absolute https; plain http only on a loopback host such as a local server\'s localhost); fetching them needs no key and no CORS. [] means no photos.',

@@ -1,6 +1,6 @@
 import { ERROR_CODES } from '../core/api-error.js';
 import { UUID_PATTERN } from '../core/formats.js';
-import { LISTING_FIELD_NAMES, listingProperties } from './fields.js';
+import { LISTING_FIELD_NAMES, listingProperties, PRICE_BASES } from './fields.js';
 import { USAGE_NAMES } from './taxonomy.js';
 
 /** The largest page of GET /v1/listings: a larger `per_page` is clamped to it (spec, D7). */
@@ -31,6 +31,7 @@ export const usageTypeSchema = {
   type: 'string',
   enum: USAGE_NAMES,
   description: 'A usage type of the taxonomy: a main type (Office, F&B, Industrial, Retail, Clinic) or one of its sub-types.',
+  examples: ['Office'],
 } as const;
 
 export const pageSchema = {
@@ -44,6 +45,69 @@ export const pageSchema = {
     per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, description: `The page size applied, after clamping to ${MAX_PER_PAGE}.`, examples: [20] },
     total: { type: 'integer', minimum: 0, description: "How many active listings the key's account has in the key's country.", examples: [42] },
     pages: { type: 'integer', minimum: 1, description: 'How many pages there are at this `per_page`: max(1, ceil(total / per_page)), so never 0.', examples: [3] },
+  },
+  additionalProperties: false,
+} as const;
+
+const COUNT = { type: 'integer', minimum: 0 } as const;
+const FLAG_COUNTS = (flag: string) => ({
+  type: 'object',
+  required: ['true', 'false'],
+  properties: {
+    true: { ...COUNT, description: `Listings with \`${flag}\` true.`, examples: [2] },
+    false: { ...COUNT, description: `Listings with \`${flag}\` false.`, examples: [17] },
+  },
+  additionalProperties: false,
+  description: `Counts by \`${flag}\`, computed as if the request had no \`${flag === 'is_featured' ? 'featured' : 'takeover'}\` filter (every other filter applies).`,
+}) as const;
+
+/** D27: what the listings a filter selects hold, counted for a page of filter chips. */
+export const facetsSchema = {
+  $id: 'ListingFacets',
+  type: 'object',
+  description: 'Counts of the listings the filters select. New fields may be added within v1: ignore fields you do not know.',
+  required: ['total', 'usage_types', 'featured', 'takeover', 'price', 'size_sqft'],
+  properties: {
+    total: { ...COUNT, description: 'How many listings the filters select: the list\'s `total` for the same filters.', examples: [19] },
+    usage_types: {
+      type: 'array',
+      description: 'Every usage type of the taxonomy (main types and sub-types, in taxonomy order) with how many listings have it, counted as if the request had no `usage_type` filter (every other filter applies), so that a page can show the other types\' counts beside a chosen one.',
+      items: {
+        type: 'object',
+        required: ['name', 'count'],
+        properties: { name: { $ref: 'UsageType#' }, count: { ...COUNT, description: 'Selected listings of this type.', examples: [12] } },
+        additionalProperties: false,
+      },
+    },
+    featured: FLAG_COUNTS('is_featured'),
+    takeover: FLAG_COUNTS('is_takeover'),
+    price: {
+      type: 'array',
+      description: 'The range of `price` per currency and price basis, over the selected listings that have a price (listings without one are in no group); sorted by currency, then price basis, null last. Empty when none has a price.',
+      items: {
+        type: 'object',
+        required: ['currency', 'price_basis', 'min', 'max', 'count'],
+        properties: {
+          currency: { type: 'string', description: 'The ISO 4217 code.', examples: ['SGD'] },
+          price_basis: { type: ['string', 'null'], enum: [...PRICE_BASES, null], description: 'What the prices are per; null for listings without a basis.', examples: ['per_sqft_per_month'] },
+          min: { type: 'number', description: 'The lowest price.', examples: [4.2] },
+          max: { type: 'number', description: 'The highest price.', examples: [11.5] },
+          count: { ...COUNT, description: 'Selected listings with a price in this currency and basis.', examples: [10] },
+        },
+        additionalProperties: false,
+      },
+    },
+    size_sqft: {
+      type: 'object',
+      required: ['min', 'max', 'count'],
+      description: 'The range of `size_sqft` over the selected listings that have one; `min` and `max` are null when none has.',
+      properties: {
+        min: { type: ['number', 'null'], description: 'The smallest size.', examples: [450] },
+        max: { type: ['number', 'null'], description: 'The largest size.', examples: [5200] },
+        count: { ...COUNT, description: 'Selected listings with a size.', examples: [18] },
+      },
+      additionalProperties: false,
+    },
   },
   additionalProperties: false,
 } as const;

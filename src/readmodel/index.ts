@@ -6,7 +6,8 @@ import { createListingBodies, pageBody, toBody, type Body } from './bodies.js';
 import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
 import { createFeed } from './feed.js';
 import { createTenantIndexes, INDEX_BYTES_PER_LISTING, STALE, type TenantIndex, type TenantIndexes } from './tenant-index.js';
-import { createViewCache, type View } from './views.js';
+import { createFacetCache } from './facets.js';
+import { createViewCache, type ListingFilter, type View } from './views.js';
 
 /**
  * The read path's data (spec 4.2, 4.3): keys, origins, pages and details, each answered from
@@ -54,6 +55,8 @@ export interface ReadStats {
 export interface ListingReads extends AuthReads {
   /** The page envelope (spec 2.3) of a tenant's listings, filtered and sorted by `view` if given (D23). */
   listPage(tenant: Tenant, page: number, perPage: number, view?: View): Body | Promise<Body>;
+  /** D27: the counts of the listings `filter` selects (`key`: its canonical text; none: every listing). */
+  facets(tenant: Tenant, filter: ListingFilter | undefined, key: string): Body | Promise<Body>;
   /** One listing, or undefined when the tenant cannot see it (D11). */
   detail(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined>;
   /** One answer of the change feed (D22) from a cursor (none: from the start). */
@@ -99,6 +102,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     onBuilt: options.onIndexBuilt,
     onEvicted: (index) => views.forget(index),
   });
+  const facetAnswers = createFacetCache(10_000);
   const details = { hits: 0, misses: 0 };
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
@@ -147,6 +151,15 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
         });
       if (version === undefined) return load().then((r) => r.value);
       return pages.getOrLoad(`${tenant.key}\n${version}\n${page}\n${perPage}\n${view?.key ?? ''}`, load);
+    },
+
+    facets(tenant, filter, key) {
+      const version = settledVersion(tenant);
+      const load = async () =>
+        indexes.withIndex(tenant, async (index) => ({ value: toBody(await facetAnswers.of(index, filter, key)), validUntil: index.validUntil }));
+      if (version === undefined) return load().then((r) => r.value);
+      // In the pages' cache under a key no page has (a page's third line is its number).
+      return pages.getOrLoad(`${tenant.key}\n${version}\nfacets\n${key}`, load);
     },
 
     detail: (tenant, id) => detailOf(tenant, id),

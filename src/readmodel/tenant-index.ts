@@ -3,6 +3,7 @@ import type { Clock } from '../core/clock.js';
 import { yieldToEventLoop } from '../core/event-loop.js';
 import type { Tenant } from '../core/tenant.js';
 import { usageMask } from '../listings/taxonomy.js';
+import { TenantSearch } from './tenant-search.js';
 import { compareD9, isVisibleRow, type IndexRow, type IndexRowWithPlace, type OrderPosition, type Store } from '../storage/index.js';
 
 /**
@@ -26,6 +27,8 @@ export interface IndexEntry {
   size: number | null;
   usage: number;
   takeover: number;
+  /** Its place in the index's TenantSearch: location, price group and words (D26-D28). */
+  slot: number;
 }
 
 /**
@@ -48,7 +51,8 @@ export const REPLAY_READ_CHUNK = 100;
 /** Entries a merge passes over per turn of the event loop (about 2 ms). */
 export const MERGE_SLICE = 10_000;
 
-export function toEntry(row: IndexRow): IndexEntry {
+/** The entry of a row, its location, price group and words given a slot in `search`. */
+export function toEntry(row: IndexRow, search: TenantSearch): IndexEntry {
   return {
     id: row.id,
     changeSeq: Number(row.change_seq),
@@ -59,6 +63,7 @@ export function toEntry(row: IndexRow): IndexEntry {
     size: row.size_sqft,
     usage: usageMask(JSON.parse(row.usage_types) as string[]),
     takeover: Number(row.is_takeover),
+    slot: search.add(row.location, row.currency, row.price_basis, row.search_words),
   };
 }
 
@@ -76,6 +81,11 @@ export class TenantIndex {
   generation = 0;
   /** Visible listings in D9 order. Replaced, never mutated, so a reader holding it keeps a consistent view. */
   entries: readonly IndexEntry[] = [];
+  /**
+   * What D26-D28 read of the entries, by their slots. Replaced with `entries` by a build; a
+   * replay adds to it. Read together with `entries`, in one synchronous block.
+   */
+  search = new TenantSearch();
   private byId = new Map<string, IndexEntry>();
   /** The soonest expiry among the entries. */
   private nextExpiry = Infinity;
@@ -116,7 +126,8 @@ export class TenantIndex {
       if (this.clock() >= this.nextExpiry) this.dropExpired();
       return undefined;
     }
-    this.updating = (this.version < 0 ? this.build(target) : this.replay(target)).finally(() => {
+    // A search structure worn by many changes is made anew by a build (TenantSearch.worn).
+    this.updating = (this.version < 0 || this.search.worn ? this.build(target) : this.replay(target)).finally(() => {
       this.updating = undefined;
     });
     return this.updating;
@@ -128,13 +139,14 @@ export class TenantIndex {
     const now = new Date(this.clock()).toISOString();
     const entries: IndexEntry[] = [];
     const byId = new Map<string, IndexEntry>();
+    const search = new TenantSearch();
     let after: OrderPosition | undefined;
     for (;;) {
       const rows = await this.store.listings.orderedChunk(this.ownerAccountId, this.country, now, after, BUILD_CHUNK);
       for (const row of rows) {
         // A listing that moved while the build ran may come twice; the change log puts it right.
         if (byId.has(row.id)) continue;
-        const entry = toEntry(row);
+        const entry = toEntry(row, search);
         entries.push(entry);
         byId.set(entry.id, entry);
       }
@@ -143,6 +155,8 @@ export class TenantIndex {
       after = { isFeatured: Number(last.is_featured), createdAt: last.created_at, id: last.id };
       await yieldToEventLoop();
     }
+    search.finishBuild();
+    this.search = search;
     this.install(entries, byId, target);
     this.onUpdate('build', performance.now() - started);
   }
@@ -168,7 +182,7 @@ export class TenantIndex {
     const touched = new Set(changes.ids);
     const fresh: IndexEntry[] = [];
     for (const row of rows) {
-      if (isVisibleRow(row, this, nowIso)) fresh.push(toEntry(row));
+      if (isVisibleRow(row, this, nowIso)) fresh.push(toEntry(row, this.search));
     }
     fresh.sort(compareD9);
     // The map is updated in place (what changed, not the whole tenant) in the same synchronous
@@ -176,7 +190,7 @@ export class TenantIndex {
     // hold the current one.
     const byId = this.byId;
     const entries = changes.ids.length <= SPLICE_LIMIT ? spliced(this.entries, touched, fresh, byId) : await merged(this.entries, touched, fresh);
-    for (const id of touched) byId.delete(id);
+    for (const id of touched) if (byId.delete(id)) this.search.retire();
     for (const entry of fresh) byId.set(entry.id, entry);
     // A bound, not a scan: entries that left may have held the soonest expiry, in which case
     // dropExpired() finds nothing to drop at that moment and computes the exact one.
@@ -199,7 +213,7 @@ export class TenantIndex {
     const kept: IndexEntry[] = [];
     for (const entry of this.entries) {
       if (entry.expiresAt > now) kept.push(entry);
-      else this.byId.delete(entry.id);
+      else if (this.byId.delete(entry.id)) this.search.retire();
     }
     this.generation = nextGeneration++;
     this.entries = kept;

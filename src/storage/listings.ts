@@ -20,10 +20,15 @@ export const LISTING_DATA_COLUMNS: ReadonlyArray<keyof ListingsTable & keyof Sta
   'owner_account_id',
   'country',
   ...LISTING_FIELD_NAMES.filter((name) => name !== 'id' && name !== 'created_at'),
+  // Derived from the fields when staged (import.ts), like the body's head.
+  'search_words',
 ];
 
 /** What the per-tenant index of the read path keeps of a listing (readmodel/tenant-index.ts). */
-export const INDEX_COLUMNS = ['id', 'change_seq', 'is_featured', 'created_at', 'expiry_date', 'price', 'size_sqft', 'usage_types', 'is_takeover'] as const;
+export const INDEX_COLUMNS = [
+  'id', 'change_seq', 'is_featured', 'created_at', 'expiry_date', 'price', 'size_sqft', 'usage_types', 'is_takeover',
+  'currency', 'price_basis', 'location', 'search_words',
+] as const;
 export type IndexRow = Pick<ListingsTable, (typeof INDEX_COLUMNS)[number]>;
 export type IndexRowWithPlace = IndexRow & Pick<ListingsTable, 'owner_account_id' | 'country' | 'status'>;
 

@@ -13,6 +13,7 @@ import * as webhooks from './migrations/011_webhooks.js';
 import * as priceBasis from './migrations/012_price_basis.js';
 import * as failedRequestBrowser from './migrations/013_failed_request_browser.js';
 import * as webhookReplayFilters from './migrations/014_webhook_replay_filters.js';
+import * as locationSearch from './migrations/015_location_search.js';
 import type { Database } from './schema.js';
 
 /**
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '012_price_basis': priceBasis,
   '013_failed_request_browser': failedRequestBrowser,
   '014_webhook_replay_filters': webhookReplayFilters,
+  '015_location_search': locationSearch,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

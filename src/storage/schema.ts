@@ -50,6 +50,8 @@ export interface ListingsTable extends StoredListingFields {
   change_seq: number;
   /** The listing object's JSON as the API shows it, derived from the columns above when written (listings/body.ts, migration 009). */
   body: string;
+  /** D26: its distinct words in compared form, derived like `body` (listings/search-words.ts, migration 015). */
+  search_words: string;
 }
 
 /** One listing write as it touched one tenant (migration 004; see changes.ts). */

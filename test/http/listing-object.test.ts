@@ -6,7 +6,7 @@ import { header, readAll } from './helpers.js';
 const FIELDS = [
   'id', 'building_id', 'org_id', 'title', 'size_sqft', 'usage_types', 'price', 'price_basis', 'currency', 'is_takeover',
   'is_featured', 'status', 'expiry_date', 'available_from', 'min_lease_tenure', 'view_count', 'inquiry_count',
-  'building_name', 'street_address', 'images', 'cover_image_index', 'url', 'created_at',
+  'building_name', 'street_address', 'location', 'images', 'cover_image_index', 'url', 'created_at',
 ];
 /** D13: one form for every date, ISO 8601 UTC with milliseconds and Z. */
 const DATE_FORM = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -64,6 +64,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
         inquiry_count: 7,
         building_name: 'Orchard Plaza',
         street_address: '1 Orchard Road',
+        location: { lat: 1.3048, lng: -0.5 },
         images: ['https://cdn.example.com/listings/full/1.jpg'],
         url: 'https://www.example.com/listings/corner-shop',
         created_at: '2026-06-01T09:00:00Z',
@@ -83,7 +84,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
   });
   after(() => server.close());
 
-  it('list and detail carry all 23 fields, in the same shape, null where unset', async () => {
+  it('list and detail carry all 24 fields, in the same shape, null where unset', async () => {
     const list = await server.get('/v1/listings', { key });
     assert.equal(list.status, 200);
     const item = list.json.items.find((l: { id: string }) => l.id === sparseId);
@@ -98,6 +99,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     assert.equal(item.price_basis, null);
     assert.equal(item.building_name, null);
     assert.equal(item.street_address, null);
+    // D28: an import line without a location gives null.
+    assert.equal(item.location, null);
     assert.equal(item.min_lease_tenure, null);
     assert.equal(item.expiry_date, null);
     assert.equal(item.available_from, null);
@@ -147,6 +150,7 @@ describe('listing object (spec 2.1, D12, D13)', () => {
       inquiry_count: 7,
       building_name: 'Orchard Plaza',
       street_address: '1 Orchard Road',
+      location: { lat: 1.3048, lng: -0.5 },
       images: ['https://cdn.example.com/listings/full/1.jpg'],
       cover_image_index: 0,
       url: 'https://www.example.com/listings/corner-shop',

@@ -201,6 +201,7 @@ function checkDocumentedError(path: string, res: TestResponse, status: number, e
 const LIST = '/v1/listings';
 const DETAIL = '/v1/listings/{id}';
 const CHANGES = '/v1/listings/changes';
+const FACETS = '/v1/listings/facets';
 const DEFAULT_RESPONSE = pointer('components', 'responses', 'Error');
 
 /** Every $ref in the document, with where it is. */
@@ -264,7 +265,7 @@ describe('OpenAPI document (item 10)', () => {
       assert.deepEqual(doc.components.schemas.ListingPage.properties.items.items, { $ref: '#/components/schemas/Listing' });
       // Not `Error`, which would shadow the built-in type in generated clients; one named schema per code an answer names.
       assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
-        'BadRequestError', 'ChangePage', 'ErrorBody', 'InternalErrorError', 'Listing', 'ListingPage', 'ListingRemoved', 'ListingUpserted',
+        'BadRequestError', 'ChangePage', 'ErrorBody', 'InternalErrorError', 'Listing', 'ListingFacets', 'ListingPage', 'ListingRemoved', 'ListingUpserted',
         // The webhook messages (D24), for the document's `webhooks`.
         'ListingsChangedMessage', 'ListingsResyncMessage',
         'NotFoundError', 'OriginNotAllowedError', 'RateLimitedError', 'UnauthorizedError',
@@ -311,13 +312,13 @@ describe('OpenAPI document (item 10)', () => {
   });
 
   describe('structure (OpenAPI 3.1)', () => {
-    it('is version 3.1.x with info (contact, license), servers, the three paths and bearer security', () => {
+    it('is version 3.1.x with info (contact, license), servers, the four paths and bearer security', () => {
       assert.match(doc.openapi, /^3\.1\.\d+$/);
       assert.equal(typeof doc.info.title, 'string');
       assert.equal(typeof doc.info.version, 'string');
       assert.equal(typeof doc.info.contact.name, 'string');
       assert.equal(typeof doc.info.license.name, 'string');
-      assert.deepEqual(Object.keys(doc.paths).sort(), [LIST, CHANGES, DETAIL].sort());
+      assert.deepEqual(Object.keys(doc.paths).sort(), [LIST, FACETS, CHANGES, DETAIL].sort());
       assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
       const scheme = doc.components.securitySchemes.bearerAuth;
       assert.deepEqual({ type: scheme.type, scheme: scheme.scheme, bearerFormat: scheme.bearerFormat }, { type: 'http', scheme: 'bearer', bearerFormat: '<cc>_live_<secret>' });
@@ -398,7 +399,7 @@ describe('OpenAPI document (item 10)', () => {
           assert.equal(typeof deref(r).description, 'string');
         }
       }
-      assert.deepEqual(ids, ['listListings', 'listChanges', 'getListing']);
+      assert.deepEqual(ids, ['listListings', 'listListingFacets', 'listChanges', 'getListing']);
     });
 
     it('says each rule in words: no description cites a decision number, the specification or the operator contract', () => {
@@ -530,7 +531,7 @@ describe('OpenAPI document (item 10)', () => {
         id: '9b2f3c1e-5d4a-4b6c-8e7f-0a1b2c3d4e5f', building_id: '11111111-1111-4111-8111-111111111111', org_id: null,
         title: null, size_sqft: null, usage_types: ['Office'], price: null, price_basis: null, currency: 'SGD', is_takeover: false,
         is_featured: false, status: 'active', expiry_date: null, available_from: null, min_lease_tenure: null,
-        view_count: 0, inquiry_count: 0, building_name: null, street_address: null, images: [], cover_image_index: 0,
+        view_count: 0, inquiry_count: 0, building_name: null, street_address: null, location: null, images: [], cover_image_index: 0,
         url: 'https://www.example.com/l/1', created_at: '2026-01-01T00:00:00.000Z',
       };
       const listingRef = pointer('components', 'schemas', 'Listing');
@@ -594,6 +595,7 @@ describe('OpenAPI document (item 10)', () => {
           inquiry_count: 7,
           building_name: 'Harbour Point',
           street_address: '1 Harbour Road',
+          location: { lat: -33.8617, lng: 151.2017 },
           images: ['https://cdn.example.com/a.jpg', 'https://cdn.example.com/b.jpg'],
           cover_image_index: 1,
         },

@@ -28,7 +28,7 @@ export function assertSchema(schema: 'Listing' | 'ListingPage' | 'ChangePage' | 
 export const LISTING_TYPE_FIELDS: Record<keyof Listing, true> = {
   id: true, building_id: true, org_id: true, title: true, size_sqft: true, usage_types: true, price: true, price_basis: true, currency: true,
   is_takeover: true, is_featured: true, status: true, expiry_date: true, available_from: true, min_lease_tenure: true,
-  view_count: true, inquiry_count: true, building_name: true, street_address: true, images: true, cover_image_index: true,
+  view_count: true, inquiry_count: true, building_name: true, street_address: true, location: true, images: true, cover_image_index: true,
   url: true, created_at: true,
 };
 

@@ -10,6 +10,8 @@ import { listingBodyOf } from '../../src/listings/body.js';
 import { importListings, parseImportLine } from '../../src/import/import.js';
 import * as listingBodyMigration from '../../src/storage/migrations/009_listing_body.js';
 import * as priceBasisMigration from '../../src/storage/migrations/012_price_basis.js';
+import * as locationSearchMigration from '../../src/storage/migrations/015_location_search.js';
+import { listingSearchWords } from '../../src/listings/search-words.js';
 import * as failedRequestReasonMigration from '../../src/storage/migrations/010_failed_request_reason.js';
 import { createImportStaging, INDEX_COLUMNS, LISTING_DATA_COLUMNS, swapStatements } from '../../src/storage/listings.js';
 import { tenantKey } from '../../src/core/tenant.js';
@@ -164,19 +166,39 @@ describe(`store on ${TEST_STORE}`, () => {
   });
 
   it('migrations 009 and 012 give every existing listing its body (012: price_basis null, after price; D25)', async () => {
+    await locationSearchMigration.down(store.db);
     await priceBasisMigration.down(store.db);
     await listingBodyMigration.down(store.db);
     await listingBodyMigration.up(store.db);
     const before = await store.db.selectFrom('listings').select(['id', 'body']).execute();
     assert.ok(before.length > 0 && before.every((row) => !row.body.includes('price_basis')), '009 writes the object as it was then');
     await priceBasisMigration.up(store.db);
-    assert.deepEqual(await wrongBodies(), []);
     const after = await store.db.selectFrom('listings').select(['id', 'body', 'price_basis']).execute();
     for (const row of after) {
       assert.equal(row.price_basis, null);
       const keys = Object.keys(JSON.parse(row.body) as object);
       assert.equal(keys[keys.indexOf('price') + 1], 'price_basis');
     }
+    await locationSearchMigration.up(store.db);
+    assert.deepEqual(await wrongBodies(), []);
+  });
+
+  it('migration 015 gives every existing listing its location (null, after street_address; D28) and its words (D26), and the order index carries them', async () => {
+    await locationSearchMigration.down(store.db);
+    const before = await store.db.selectFrom('listings').select(['id', 'body']).execute();
+    assert.ok(before.length > 0 && before.every((row) => !row.body.includes('"location"')), 'the object as it was before');
+    await locationSearchMigration.up(store.db);
+    assert.deepEqual(await wrongBodies(), []);
+    const rows = await store.db.selectFrom('listings').selectAll().execute();
+    for (const row of rows) {
+      assert.equal(row.location, null);
+      const keys = Object.keys(JSON.parse(row.body) as object);
+      assert.equal(keys[keys.indexOf('street_address') + 1], 'location');
+      // The migration's frozen rule gives what the live one gives (an import writes the live one's).
+      assert.equal(row.search_words, listingSearchWords(row), row.id);
+      assert.equal(locationSearchMigration.searchWords015(row), listingSearchWords(row), row.id);
+    }
+    assert.ok(rows.some((row) => row.search_words !== ''));
   });
 
   it('migration 010 adds the reason and client address of failed requests, and redacts again the keys an older release let through (issue 29 items 7, 11)', async () => {
@@ -350,7 +372,7 @@ describe(`store on ${TEST_STORE}`, () => {
     await store.db.connection().execute(async (conn) => {
       await createImportStaging(conn);
       try {
-        await conn.insertInto('import_staging').values({ ...parseImportLine(JSON.stringify(listingLine(owner)), 1).row, body_head: '{' }).execute();
+        await conn.insertInto('import_staging').values({ ...parseImportLine(JSON.stringify(listingLine(owner)), 1).row, body_head: '{', search_words: '' }).execute();
         // As the import does before its swap (storage/listings.ts): without this SQLite reads the
         // listings table from end to end for each join with the staged lines.
         await sql`analyze import_staging`.execute(conn);
@@ -411,7 +433,7 @@ describe(`store on ${TEST_STORE}`, () => {
     await otherWrite.query('begin');
     try {
       const columns = ['id', ...LISTING_DATA_COLUMNS, 'created_at', 'updated_at', 'change_seq', 'body'] as const;
-      const values = { ...row, updated_at: NOW, change_seq: 0, body: '{}' };
+      const values = { ...row, updated_at: NOW, change_seq: 0, body: '{}', search_words: '' };
       await otherWrite.query(`insert into listings (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, columns.map((c) => values[c]));
       const importing = importListings(store, ndjsonStream([raced, plain]), new Date(NOW));
       // The import counted both as new (the other row is not committed) and its insert now waits on the key.

@@ -18,6 +18,7 @@ describe('tenant index: a large replay in slices (unit)', () => {
     const entry = (id: string): IndexEntry => ({
       id,
       changeSeq: 1,
+      slot: 0,
       featured: rand() < 0.2 ? 1 : 0,
       createdAt: times[Math.floor(rand() * times.length)]!,
       expiresAt: Infinity,

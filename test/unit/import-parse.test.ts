@@ -204,6 +204,7 @@ describe('parseImportLine (OPERATIONS "Import format")', () => {
       inquiry_count: 0,
       building_name: null,
       street_address: null,
+      location: null,
       images: '[]',
       cover_image_index: 0,
       url: 'https://www.example.com/listings/1',

@@ -38,6 +38,7 @@ function randomRow(rand: () => number): StoredListingFields {
     inquiry_count: Math.floor(rand() * 100),
     building_name: maybe(text()),
     street_address: maybe(text()),
+    location: maybe(JSON.stringify({ lat: pick([0, -89.5, 1.2812, 90]), lng: pick([-180, 0.1 + 0.2, 103.8486, 180]) })),
     images: JSON.stringify(rand() < 0.3 ? [] : [`https://img.example.com/${text()}.jpg`, 'https://img.example.com/b.jpg']),
     cover_image_index: 0,
     url: pick(['https://www.example.com/listings/1', 'https://www.example.com/listings/a"b\\c?q=caf\u00e9']),

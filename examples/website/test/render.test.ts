@@ -11,6 +11,7 @@ function listing(overrides: Partial<Listing> = {}): Listing {
     title: 'Corner cafe', size_sqft: 1250, usage_types: ['F&B', 'Cafe'], price: 9.5, price_basis: 'per_sqft_per_month', currency: 'SGD',
     is_takeover: false, is_featured: false, status: 'active', expiry_date: null, available_from: '2026-12-01T00:00:00.000Z',
     min_lease_tenure: '24 months', view_count: 0, inquiry_count: 0, building_name: 'Telok Ayer Point', street_address: '18 Telok Ayer Street',
+    location: { lat: 1.2812, lng: 103.8486 },
     images: ['https://images.example.com/1.jpg', 'https://images.example.com/2.jpg'], cover_image_index: 1,
     url: 'https://www.example.com/listings/1', created_at: '2026-10-14T02:45:11.382Z',
     ...overrides,

@@ -2,6 +2,7 @@ import { Type, type TObject, type TSchema } from 'typebox';
 import { redactedExcerpt } from '../../auth/key-format.js';
 import { badRequest, type ApiError } from '../../core/api-error.js';
 import { MAX_INT32 } from '../../core/formats.js';
+import { searchWords } from '../../listings/search-words.js';
 
 /**
  * The query string of a /v1 request: how it is parsed (`parseQueryString`, the router's parser),
@@ -21,6 +22,8 @@ import { MAX_INT32 } from '../../core/formats.js';
  * - `boolean`: `true` or `false`;
  * - `string` with `enum`: one of the names;
  * - `array` of an `enum` (`Query.names`): comma-separated names (`style: form, explode: false`);
+ * - `string` with `x-shape` (D26, D28): search text (`Query.searchText`), a point (`Query.point`)
+ *   or a box (`Query.box`), each read into its value with its own messages;
  * - any other `string`: as sent.
  *
  * Every parameter may be given at most once; unknown parameters are ignored; the first malformed
@@ -34,6 +37,9 @@ const INTEGER = /^\+?[0-9]+$/;
 /** D23: one or more digits, optionally a dot and one or more digits, an optional leading `+`. */
 const DECIMAL_PATTERN = '^\\+?[0-9]+(\\.[0-9]+)?$';
 
+/** D28: a coordinate, written like a D23 decimal with an optional leading `-` (or `+`). */
+const COORDINATE = '[+-]?[0-9]+(?:\\.[0-9]+)?';
+
 interface Described {
   description: string;
   /** The example of the published parameter. */
@@ -42,15 +48,17 @@ interface Described {
 
 /** The parameter shapes the validator knows; each is a plain JSON schema. */
 export const Query = {
-  /** D7: a whole number from `minimum`; `clampTo` makes larger values (up to 2^31-1) that value instead of a 400. */
-  wholeNumber: (opts: Described & { minimum: number; default?: number; clampTo?: number }) =>
+  /** D7: a whole number from `minimum` (to `maximum`, else 2^31-1); `clampTo` makes larger values (up to 2^31-1) that value instead of a 400. */
+  wholeNumber: (opts: Described & { minimum: number; maximum?: number; default?: number; clampTo?: number; requires?: string }) =>
     Type.Integer({
       minimum: opts.minimum,
-      maximum: MAX_INT32,
+      maximum: opts.maximum ?? MAX_INT32,
       ...(opts.default === undefined ? {} : { default: opts.default }),
       description: opts.description,
       examples: [opts.example],
       ...(opts.clampTo === undefined ? {} : { 'x-clamp': opts.clampTo }),
+      // Another parameter without which this one is a 400 (the endpoint's read checks it).
+      ...(opts.requires === undefined ? {} : { 'x-requires': opts.requires }),
     }),
   /** D23: a non-negative decimal number, kept as the text sent. */
   decimal: (opts: Described) => Type.String({ format: 'decimal', pattern: DECIMAL_PATTERN, description: opts.description, examples: [opts.example] }),
@@ -68,7 +76,27 @@ export const Query = {
       examples: [opts.example],
     }),
   text: (opts: Described) => Type.String({ description: opts.description, examples: [opts.example] }),
+  /**
+   * D26: search text, 1 to `maxLength` characters once spaces around it are trimmed, with a word in
+   * it. The lengths are not JSON Schema's `minLength`/`maxLength` (untrimmed, in UTF-16 units), which
+   * would make a client that checks them refuse what the API takes: they are in the description.
+   */
+  searchText: (opts: Described & { maxLength: number }) =>
+    Type.String({ 'x-shape': 'search', 'x-max-length': opts.maxLength, description: opts.description, examples: [opts.example] }),
+  /** D28: `<lat>,<lng>`, each a D23 decimal with an optional leading sign; lat -90..90, lng -180..180. */
+  point: (opts: Described) =>
+    Type.Unsafe<{ lat: number; lng: number }>({ type: 'string', 'x-shape': 'lat-lng', pattern: `^${COORDINATE},${COORDINATE}$`, description: opts.description, examples: [opts.example] }),
+  /** D28: `<min_lng>,<min_lat>,<max_lng>,<max_lat>` (GeoJSON order), each like a `point`'s numbers. */
+  box: (opts: Described) =>
+    Type.Unsafe<{ minLng: number; minLat: number; maxLng: number; maxLat: number }>({
+      type: 'string',
+      'x-shape': 'bbox',
+      pattern: `^${COORDINATE},${COORDINATE},${COORDINATE},${COORDINATE}$`,
+      description: opts.description,
+      examples: [opts.example],
+    }),
 };
+
 
 type Parse = (text: string) => unknown;
 
@@ -78,11 +106,12 @@ function parserFor(name: string, schema: Record<string, unknown>): Parse {
   switch (schema.type) {
     case 'integer': {
       const minimum = schema.minimum as number;
+      const maximum = schema.maximum as number;
       const clamp = schema['x-clamp'] as number | undefined;
       return (text) => {
         if (!INTEGER.test(text)) throw badRequest(`Query parameter "${name}" must be a whole number written in digits, got ${excerpt(text)}.`);
         const n = Number(text);
-        if (n > MAX_INT32) throw badRequest(`Query parameter "${name}" is too large (at most ${MAX_INT32}).`);
+        if (n > maximum) throw badRequest(`Query parameter "${name}" is too large (at most ${maximum}).`);
         if (n < minimum) throw badRequest(`Query parameter "${name}" must be ${minimum} or more.`);
         return clamp !== undefined && n > clamp ? clamp : n;
       };
@@ -113,6 +142,8 @@ function parserFor(name: string, schema: Record<string, unknown>): Parse {
           return text;
         };
       }
+      if (schema['x-shape'] === 'search') return searchTextParser(name, schema['x-max-length'] as number);
+      if (schema['x-shape'] === 'lat-lng' || schema['x-shape'] === 'bbox') return coordinatesParser(name, schema);
       if (schema.format === 'decimal') {
         const decimal = new RegExp(schema.pattern as string);
         return (text) => {
@@ -125,6 +156,39 @@ function parserFor(name: string, schema: Record<string, unknown>): Parse {
     default:
       throw new Error(`query: parameter ${name} has a shape the validator does not know (${JSON.stringify(schema.type)})`);
   }
+}
+
+/** D26: trimmed of spaces, 1 to `maxLength` characters (code points), holding at least one word. */
+function searchTextParser(name: string, maxLength: number): Parse {
+  return (text) => {
+    const trimmed = text.trim();
+    const length = [...trimmed].length;
+    if (length === 0) throw badRequest(`Query parameter "${name}" is empty; send at least one word, or leave it out.`);
+    if (length > maxLength) throw badRequest(`Query parameter "${name}" is ${length} characters long; send at most ${maxLength}.`);
+    if (searchWords(trimmed).length === 0) throw badRequest(`Query parameter "${name}" holds no word (only spaces or punctuation); send letters or digits.`);
+    return trimmed;
+  };
+}
+
+/** D28: `near` (lat,lng) or `bbox` (min_lng,min_lat,max_lng,max_lat): numbers checked for form and range. */
+function coordinatesParser(name: string, schema: Record<string, unknown>): Parse {
+  const form = new RegExp(schema.pattern as string);
+  const isBox = schema['x-shape'] === 'bbox';
+  const shape = isBox ? 'min_lng,min_lat,max_lng,max_lat (longitudes -180 to 180, latitudes -90 to 90)' : 'lat,lng (latitude -90 to 90, longitude -180 to 180)';
+  const excerpt = (text: string) => JSON.stringify(redactedExcerpt(text, 60));
+  return (text) => {
+    if (!form.test(text)) throw badRequest(`Query parameter "${name}" must be ${shape} in decimal degrees such as ${String((schema.examples as unknown[])[0])}, got ${excerpt(text)}.`);
+    const n = text.split(',').map(Number);
+    const [a, b, c, d] = n as [number, number, number, number];
+    const lats = isBox ? [b, d] : [a];
+    const lngs = isBox ? [a, c] : [b];
+    if (lats.some((lat) => lat < -90 || lat > 90) || lngs.some((lng) => lng < -180 || lng > 180)) {
+      throw badRequest(`Query parameter "${name}" is out of range: it must be ${shape}, got ${excerpt(text)}.`);
+    }
+    if (!isBox) return { lat: a, lng: b };
+    if (b > d) throw badRequest(`Query parameter "${name}" has its minimum latitude (${b}) above its maximum (${d}).`);
+    return { minLng: a, minLat: b, maxLng: c, maxLat: d };
+  };
 }
 
 export type QueryValidation = { value: Record<string, unknown> } | { error: ApiError };
