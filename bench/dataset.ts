@@ -28,6 +28,7 @@ const ADJECTIVES = ['Bright', 'Spacious', 'Fitted', 'Corner', 'Ground-floor', 'H
 const DAY = 86_400_000;
 
 const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
+const round6 = (degrees: number) => Math.round(degrees * 1e6) / 1e6;
 
 /** The NDJSON lines of `count` listings of one owner (OPERATIONS "Import format"). */
 export function listingLines(ownerAccountId: string, count: number, now: Date, seed = 20261122): { lines: string[]; ids: string[] } {
@@ -44,14 +45,26 @@ export function listingLines(ownerAccountId: string, count: number, now: Date, s
  * The same listings one at a time (id and NDJSON line, no newline), so that a file of any size can
  * be written without holding it in memory (bench/scale.ts). `listingLines` collects these.
  */
-export function* generateListings(ownerAccountId: string, count: number, now: Date, seed = 20261122): Generator<{ id: string; line: string }> {
+export function* generateListings(
+  ownerAccountId: string,
+  count: number,
+  now: Date,
+  seed = 20261122,
+  options: { located?: boolean } = {},
+): Generator<{ id: string; line: string }> {
   const rand = prng(seed);
+  // D28's locations come from a generator of their own, so that every other field is the same
+  // with them or without them (the reference release of `--against` knows no location field).
+  const place = prng(seed ^ 0x5eed);
   const mains = Object.keys(USAGE_TAXONOMY);
   // About one building per 20 listings, each with a name and a street address.
   const buildings = Array.from({ length: Math.max(1, Math.ceil(count / 20)) }, (_, i) => ({
     id: randomUUID(),
     name: `${pick(rand, BUILDING_NAMES)} ${pick(rand, BUILDING_WORDS)}${i % 7 === 0 ? ` ${1 + (i % 5)}` : ''}`,
     address: `${1 + Math.floor(rand() * 300)} ${pick(rand, STREETS)}, #${String(1 + Math.floor(rand() * 40)).padStart(2, '0')}-${String(1 + Math.floor(rand() * 30)).padStart(2, '0')}, Singapore ${String(Math.floor(rand() * 830000) + 10000).padStart(6, '0')}`,
+    // Somewhere on the island (lat 1.24-1.45, lng 103.62-103.99).
+    lat: 1.24 + place() * 0.21,
+    lng: 103.62 + place() * 0.37,
   }));
   for (let i = 0; i < count; i++) {
     const id = randomUUID();
@@ -62,6 +75,9 @@ export function* generateListings(ownerAccountId: string, count: number, now: Da
     const imageCount = Math.floor(rand() * 7); // 0 to 6
     const images = Array.from({ length: imageCount }, (_, n) => `https://cdn.listings.example.com/images/listings/${id}/${n + 1}-${Math.floor(rand() * 1e9).toString(36)}.jpg`);
     const size = Math.round(150 + rand() * 12_000);
+    // Units of a building a few metres apart; one listing in twenty without a place.
+    const location = !options.located || place() < 0.05 ? undefined
+      : { lat: round6(building.lat + (place() - 0.5) * 0.0006), lng: round6(building.lng + (place() - 0.5) * 0.0006) };
     const line = JSON.stringify({
       id,
       owner_account_id: ownerAccountId,
@@ -83,6 +99,7 @@ export function* generateListings(ownerAccountId: string, count: number, now: Da
       inquiry_count: Math.floor(rand() * 80),
       building_name: building.name,
       street_address: building.address,
+      location,
       images,
       cover_image_index: imageCount === 0 ? 0 : Math.floor(rand() * imageCount),
       url: `https://www.listings.example.com/sg/listings/${id}`,

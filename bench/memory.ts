@@ -151,7 +151,7 @@ async function importAll(databaseUrl: string, tenants: readonly Tenant[], now: D
   const store = openStore(databaseUrl, { poolSize: 1, statementTimeoutMs: 0 });
   try {
     const lines = function* () {
-      for (const [i, t] of tenants.entries()) for (const { line } of generateListings(t.accountId, t.listings, now, 7 + i)) yield `${line}\n`;
+      for (const [i, t] of tenants.entries()) for (const { line } of generateListings(t.accountId, t.listings, now, 7 + i, { located: true })) yield `${line}\n`;
     };
     await importListings(store, Readable.from(lines()), now);
   } finally {

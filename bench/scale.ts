@@ -480,7 +480,7 @@ async function writeImportFiles(run: ScaleRun, data: DataSet): Promise<ImportFil
   let aLine = '';
   await writeLines(smallFile, (function* () {
     for (const [i, tenant] of small.entries()) {
-      for (const { id, line } of generateListings(tenant.accountId, tenant.listings, now, SEED + 1 + i)) {
+      for (const { id, line } of generateListings(tenant.accountId, tenant.listings, now, SEED + 1 + i, { located: true })) {
         tenant.ids.push(id);
         if (tenant === tenantA && aLine === '') aLine = line;
         yield line;
@@ -489,14 +489,14 @@ async function writeImportFiles(run: ScaleRun, data: DataSet): Promise<ImportFil
   })());
   const bFile = join(workDir, 'tenant-b.ndjson');
   await writeLines(bFile, (function* () {
-    for (const { id, line } of generateListings(tenantB.accountId, tenantB.listings, now, SEED + 100_001)) {
+    for (const { id, line } of generateListings(tenantB.accountId, tenantB.listings, now, SEED + 100_001, { located: true })) {
       tenantB.ids.push(id);
       yield line;
     }
   })());
   const bigFile = join(workDir, 'big.ndjson');
   await writeLines(bigFile, (function* () {
-    for (const { id, line } of generateListings(big.accountId, big.listings, now, SEED + 100_002)) {
+    for (const { id, line } of generateListings(big.accountId, big.listings, now, SEED + 100_002, { located: true })) {
       big.ids.push(id);
       yield line;
     }
@@ -752,6 +752,7 @@ interface CachesOffFigures {
   pages: PageFigures;
   detail: { ids: number; runs: Measurement[]; medianReqPerSec: number; medianP99Ms: number };
   filtered: FilteredFigures;
+  search: SearchFigures;
   feed: ChangeFeedFigures;
   small: { cold: ClientResult; warm: ClientResult; sustained: Measurement };
   end: Probe;
@@ -777,6 +778,7 @@ async function runCachesOff(run: ScaleRun, data: DataSet): Promise<CachesOffFigu
   const details = await runsOf(run, off, `detail over ${int(detailIds.length)} ids`, detailIds.map((id) => `/v1/listings/${id}`), bigHeaders);
   const detail = { ids: detailIds.length, runs: details, medianReqPerSec: medianRps(details), medianP99Ms: medianP99(details) };
   const filtered = await filteredPage(run, off, bigHeaders);
+  const search = await searchAndPlace(run, off, bigHeaders);
   const feed = await changeFeed(run, off, bigHeaders);
   const small = await smallTenantsCachesOff(run, off, data);
 
@@ -784,7 +786,7 @@ async function runCachesOff(run: ScaleRun, data: DataSet): Promise<CachesOffFigu
   const endGc = await probe(off, true);
   run.step(`Server 2 after the bench: RSS ${mb(end.rss_bytes)} (${memoryParts(end)}), serving the ${int(s.big)} tenant and the ${s.tenants} small ones; after a full garbage collection RSS ${mb(endGc.rss_bytes)} (${memoryParts(endGc)}).`);
   await off.child.stop(15_000);
-  return { build, pages, detail, filtered, feed, small, end, endGc };
+  return { build, pages, detail, filtered, search, feed, small, end, endGc };
 }
 
 interface PageFigures {
@@ -862,6 +864,61 @@ async function filteredPage(run: ScaleRun, off: Server, bigHeaders: Record<strin
   run.step(`${int(run.s.big)} tenant, filtered and sorted page 1 at per_page=20 (${path.split('?')[1]}; ${int(total)} match), first request ${dec(first.value.maxMs, 1)} ms; ${eldLine(first.probe)}:`);
   const runs = await runsOf(run, off, 'filtered page 1, per_page=20', [path], bigHeaders);
   return { path, total, first, runs, medianReqPerSec: medianRps(runs), medianP99Ms: medianP99(runs) };
+}
+
+/** One kind of D26-D28 request over several queries: the first request of each (its view or counts computed), then the load. */
+interface SearchLoad {
+  queries: number;
+  /** Each query's first request, one at a time: what computing its view (or counts) costs. */
+  first: ClientResult;
+  /** How many listings the queries select, the fewest and the most. */
+  matches: { min: number; max: number };
+  runs: Measurement[];
+  medianReqPerSec: number;
+  medianP99Ms: number;
+}
+
+interface SearchFigures {
+  q: SearchLoad;
+  facets: SearchLoad;
+  facetsFiltered: SearchLoad;
+  near: SearchLoad;
+}
+
+/** Words of the bench's titles, building names and streets (dataset.ts), one per query of `q`. */
+const SEARCH_WORDS = ['marina', 'bright', 'office', 'cafe', 'orchard', 'tower', 'spacious', 'warehouse', 'keppel', 'robinson', 'fitted', 'kiosk', 'harbour', 'plaza', 'quiet', 'clinic', 'changi', 'exchange', 'sea', 'prime'];
+/** Points on the island (dataset.ts places its buildings there), one per query of `near`. */
+const NEAR_POINTS = Array.from({ length: 20 }, (_, i) => `${(1.26 + (i % 5) * 0.04).toFixed(4)},${(103.66 + Math.floor(i / 5) * 0.08).toFixed(4)}`);
+
+/**
+ * D26-D28 on the big tenant, caches off: a one-word `q`, the facets without a filter and with two,
+ * and `near` with 5 km, each over several queries in turn. A query's first request computes its
+ * view (or counts) from the tenant's index, once per index generation; the load then reads pages
+ * of it. Both are reported: the first requests one at a time, and the load.
+ */
+async function searchAndPlace(run: ScaleRun, off: Server, bigHeaders: Record<string, string>): Promise<SearchFigures> {
+  const q = await searchLoad(run, off, bigHeaders, 'one-word q, page 1 at per_page=20', SEARCH_WORDS.map((w) => `/v1/listings?per_page=20&q=${w}`));
+  const facets = await searchLoad(run, off, bigHeaders, 'facets, no filter', ['/v1/listings/facets']);
+  const facetsFiltered = await searchLoad(run, off, bigHeaders, 'facets, two filters', SEARCH_WORDS.slice(0, 10).map((w) => `/v1/listings/facets?usage_type=Office,Retail&q=${w}`));
+  const near = await searchLoad(run, off, bigHeaders, 'near 5 km, page 1 at per_page=20', NEAR_POINTS.map((p) => `/v1/listings?per_page=20&near=${p}&radius_m=5000`));
+  return { q, facets, facetsFiltered, near };
+}
+
+async function searchLoad(run: ScaleRun, off: Server, bigHeaders: Record<string, string>, name: string, paths: string[]): Promise<SearchLoad> {
+  const headers = { ...baseHeaders, ...bigHeaders };
+  const first = await phase(run, off, `${name}: first requests`, () => runEach({ port: off.child.port, concurrency: 1, headers, requests: paths.map((path) => ({ path })) }));
+  checkClient(`${name}: first requests`, first.value);
+  off.requests += first.value.requests;
+  const totals: number[] = [];
+  for (const path of paths) {
+    const res = await httpGet(off.child.port, path, headers);
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${res.body.toString('utf8').slice(0, 200)}`);
+    totals.push((JSON.parse(res.body.toString('utf8')) as { total: number }).total);
+  }
+  const matches = { min: Math.min(...totals), max: Math.max(...totals) };
+  run.step(`${int(run.s.big)} tenant, ${name} over ${paths.length} queries (${int(matches.min)} to ${int(matches.max)} match): first request of each ${clientLine(first.value)}:`);
+  const runs = await runsOf(run, off, name, paths, bigHeaders);
+  return { queries: paths.length, first: first.value, matches, runs, medianReqPerSec: medianRps(runs), medianP99Ms: medianP99(runs) };
 }
 
 interface ChangeFeedFigures {
@@ -977,7 +1034,13 @@ interface ScaleReport {
 type TableRow = [string, string, string, boolean | undefined];
 
 function tableRows({ s }: ScaleRun, { imports, production, cachesOff, million }: ScaleReport): TableRow[] {
-  const { pages, detail, filtered, feed } = cachesOff;
+  const { pages, detail, filtered, search, feed } = cachesOff;
+  const searchRow = (label: string, load: SearchLoad, goal: number): TableRow => [
+    `${int(s.big)} tenant, caches off: ${label} (${load.queries} queries in turn)`,
+    `${int(load.medianReqPerSec)} req/s, p99 ${dec(load.medianP99Ms, 1)} ms; first request of each p50 ${dec(load.first.p50Ms, 1)} ms, max ${dec(load.first.maxMs, 1)} ms`,
+    `>= ${int(goal)} req/s, p99 < 50 ms`,
+    load.medianReqPerSec >= goal && load.medianP99Ms < 50,
+  ];
   const { mixed, hot } = production;
   const { replay } = feed;
   const eldMixedP99 = mixed.probe.eld_ms.p99 ?? NaN;
@@ -986,6 +1049,10 @@ function tableRows({ s }: ScaleRun, { imports, production, cachesOff, million }:
     [`${int(s.big)} tenant, caches off: last page / first page at per_page=100`, `${dec(pages.last100Rps / pages.first100Rps)} (last ${int(pages.last100Rps)}, first ${int(pages.first100Rps)} req/s; by CPU per request ${dec(pages.cpuRatio)})`, 'last >= 0.8 x first', pages.last100Rps >= 0.8 * pages.first100Rps],
     [`${int(s.big)} tenant, caches off: detail over ${int(detail.ids)} different ids`, `${int(detail.medianReqPerSec)} req/s, p99 ${dec(detail.medianP99Ms, 1)} ms`, '>= 5,000 req/s, p99 < 20 ms', detail.medianReqPerSec >= 5000 && detail.medianP99Ms < 20],
     [`${int(s.big)} tenant, caches off: filtered and sorted page 1 at per_page=20 / unfiltered`, `${dec(filtered.medianReqPerSec / pages.list20Rps)} (${int(filtered.medianReqPerSec)} req/s, p99 ${dec(filtered.medianP99Ms, 1)} ms; ${int(filtered.total)} match; first request ${dec(filtered.first.value.maxMs, 1)} ms)`, 'about 1', undefined],
+    searchRow('one-word q (D26), page 1 at per_page=20', search.q, 1000),
+    searchRow('facets (D27), no filter', search.facets, 500),
+    searchRow('facets (D27), two filters', search.facetsFiltered, 1000),
+    searchRow('near 5 km (D28), page 1 at per_page=20', search.near, 1000),
     [`${int(s.big)} tenant: change feed replayed from no cursor (limit=1000)`, `${int(replay.events / (replay.ms / 1000))} events/s (${secs(replay.ms)} for ${int(replay.events)})`, '-', undefined],
     [`${int(s.big)} tenant, caches off: change feed polled at its end`, `${int(feed.pollRps)} req/s, p99 ${dec(feed.pollP99, 1)} ms`, '-', undefined],
     [`tenant B (${int(s.b)}) read hot while A gets a one-listing import about every ${dec(s.writeIntervalMs / 1000, 1)} s, vs an equal non-writing load`, `${dec(hot.ratio)} (${int(hot.writesMedian)} vs ${int(hot.controlMedian)} req/s; by CPU per request ${dec(hot.cpuRatio)})`, '>= 0.9', hot.ratio >= 0.9],
@@ -1093,6 +1160,10 @@ function resultFigures({ production, cachesOff, million }: ScaleReport): Record<
       medianP99Ms: filtered.medianP99Ms,
       runs: filtered.runs.map((m) => m.result),
     },
+    search: Object.fromEntries((Object.entries(cachesOff.search) as Array<[string, SearchLoad]>).map(([kind, load]) => [kind, {
+      queries: load.queries, matches: load.matches, first: load.first, medianReqPerSec: load.medianReqPerSec, medianP99Ms: load.medianP99Ms,
+      runs: load.runs.map((m) => m.result),
+    }])),
     changeFeed: { replay: feed.replay, poll: { medianReqPerSec: feed.pollRps, medianP99Ms: feed.pollP99, runs: feed.polls.map((m) => m.result) } },
     tenantB: {
       ratio: hot.ratio,
