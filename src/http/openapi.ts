@@ -1,7 +1,7 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../core/api-error.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../config/index.js';
-import { WINDOW_SECONDS } from '../ratelimit/limiter.js';
+import { POLICY_NAME, WINDOW_SECONDS } from '../ratelimit/limiter.js';
 import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, REPLAY_HEADER, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
 import { ATTEMPT_TIMEOUT_MS } from '../webhooks/send.js';
 import { CACHE_CONTROL } from './v1/routes.js';
@@ -193,6 +193,22 @@ function rateLimitHeaders(required: boolean, limited = false): HeaderSet {
       { type: 'integer', minimum: 0 },
       required,
       RESET,
+    ),
+    // D29: the same state in the IETF fields (draft-ietf-httpapi-ratelimit-headers).
+    'RateLimit-Policy': header(
+      `The key's quota as an IETF structured field (draft-ietf-httpapi-ratelimit-headers): the policy \`"${POLICY_NAME}"\`, \`q\` its requests (as \`X-RateLimit-Limit\`) per \`w\` = ${WINDOW_SECONDS} rolling seconds. ` +
+        `Read it with a structured-field parser: more parameters may be added within v1.${when}`,
+      { type: 'string', pattern: `^"${POLICY_NAME}";q=[1-9][0-9]*;w=${WINDOW_SECONDS}(;.+)?$` },
+      required,
+      `"${POLICY_NAME}";q=${limit};w=${WINDOW_SECONDS}`,
+    ),
+    RateLimit: header(
+      `Where the key stands, as an IETF structured field (draft-ietf-httpapi-ratelimit-headers): \`r\` how many more requests would be admitted right now (as \`X-RateLimit-Remaining\`), ` +
+        `\`t\` whole seconds until a request is admitted again: 0 when one would be now, ${limited ? 'here equal to `Retry-After`' : 'and equal to `Retry-After` on a 429'}. ` +
+        `Read it with a structured-field parser: more parameters may be added within v1.${when}`,
+      { type: 'string', pattern: limited ? `^"${POLICY_NAME}";r=0;t=[1-9][0-9]*(;.+)?$` : `^"${POLICY_NAME}";r=(0|[1-9][0-9]*);t=(0|[1-9][0-9]*)(;.+)?$` },
+      required,
+      limited ? `"${POLICY_NAME}";r=0;t=12` : `"${POLICY_NAME}";r=57;t=0`,
     ),
   };
   if (limited) {
@@ -541,7 +557,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         `**Errors.** Every error is JSON \`{"error": CODE, "message": TEXT}\` (more fields may be added) with \`Content-Type: application/json\`. Codes: ${errorCodeList()}. Retry 429 after \`Retry-After\` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.`,
         '',
-        `**Rate limit.** ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`; a 429 also carries \`Retry-After\`.`,
+        `**Rate limit.** ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`, and the same in the IETF fields \`RateLimit-Policy\` and \`RateLimit\` (draft-ietf-httpapi-ratelimit-headers); a 429 also carries \`Retry-After\`.`,
         '',
         `**Conditional requests.** Every 200 carries a strong \`ETag\` and \`Cache-Control: ${CACHE_CONTROL}\`. Send the tag back in \`If-None-Match\`: while the body is unchanged the answer is \`304 Not Modified\`, without a body, and free (it does not count against the rate limit).`,
         '',
