@@ -314,6 +314,7 @@ function buildApi({ config, clock, logger }: Basics, parts: ApiParts): Promise<F
     readiness,
     virtualHost: config.dashboardPort === 'shared' && dashboard !== undefined ? { name: config.dashboardHost, handler: dashboard.handler } : undefined,
     completion,
+    deprecations: config.apiDeprecations,
   });
 }
 

@@ -1,5 +1,6 @@
 import { ListingsApiError, type RateLimit } from './errors.js';
 import { baseUrlFor, countryOfKey } from './hosts.js';
+import { parseRateLimit } from './rate-limit.js';
 import {
   LIST_CHANGES_PARAMETERS,
   LIST_LISTING_FACETS_PARAMETERS,
@@ -245,13 +246,6 @@ function parseRetryAfter(header: string | null, now: number): number | undefined
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
-function parseRateLimit(headers: Headers): RateLimit | undefined {
-  const limit = Number(headers.get('x-ratelimit-limit') ?? NaN);
-  const remaining = Number(headers.get('x-ratelimit-remaining') ?? NaN);
-  const reset = Number(headers.get('x-ratelimit-reset') ?? NaN);
-  return Number.isFinite(limit) && Number.isFinite(remaining) && Number.isFinite(reset) ? { limit, remaining, reset } : undefined;
-}
-
 /** The last body and ETag per URL (D21), least recently used out first, bounded in bytes. */
 class RevalidationCache {
   private readonly entries = new Map<string, { etag: string; text: string }>();
@@ -366,7 +360,8 @@ export class ListingsClient {
       let wait: number;
       try {
         const { response, text } = await this.#attempt(url, headers, signal);
-        const rateLimit = parseRateLimit(response.headers);
+        // X-RateLimit-* (D15), or the IETF RateLimit fields (D29) where only those came through.
+        const rateLimit = parseRateLimit(response.headers, Date.now());
         if (rateLimit !== undefined) this.rateLimit = rateLimit;
         const etag = response.headers.get('etag') ?? undefined;
         if (response.status === 304 && kept !== undefined) return { text: kept.text, etag: etag ?? kept.etag, notModified: true };

@@ -1,12 +1,19 @@
 import type { ErrorCode } from './openapi.js';
 
-/** The rate-limit state the API last reported (D15): `X-RateLimit-Limit`, `-Remaining`, `-Reset`. */
+/**
+ * The rate-limit state the API last reported (D15): `X-RateLimit-Limit`, `-Remaining`, `-Reset`;
+ * or, from an answer that carried only the IETF fields (D29), `RateLimit-Policy`'s `q` and
+ * `RateLimit`'s `r` and `t`.
+ */
 export interface RateLimit {
   /** The key's ceiling per rolling minute. */
   limit: number;
   /** How many more requests would be admitted right now. */
   remaining: number;
-  /** Unix time in whole seconds at which the full limit is back. */
+  /**
+   * Unix time in whole seconds at which the full limit is back (`X-RateLimit-Reset`); from the IETF
+   * fields alone, when the next request is admitted (now + `t`), which may be sooner.
+   */
   reset: number;
 }
 

@@ -204,6 +204,89 @@ describe('ListingsClient: requests', () => {
     await c.listings.list();
     assert.deepEqual(c.rateLimit, { limit: 60, remaining: 41, reset: 1790000000 });
   });
+
+  /** The state a client reports after one 200 with these headers, and the Unix seconds around the call. */
+  const stateAfter = async (headers: Record<string, string>) => {
+    const { client: c } = client([{ status: 200, body: page([], 1, 1), headers }]);
+    const before = Math.floor(Date.now() / 1000);
+    await c.listings.list();
+    return { state: c.rateLimit, before, after: Math.floor(Date.now() / 1000) };
+  };
+  const ietf = (remaining: number, t: number) => ({ 'ratelimit-policy': '"key";q=60;w=60', 'ratelimit': `"key";r=${remaining};t=${t}` });
+
+  it('reads the IETF RateLimit fields when X-RateLimit-* are not there (D29): limit q, remaining r, reset now + t', async () => {
+    const { state, before, after } = await stateAfter(ietf(0, 12));
+    assert.ok(state !== undefined);
+    assert.equal(state.limit, 60);
+    assert.equal(state.remaining, 0);
+    assert.ok(state.reset >= before + 12 && state.reset <= after + 12, `reset ${state.reset} is now + 12 s`);
+    const now = await stateAfter(ietf(41, 0));
+    assert.deepEqual({ ...now.state, reset: undefined }, { limit: 60, remaining: 41, reset: undefined });
+    assert.ok(now.state!.reset >= now.before && now.state!.reset <= now.after, 't=0: reset is now');
+  });
+
+  it('prefers X-RateLimit-* when both are there, as the API sends them (D15, D29)', async () => {
+    const { state } = await stateAfter({ ...limitHeaders(41), ...ietf(7, 30) });
+    assert.deepEqual(state, { limit: 60, remaining: 41, reset: 1790000000 });
+    // An incomplete or malformed X-RateLimit-* set gives way to the IETF fields.
+    for (const partial of [{ 'x-ratelimit-limit': '60' }, { ...limitHeaders(41), 'x-ratelimit-reset': 'soon' }, { ...limitHeaders(41), 'x-ratelimit-remaining': '' }]) {
+      const read = await stateAfter({ ...partial, ...ietf(7, 0) });
+      assert.deepEqual([read.state?.limit, read.state?.remaining], [60, 7], JSON.stringify(partial));
+    }
+  });
+
+  it('reads the IETF fields as structured fields: whitespace, tokens, other parameters and policies; the policy with the fewest requests left', async () => {
+    const read = async (policy: string, state: string) => (await stateAfter({ 'ratelimit-policy': policy, 'ratelimit': state })).state;
+    const extra = await read('"key";q=60;w=60;qu="requests"', '"key" ;r=5;t=0;pk=:cHJvdGVjdA==:');
+    assert.equal(extra, undefined, 'no space before a parameter: not a structured field');
+    const more = await read('"key";q=60;w=60;qu="requests", "other";q=1.5', ' "key";r=5;t=0;pk=:cHJvdGVjdA==:, ("a" "b");x');
+    assert.deepEqual([more?.limit, more?.remaining], [60, 5], 'other parameters, members and an inner list are passed over');
+    const noT = await read('"key";q=60', '"key";r=5');
+    assert.deepEqual([noT?.limit, noT?.remaining], [60, 5], 'no t: a request is admitted now');
+    assert.equal((await read('key;q=10;w=60', 'key;r=3;t=0'))?.remaining, 3, 'a token names the policy as well');
+    assert.equal((await read('"burst";q=100;w=1,  "key";q=60;w=60', '"burst";r=90;t=0, "key";r=2;t=0'))?.remaining, 2, 'the policy that holds the client back');
+    const chosen = await read('"day";q=1000;w=86400, "key";q=60;w=60', '"key";r=40, "day";r=12;t=0');
+    assert.deepEqual([chosen?.limit, chosen?.remaining], [1000, 12]);
+    assert.equal((await read('"key";q=60;w=60', '"other";r=1;t=0')), undefined, 'a state of no known policy says nothing');
+  });
+
+  it('ignores malformed IETF fields: the state stays what it was (D29)', async () => {
+    const malformed: Array<[string, string]> = [
+      ['"key";q=60;w=60', ''],
+      ['', '"key";r=5;t=0'],
+      ['"key";w=60', '"key";r=5;t=0'],
+      ['"key";q=60;w=60', '"key";t=0'],
+      ['"key";q=60;w=60', '"key";r=-1;t=0'],
+      ['"key";q=60;w=60', '"key";r=1.5;t=0'],
+      ['"key";q=60;w=60', '"key";r=5;t=?1'],
+      ['"key";q=60;w=60', '"key;r=5;t=0'],
+      ['"key";q=60;w=60', '"key";r=5;t=0,'],
+      ['"key";q=60;w=60', '"key";r=5;t=0 junk'],
+      ['"key";q=sixty;w=60', '"key";r=5;t=0'],
+      ['"key";Q=60', '"key";r=5;t=0'],
+    ];
+    for (const [policy, state] of malformed) {
+      const headers: Record<string, string> = {};
+      if (policy !== '') headers['ratelimit-policy'] = policy;
+      if (state !== '') headers['ratelimit'] = state;
+      const { client: c } = client([
+        { status: 200, body: page([], 1, 1), headers: limitHeaders(41) },
+        { status: 200, body: page([], 2, 1), headers },
+      ]);
+      await c.listings.list({ page: 1 });
+      await c.listings.list({ page: 2 });
+      assert.deepEqual(c.rateLimit, { limit: 60, remaining: 41, reset: 1790000000 }, `${policy} / ${state}`);
+    }
+  });
+
+  it('a 429 that carried only the IETF fields reports them on the error (D29)', async () => {
+    const { client: c } = client([apiError(429, 'rate_limited', { 'retry-after': '9', ...ietf(0, 9) })], { maxRetries: 0 });
+    const error = await c.listings.list().catch((e: unknown) => e);
+    assert.ok(error instanceof ListingsApiError);
+    assert.equal(error.retryAfter, 9);
+    assert.deepEqual([error.rateLimit?.limit, error.rateLimit?.remaining], [60, 0]);
+    assert.ok(error.rateLimit!.reset >= Math.floor(Date.now() / 1000) + 8);
+  });
 });
 
 describe('ListingsClient: errors and retries', () => {

@@ -6,6 +6,8 @@ import { createLogger, type Logger } from '../core/logger.js';
 import { apiBaseUrl, curlLine, dashboardUrl } from '../config/urls.js';
 import { DEMO_MEMBER_EMAIL, demoLeftovers, ensureDemo, ensureDemoMember } from '../demo/demo-data.js';
 import type { ClusterMetrics } from '../metrics/cluster.js';
+import { checkDeprecations } from '../http/deprecations.js';
+import { ENDPOINTS } from '../http/v1/endpoints/index.js';
 import { createService } from '../service.js';
 import { openStore, type Store } from '../storage/index.js';
 import { checkDatabaseFile } from './database-file.js';
@@ -43,6 +45,8 @@ export interface ServeOptions {
 
 export async function serveCommand(opts: ServeOptions): Promise<void> {
   const config = loadConfig();
+  // D29: a deprecated prefix must cover an endpoint; checked before migrations or workers start.
+  checkDeprecations(config.apiDeprecations, ENDPOINTS.map((endpoint) => endpoint.url));
   // A forked worker re-runs this command line: it serves, nothing more (the primary did the rest).
   if (cluster.isWorker) return runWorker(config);
   const workers = workerCount(opts.workers, config);

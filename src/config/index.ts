@@ -3,9 +3,11 @@ import { getHeapStatistics } from 'node:v8';
 import { COUNTRY_CODES, hostForCountry, isCountry, type Country } from '../core/countries.js';
 import { LOG_LEVELS } from '../core/log-levels.js';
 import type { TrustProxy } from '../core/proxy-trust.js';
+import { MIN_SUNSET_MONTHS, parseDeprecations } from './deprecations.js';
 import { ConfigError, choice, custom, FALSE_WORDS, flag, integer, readInteger, text, TRUE_WORDS, type Env, type Variable } from './variable.js';
 
 export { ConfigError } from './variable.js';
+export type { Deprecation } from './deprecations.js';
 
 /*
  * The configuration of OPERATIONS.md ("Configuration"), each variable declared once below: how it
@@ -133,6 +135,15 @@ const VARIABLES = {
   }),
   redisKeyPrefix: text('REDIS_KEY_PREFIX', { fallback: 'listings:rl:', values: 'any text', description: 'Prefix of the rate limiter\'s Redis keys, so deployments can share one Redis.' }),
   rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
+  apiDeprecations: custom('API_DEPRECATIONS', {
+    shownDefault: 'unset (nothing deprecated)',
+    values: 'a JSON array of `{"prefix", "since", "sunset", "link"}` objects',
+    description: 'Path prefixes marked deprecated (D29): every answer under a prefix (`/v1/listings/changes`, matched whole segments) carries ' +
+      '`Deprecation: @<since as Unix seconds>`, `Sunset: <HTTP-date>` when `sunset` is set, and `Link: <link>; rel="deprecation"`, and the OpenAPI document ' +
+      'marks its operations `deprecated`. `since` and `sunset`: ISO 8601 dates or date-times with a zone, `sunset` at least ' +
+      `${MIN_SUNSET_MONTHS} months after \`since\`; \`link\`: an https URL. Example and rules: [docs/deployment.md](docs/deployment.md#deprecating-an-endpoint-d29).`,
+    read: (raw) => parseDeprecations(raw),
+  }),
   maxKeysPerAccountCountry: integer('MAX_KEYS_PER_ACCOUNT_COUNTRY', {
     fallback: MAX_KEYS_PER_ACCOUNT_COUNTRY, min: 1, max: 1000,
     description: 'Active (not revoked) keys an account may have in one country; the dashboard and `key create` refuse another until one is revoked. ' +

@@ -10,7 +10,12 @@ import { normalizeOrigin } from './origin.js';
  * `Access-Control-Allow-Credentials` is never sent.
  */
 export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS';
-export const EXPOSED_HEADERS = 'ETag, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
+/**
+ * What browser code may read (D18, D21), with D29's IETF rate-limit fields and deprecation headers:
+ * a page must be able to see that the key is running out, or that what it calls is deprecated.
+ */
+export const EXPOSED_HEADERS =
+  'ETag, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Deprecation, Sunset, Link';
 /** Preflight cache time; Chromium caps it at two hours. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
 

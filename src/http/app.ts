@@ -4,6 +4,8 @@ import { ApiError, ERROR_STATUS, errorBody, notFound } from '../core/api-error.j
 import { answerClientError, createFrontServer, MAX_TARGET_LENGTH, requestIdFor, targetProblem } from './front.js';
 import { compileProxyTrust, type TrustProxy } from '../core/proxy-trust.js';
 import { applyCors } from '../cors/cors.js';
+import type { Deprecation } from '../config/index.js';
+import { deprecationLookup } from './deprecations.js';
 import { healthRoutes } from './health.js';
 import { demoImageRoutes } from './demo-images.js';
 import { docsRoutes } from './docs.js';
@@ -29,17 +31,23 @@ export interface AppOptions extends V1Options {
   readiness: Readiness;
   /** Told of every completed answer (usage counting, metrics; issue 12), by the request log. */
   completion?: readonly CompletionObserver[];
+  /** API_DEPRECATIONS (D29): the path prefixes whose answers announce their deprecation; none by default. */
+  deprecations?: readonly Deprecation[];
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const app = createFastify(opts);
+  const deprecations = opts.deprecations ?? [];
+  // A prefix that covers no endpoint stops the start (a ConfigError: one line from the CLI), before anything listens.
+  const deprecated = deprecationLookup(deprecations, ENDPOINTS.map((endpoint) => endpoint.url));
+  const app = createFastify(opts, deprecated);
   const routeMiss = routeMissFor(ENDPOINTS.map((endpoint) => endpoint.url));
 
-  // Every response: its request id (D19) and, for browsers, the CORS headers that let their code
-  // read it, errors included (D18). The literal origin "null" gets none.
+  // Every response: its request id (D19), for browsers the CORS headers that let their code read
+  // it, errors included (D18), and under a deprecated prefix the D29 headers. The literal origin
+  // "null" gets no CORS headers.
   // Synchronous (a callback, not an async function): no promise and no microtask per request.
   app.addHook('onRequest', (request, reply, done) => {
-    setCommonHeaders(request, reply);
+    setCommonHeaders(request, reply, deprecated);
     // A missing, repeated or contradicted Host, or an Expect it cannot meet: refused before anything else.
     // So is a URL over the bounds of what a request may carry (front.ts, v1/query.ts).
     const problem = targetProblem(request.raw) ?? queryBoundProblem(request.query);
@@ -73,7 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes, { readiness: opts.readiness, logLevel: 'debug' });
   // The OpenAPI document with this deployment's servers (openapi-route.ts), its interactive
   // reference (docs.ts) and the demo listings' photos (demo-images.ts): any host, no key.
-  await app.register(openApiRoute, { apiDomain: opts.apiDomain, countries: opts.countries });
+  await app.register(openApiRoute, { apiDomain: opts.apiDomain, countries: opts.countries, deprecations });
   await app.register(docsRoutes);
   await app.register(demoImageRoutes);
   await app.register(v1Routes, opts);
@@ -81,7 +89,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 /** The Fastify instance, on the front server (front.ts), with the request log as its log controller. */
-function createFastify(opts: AppOptions): FastifyInstance {
+function createFastify(opts: AppOptions, deprecated: DeprecationLookup): FastifyInstance {
   const requestLog = new RequestLog(opts.logger, opts.completion);
   const trust = compileProxyTrust(opts.trustProxy);
   let front: Server | undefined;
@@ -107,7 +115,7 @@ function createFastify(opts: AppOptions): FastifyInstance {
     // echoing a key (D20), and logged with their request id like every response (D19): Fastify
     // does not run the request log for these.
     frameworkErrors: (error, request, reply: FastifyReply) => {
-      setCommonHeaders(request, reply);
+      setCommonHeaders(request, reply, deprecated);
       request.errorCode = 'bad_request';
       request.errorReason = 'malformed_request';
       reply.raw.once('finish', () => {
@@ -177,9 +185,15 @@ function noteWhatWasKnown(request: FastifyRequest): void {
   if (request.apiKey == null && request.knownKey == null) request.sentKeyPrefix = sentKeyPrefix(request.headers.authorization) ?? null;
 }
 
-function setCommonHeaders(request: FastifyRequest, reply: FastifyReply): void {
+type DeprecationLookup = ReturnType<typeof deprecationLookup>;
+
+function setCommonHeaders(request: FastifyRequest, reply: FastifyReply, deprecated: DeprecationLookup): void {
   reply.header('x-request-id', request.id);
   reply.header('vary', 'Origin');
   reply.header('x-content-type-options', 'nosniff');
   applyCors(request, reply);
+  if (deprecated !== undefined) {
+    const headers = deprecated(request);
+    if (headers !== undefined) reply.headers(headers);
+  }
 }

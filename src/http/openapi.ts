@@ -1,7 +1,9 @@
 import { COUNTRY_CODES, hostForCountry, type Country } from '../core/countries.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../core/api-error.js';
-import { DEFAULT_RATE_LIMIT_PER_MINUTE } from '../config/index.js';
-import { WINDOW_SECONDS } from '../ratelimit/limiter.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Deprecation } from '../config/index.js';
+import { MIN_SUNSET_MONTHS } from '../config/deprecations.js';
+import { POLICY_NAME, WINDOW_SECONDS } from '../ratelimit/limiter.js';
+import { deprecationHeaders, deprecationOf } from './deprecations.js';
 import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, REPLAY_HEADER, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
 import { ATTEMPT_TIMEOUT_MS } from '../webhooks/send.js';
 import { CACHE_CONTROL } from './v1/routes.js';
@@ -37,6 +39,12 @@ export interface OpenApiOptions {
   apiDomain?: string;
   /** The countries the deployment serves (COUNTRIES); all of them by default. */
   countries?: readonly Country[];
+  /**
+   * API_DEPRECATIONS (D29): operations under a deprecated prefix are `deprecated: true`, and each of
+   * their answers documents the Deprecation, Sunset and Link headers. None by default, so the
+   * committed openapi.json marks nothing.
+   */
+  deprecations?: readonly Deprecation[];
 }
 
 export type OpenApiDocument = Record<string, unknown> & {
@@ -195,6 +203,22 @@ function rateLimitHeaders(required: boolean, limited = false): HeaderSet {
       { type: 'integer', minimum: 0 },
       required,
       RESET,
+    ),
+    // D29: the same state in the IETF fields (draft-ietf-httpapi-ratelimit-headers).
+    'RateLimit-Policy': header(
+      `The key's quota as an IETF structured field (draft-ietf-httpapi-ratelimit-headers): the policy \`"${POLICY_NAME}"\`, \`q\` its requests (as \`X-RateLimit-Limit\`) per \`w\` = ${WINDOW_SECONDS} rolling seconds. ` +
+        `Read it with a structured-field parser: more parameters may be added within v1.${when}`,
+      { type: 'string', pattern: `^"${POLICY_NAME}";q=[1-9][0-9]*;w=${WINDOW_SECONDS}(;.+)?$` },
+      required,
+      `"${POLICY_NAME}";q=${limit};w=${WINDOW_SECONDS}`,
+    ),
+    RateLimit: header(
+      `Where the key stands, as an IETF structured field (draft-ietf-httpapi-ratelimit-headers): \`r\` how many more requests would be admitted right now (as \`X-RateLimit-Remaining\`), ` +
+        `\`t\` whole seconds until a request is admitted again: 0 when one would be now, ${limited ? 'here equal to `Retry-After`' : 'and equal to `Retry-After` on a 429'}. ` +
+        `Read it with a structured-field parser: more parameters may be added within v1.${when}`,
+      { type: 'string', pattern: limited ? `^"${POLICY_NAME}";r=0;t=[1-9][0-9]*(;.+)?$` : `^"${POLICY_NAME}";r=(0|[1-9][0-9]*);t=(0|[1-9][0-9]*)(;.+)?$` },
+      required,
+      limited ? `"${POLICY_NAME}";r=0;t=12` : `"${POLICY_NAME}";r=57;t=0`,
     ),
   };
   if (limited) {
@@ -384,28 +408,73 @@ function errorResponses(endpoint: Endpoint): Record<number, Json> {
   return Object.fromEntries(ERROR_CODES.flatMap((code) => (byCode[code] === null ? [] : [[ERROR_STATUS[code], byCode[code]]])));
 }
 
-function operation(endpoint: Endpoint): Json {
+function operation(endpoint: Endpoint, deprecation: Deprecation | undefined, shared: Record<string, Json>): Json {
+  const responses: Record<string, Json> = {
+    200: {
+      ...jsonResponse(
+        endpoint.ok.description,
+        { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
+        ref('schemas', endpoint.ok.schema),
+        endpoint.ok.examples,
+      ),
+      ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
+    },
+    304: ref('responses', 'NotModified'),
+    ...errorResponses(endpoint),
+    default: ref('responses', 'Error'),
+  };
   return {
     operationId: endpoint.operationId,
     tags: ['Listings'],
     summary: endpoint.summary,
-    description: endpoint.description.join('\n'),
+    description: [...endpoint.description, ...(deprecation === undefined ? [] : ['', deprecationNote(deprecation)])].join('\n'),
+    ...(deprecation === undefined ? {} : { deprecated: true }),
     parameters: [...parameterNames(endpoint).map((name) => ref('parameters', name)), ref('parameters', 'ifNoneMatch')],
-    responses: {
-      200: {
-        ...jsonResponse(
-          endpoint.ok.description,
-          { ETag: ref('headers', 'ETag'), 'Cache-Control': ref('headers', 'Cache-Control'), ...rateLimitHeaders(true), ...commonHeaders() },
-          ref('schemas', endpoint.ok.schema),
-          endpoint.ok.examples,
-        ),
-        ...(endpoint.ok.links === undefined ? {} : { links: endpoint.ok.links }),
-      },
-      304: ref('responses', 'NotModified'),
-      ...errorResponses(endpoint),
-      default: ref('responses', 'Error'),
-    },
+    responses: deprecation === undefined ? responses : withDeprecationHeaders(responses, deprecation, shared),
   };
+}
+
+// ---- Deprecation (D29) -------------------------------------------------------------------------
+
+const isoDate = (ms: number) => new Date(ms).toISOString().replace(/T00:00:00\.000Z$/, '').replace(/\.000Z$/, 'Z');
+
+/** What a deprecated operation's description adds: since when, until when, and where to read more. */
+function deprecationNote(d: Deprecation): string {
+  const sunset = d.sunset === undefined ? 'No removal date is set yet' : `It may be removed after ${isoDate(d.sunset)} (\`Sunset\`)`;
+  return `**Deprecated** since ${isoDate(d.since * 1000)}: it keeps working as documented, and every answer says so in \`Deprecation\`, \`Link\` and \`Sunset\` headers. ${sunset}. What to use instead: ${d.link}`;
+}
+
+/**
+ * The headers of a deprecated operation's answers, each the exact value the service sends. Required
+ * on every documented status; optional in `default`, whose 431 (and a 414 refused with it) is
+ * answered before the service reads the request.
+ */
+function deprecationHeaderSet(d: Deprecation, required: boolean): HeaderSet {
+  const sent = deprecationHeaders(d);
+  const exactly = (value: string) => ({ type: 'string', const: value });
+  const headers: HeaderSet = {
+    Deprecation: header(
+      `This operation is deprecated: the Unix time (in seconds, after \`@\`) since when (RFC 9745). It keeps working; plan the move the \`Link\` page describes.`,
+      exactly(sent.deprecation!),
+      required,
+      sent.deprecation,
+    ),
+  };
+  if (sent.sunset !== undefined) {
+    headers.Sunset = header('The HTTP date after which this operation may be removed (RFC 8594).', exactly(sent.sunset), required, sent.sunset);
+  }
+  headers.Link = header('The page that describes the deprecation and what to use instead (`rel="deprecation"`, RFC 9745).', exactly(sent.link!), required, sent.link);
+  return headers;
+}
+
+/** A deprecated operation's answers: shared ones copied out of their components, each with the D29 headers. */
+function withDeprecationHeaders(responses: Record<string, Json>, d: Deprecation, shared: Record<string, Json>): Record<string, Json> {
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+    const name = typeof response.$ref === 'string' ? response.$ref.replace('#/components/responses/', '') : undefined;
+    const resolved = name === undefined ? response : shared[name];
+    if (resolved === undefined) throw new Error(`openapi: no shared response ${name}`);
+    return [status, { ...resolved, headers: { ...(resolved.headers as HeaderSet), ...deprecationHeaderSet(d, status !== 'default') } }];
+  }));
 }
 
 /**
@@ -413,13 +482,13 @@ function operation(endpoint: Endpoint): Json {
  * the document: a generated SDK would turn them into functions nobody should call (a browser sends
  * its preflights itself, and HEAD is GET without a body). The path's description says what they do.
  */
-function pathItem(endpoint: Endpoint): Json {
+function pathItem(endpoint: Endpoint, deprecation: Deprecation | undefined, shared: Record<string, Json>): Json {
   return {
     description: [
       `Also answered on this path: \`HEAD\`, exactly as GET (same checks, statuses and headers, counted against the rate limit alike) without a body; and \`OPTIONS\`, the CORS preflight that browsers send by themselves: 204 for any origin, without a key and without counting against any rate limit, with \`Access-Control-Allow-Methods: ${ALLOWED_METHODS}\`, \`Access-Control-Allow-Headers\` (\`Authorization\`, plus standard headers such as \`If-None-Match\` when asked for) and \`Access-Control-Max-Age: ${PREFLIGHT_MAX_AGE_SECONDS}\`.`,
       `Any other method gets 405 \`method_not_allowed\` with \`Allow: ${ALLOWED_METHODS}\`, before any other check.`,
     ].join(' '),
-    get: operation(endpoint),
+    get: operation(endpoint, deprecation, shared),
   };
 }
 
@@ -524,6 +593,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
   const domain = options.apiDomain ?? 'example.com';
   const countries = options.countries ?? COUNTRY_CODES;
   const codeSchemas = errorCodeSchemas();
+  const shared = sharedResponses();
+  const deprecations = options.deprecations ?? [];
   const schemas = { ...Object.fromEntries(SERVER_SCHEMAS.map((s) => [s.$id, toComponent(s)])), ...codeSchemas, ...WEBHOOK_MESSAGE_SCHEMAS };
 
   const document: OpenApiDocument = {
@@ -535,7 +606,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       description: [
         'A read-only, versioned HTTP/JSON API returning an organisation\'s currently active commercial-space listings (retail, office, food and beverage, industrial, clinic), for showing them on the organisation\'s own website. Keys and browser origins are managed in the dashboard (Settings, Developer), not through the API.',
         '',
-        '**Versions.** Every path starts with `/v1`. Within v1, new fields may be added to the listing object and the page envelope: ignore fields you do not know (validators: allow additional properties). Fields are never removed or renamed within v1.',
+        `**Versions.** Every path starts with \`/v1\`. Within v1, fields (of the listing object, the page envelope and error bodies), endpoints, optional query parameters and headers may be added: ignore what you do not know (validators: allow additional properties). Nothing is removed or renamed, no type or meaning changes, and no parameter becomes required within v1. An operation on its way out is marked \`deprecated\` here, its answers carry \`Deprecation\`, \`Link\` and usually \`Sunset\` headers, and it keeps working for at least ${MIN_SUNSET_MONTHS} months after its deprecation date.`,
         '',
         '**Hosts.** Each key belongs to one country and works only on that country\'s host: `sg` at `api.{domain}`, every other country at `api.{country}.{domain}` (the two servers below). A key sent to another country\'s host gets 401; a host that serves no country gets 404.',
         '',
@@ -543,11 +614,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         '',
         `**Errors.** Every error is JSON \`{"error": CODE, "message": TEXT}\` (more fields may be added) with \`Content-Type: application/json\`. Codes: ${errorCodeList()}. Retry 429 after \`Retry-After\` and 5xx with exponential backoff; the others are not retryable until the request or the configuration is fixed.`,
         '',
-        `**Rate limit.** ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`; a 429 also carries \`Retry-After\`.`,
+        `**Rate limit.** ${DEFAULT_RATE_LIMIT_PER_MINUTE} requests per rolling ${WINDOW_SECONDS} seconds per key by default (higher limits are arranged with your account contact); a burst of the whole limit at once is allowed. Every answer past the key check carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`, and the same in the IETF fields \`RateLimit-Policy\` and \`RateLimit\` (draft-ietf-httpapi-ratelimit-headers); a 429 also carries \`Retry-After\`.`,
         '',
         `**Conditional requests.** Every 200 carries a strong \`ETag\` and \`Cache-Control: ${CACHE_CONTROL}\`. Send the tag back in \`If-None-Match\`: while the body is unchanged the answer is \`304 Not Modified\`, without a body, and free (it does not count against the rate limit).`,
         '',
-        '**Browsers (CORS).** A request with an `Origin` header is answered only for origins registered for the key\'s account in its country; others get 403 `origin_not_allowed`. Preflights are answered for any origin, without a key. Every answer to a browser, errors included, carries `Access-Control-Allow-Origin` and exposes `ETag`, the rate-limit headers, `Retry-After` and `X-Request-Id`. Calls without `Origin` (from a server) are not checked. Image URLs are public: they need neither a key nor CORS.',
+        '**Browsers (CORS).** A request with an `Origin` header is answered only for origins registered for the key\'s account in its country; others get 403 `origin_not_allowed`. Preflights are answered for any origin, without a key. Every answer to a browser, errors included, carries `Access-Control-Allow-Origin` and exposes `ETag`, the rate-limit headers, `Retry-After`, `X-Request-Id` and the deprecation headers. Calls without `Origin` (from a server) are not checked. Image URLs are public: they need neither a key nor CORS.',
         '',
         'Every answer carries `X-Request-Id`; quote it when reporting a problem.',
       ].join('\n'),
@@ -559,7 +630,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     servers: servers(domain, countries),
     security: [{ bearerAuth: [] }],
     tags: [{ name: 'Listings', description: 'The active listings of the key\'s account in the key\'s country.' }],
-    paths: Object.fromEntries(ENDPOINTS.map((endpoint) => [openApiPath(endpoint.url), pathItem(endpoint)])),
+    paths: Object.fromEntries(ENDPOINTS.map((endpoint) => [openApiPath(endpoint.url), pathItem(endpoint, deprecationOf(deprecations, endpoint.url), shared)])),
     webhooks: webhooks(),
     components: {
       schemas,
@@ -576,7 +647,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         },
       },
       headers: sharedHeaders(),
-      responses: sharedResponses(),
+      responses: shared,
       securitySchemes: {
         bearerAuth: {
           type: 'http',
@@ -588,7 +659,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       },
     },
   };
-  // Only the codes some answer names get a schema of their own.
+  // Only the shared answers some operation still refers to (a deprecated one has its own copies), and
+  // only the codes some answer names, get a component.
+  const referred = JSON.stringify(document.paths);
+  for (const name of Object.keys(shared)) {
+    if (!referred.includes(`"#/components/responses/${name}"`)) delete (document.components.responses as Record<string, unknown>)[name];
+  }
+  if (Object.keys(document.components.responses ?? {}).length === 0) delete document.components.responses;
   const used = JSON.stringify([document.paths, document.components.responses]);
   for (const name of Object.keys(codeSchemas)) {
     if (!used.includes(`"#/components/schemas/${name}"`)) delete (document.components.schemas as Record<string, unknown>)[name];

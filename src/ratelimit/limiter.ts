@@ -13,7 +13,11 @@ export interface RateLimitDecision {
   remaining: number;
   /** Unix epoch seconds at which the full limit is available again; never in the past (D15). */
   resetAt: number;
-  /** On a refusal: whole seconds, >= 1, after which a request is admitted if none is sent meanwhile. */
+  /**
+   * Whole seconds after which a request is admitted if none is sent meanwhile: 0 when one would be
+   * now (Remaining > 0), else >= 1, on a refusal (Retry-After) and on the admission that took the
+   * last request of the window alike (D15, D29's `t`).
+   */
   retryAfter: number;
 }
 
@@ -36,12 +40,23 @@ export interface RateLimiter {
 /** The window of D14, in whole seconds. */
 export const WINDOW_SECONDS = 60;
 
-/** The response headers of D15 for a decision. */
+/** D29: the name of the one quota policy, in `RateLimit-Policy` and `RateLimit`: each key has its own. */
+export const POLICY_NAME = 'key';
+
+/**
+ * The response headers of D15 for a decision, and with them D29's IETF fields
+ * (draft-ietf-httpapi-ratelimit-headers, structured fields), which say the same:
+ * `RateLimit-Policy: "key";q=<Limit>;w=60` and `RateLimit: "key";r=<Remaining>;t=<seconds until a
+ * request is admitted, 0 when one is now>` (`t` equals Retry-After on a 429). A free answer (a
+ * D21 304) never carries Retry-After: it was answered.
+ */
 export function rateLimitHeaders(d: RateLimitDecision, free = false): Record<string, string> {
   const headers: Record<string, string> = {
     'x-ratelimit-limit': String(d.limit),
     'x-ratelimit-remaining': String(d.remaining),
     'x-ratelimit-reset': String(d.resetAt),
+    'ratelimit-policy': `"${POLICY_NAME}";q=${d.limit};w=${WINDOW_SECONDS}`,
+    'ratelimit': `"${POLICY_NAME}";r=${d.remaining};t=${d.retryAfter}`,
   };
   if (!d.allowed && !free) headers['retry-after'] = String(d.retryAfter);
   return headers;
@@ -62,7 +77,9 @@ export function rateLimitHeaders(d: RateLimitDecision, free = false): Record<str
  *   and the full limit is back.
  * - Retry-After = the smallest k >= 1 such that, at second n+k, the seconds still in the window
  *   (n+k-59..n) hold fewer than `limit`: drop the oldest seconds one at a time until there is room.
- *   A request k seconds later (in ms) falls in second >= n+k, so it is admitted (D15).
+ *   A request k seconds later (in ms) falls in second >= n+k, so it is admitted (D15). The same
+ *   wait is computed for the admitted request that leaves Remaining at 0 (D29's `t`); any other
+ *   admitted request has 0: the next one would be admitted now.
  *
  * Refused requests are not counted (D5), so a client retrying too early is never locked out.
  * Memory is 60 counters per active key whatever its limit.
@@ -71,18 +88,23 @@ export function decide(window: SecondCounters, second: number, limit: number): R
   const used = window.sumSince(second - WINDOW_SECONDS + 1);
   if (used < limit) {
     window.add(second);
-    return { allowed: true, limit, remaining: limit - used - 1, resetAt: second + WINDOW_SECONDS, retryAfter: 0 };
+    const remaining = limit - used - 1;
+    // The request that took the last one: how long until the next is admitted (D29's `t`).
+    const retryAfter = remaining > 0 ? 0 : secondsUntilAdmitted(window, second, used + 1, limit);
+    return { allowed: true, limit, remaining, resetAt: second + WINDOW_SECONDS, retryAfter };
   }
+  const retryAfter = secondsUntilAdmitted(window, second, used, limit);
+  return { allowed: false, limit, remaining: 0, resetAt: window.latestSecond() + WINDOW_SECONDS, retryAfter };
+}
+
+/** Retry-After for a window of `used` >= `limit` at `second`: drop the oldest seconds until there is room. */
+function secondsUntilAdmitted(window: SecondCounters, second: number, used: number, limit: number): number {
   let dropped = 0;
-  let retryAfter = WINDOW_SECONDS;
   for (let k = 1; k <= WINDOW_SECONDS; k++) {
     dropped += window.countAt(second - WINDOW_SECONDS + k);
-    if (used - dropped < limit) {
-      retryAfter = k;
-      break;
-    }
+    if (used - dropped < limit) return k;
   }
-  return { allowed: false, limit, remaining: 0, resetAt: window.latestSecond() + WINDOW_SECONDS, retryAfter };
+  return WINDOW_SECONDS;
 }
 
 /**

@@ -9,8 +9,8 @@
  * unit. For each decision it reads the key's hash (once per call), sums the fields of seconds n-59..n
  * (n = the current second), and if the sum is below the limit it deletes fields older than the
  * window, increments field n and renews the key's TTL (default 120 s, safely more than the 60 s
- * window; an idle key simply expires); Remaining, Reset and Retry-After are computed exactly as
- * `decide()` does, so the same sequence gives the same answers as MemoryRateLimiter. A refused
+ * window; an idle key simply expires); Remaining, Reset and Retry-After (also D29's `t`) are
+ * computed exactly as `decide()` does, so the same sequence gives the same answers as MemoryRateLimiter. A refused
  * request writes nothing (D5). The current second comes from Redis's own `TIME` inside the
  * script, so instances whose clocks disagree still share one window (D14 "to within one second").
  * Tests may inject a clock instead: its milliseconds are then passed to the script as an argument
@@ -71,6 +71,17 @@ local function stateOf(key)
   return st
 end
 
+-- Seconds until a request is admitted, for a window holding used >= limit: drop the oldest seconds
+-- until there is room (limiter.ts secondsUntilAdmitted).
+local function untilAdmitted(st, used, limit)
+  local dropped = 0
+  for k = 1, window do
+    dropped = dropped + (st.counts[second - window + k] or 0)
+    if used - dropped < limit then return k end
+  end
+  return window
+end
+
 local function decide(key, limit, mode)
   local st = stateOf(key)
   local used = st.used
@@ -84,20 +95,14 @@ local function decide(key, limit, mode)
     st.counts[second] = (st.counts[second] or 0) + 1
     if st.latest == nil or second > st.latest then st.latest = second end
     st.admitted = st.admitted + 1
-    return {1, limit - used - 1, second + window, 0, second}
-  end
-  local dropped = 0
-  local retry = window
-  for k = 1, window do
-    dropped = dropped + (st.counts[second - window + k] or 0)
-    if used - dropped < limit then
-      retry = k
-      break
-    end
+    local remaining = limit - used - 1
+    local retry = 0
+    if remaining == 0 then retry = untilAdmitted(st, used + 1, limit) end
+    return {1, remaining, second + window, retry, second}
   end
   local latest = st.latest
   if latest == nil then latest = second end
-  return {0, 0, latest + window, retry, second}
+  return {0, 0, latest + window, untilAdmitted(st, used, limit), second}
 end
 
 local out = {}

@@ -3,7 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
 import { assertError, header } from './helpers.js';
 
-const EXPOSED = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id'];
+/** D18, D21 and D29: what browser code may read (the IETF rate-limit fields and the deprecation headers included). */
+const EXPOSED = [
+  'ETag', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'X-Request-Id',
+  'Deprecation', 'Sunset', 'Link',
+];
 
 function list(value: string | undefined): string[] {
   return (value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');

@@ -265,3 +265,129 @@ export async function startAttackers(port: number, connections: number, requests
     },
   };
 }
+
+/** A bare item of a structured field (RFC 9651) as this suite reads it: a string, token, integer or boolean. */
+export type SfBareItem = string | number | boolean | { token: string };
+
+/** One member of a structured-field List: an item with its parameters, in order. */
+export interface SfItem {
+  value: SfBareItem;
+  params: Map<string, SfBareItem>;
+}
+
+/**
+ * A structured-field List (RFC 9651 section 4.2.1) of items with parameters, parsed to the letter
+ * for what the IETF rate-limit fields use (D29): sf-string, sf-token, sf-integer and sf-boolean
+ * bare items, parameters, optional whitespace around commas and before parameters' semicolons.
+ * Inner lists, decimals, byte sequences, dates and display strings are refused, as is anything
+ * malformed: a test must see the field exactly as a standard parser would.
+ */
+export function parseSfList(text: string): SfItem[] {
+  let i = 0;
+  const fail = (what: string): never => {
+    throw new Error(`structured field ${JSON.stringify(text)}: ${what} at ${i}`);
+  };
+  const skipOws = () => {
+    while (text[i] === ' ' || text[i] === '\t') i++;
+  };
+  const skipSp = () => {
+    while (text[i] === ' ') i++;
+  };
+  const key = (): string => {
+    const m = /^[a-z*][a-z0-9_.*-]*/.exec(text.slice(i));
+    if (m === null) return fail('a key');
+    i += m[0].length;
+    return m[0];
+  };
+  const bareItem = (): SfBareItem => {
+    const c = text[i];
+    if (c === '"') {
+      let out = '';
+      for (i++; i < text.length; i++) {
+        const ch = text[i]!;
+        if (ch === '\\') {
+          const next = text[++i];
+          if (next !== '"' && next !== '\\') return fail('a bad escape');
+          out += next;
+        } else if (ch === '"') {
+          i++;
+          return out;
+        } else if (ch < ' ' || ch > '~') {
+          return fail('a character outside a string\'s range');
+        } else {
+          out += ch;
+        }
+      }
+      return fail('an unterminated string');
+    }
+    if (c === '?') {
+      const b = text[i + 1];
+      if (b !== '0' && b !== '1') return fail('a boolean');
+      i += 2;
+      return b === '1';
+    }
+    const integer = /^-?[0-9]{1,15}(?![0-9.])/.exec(text.slice(i));
+    if (integer !== null) {
+      i += integer[0].length;
+      return Number(integer[0]);
+    }
+    const token = /^[A-Za-z*][!#$%&'*+\-.^_`|~0-9A-Za-z:/]*/.exec(text.slice(i));
+    if (token !== null) {
+      i += token[0].length;
+      return { token: token[0] };
+    }
+    return fail('a bare item (only strings, tokens, integers and booleans are expected)');
+  };
+  const params = (): Map<string, SfBareItem> => {
+    const found = new Map<string, SfBareItem>();
+    while (text[i] === ';') {
+      i++;
+      skipSp();
+      const name = key();
+      let value: SfBareItem = true;
+      if (text[i] === '=') {
+        i++;
+        value = bareItem();
+      }
+      // A repeated key keeps its place and takes the last value (RFC 9651 4.2.3.2).
+      found.set(name, value);
+    }
+    return found;
+  };
+  const items: SfItem[] = [];
+  skipSp();
+  if (i === text.length) return items;
+  for (;;) {
+    if (text[i] === '(') fail('an inner list');
+    items.push({ value: bareItem(), params: params() });
+    skipOws();
+    if (i === text.length) return items;
+    if (text[i] !== ',') fail('a comma');
+    i++;
+    skipOws();
+    if (i === text.length) fail('a trailing comma');
+  }
+}
+
+/**
+ * D29's two fields of an answer, read as a standard parser would, and checked for the form D29
+ * gives them: one item each, the policy `"key"` (a string), integer `q`, `w`, `r`, `t`. Undefined
+ * when the answer carries neither; failing when it carries one without the other.
+ */
+export function ietfRateLimit(res: TestResponse): { q: number; w: number; r: number; t: number } | undefined {
+  const policy = header(res, 'ratelimit-policy');
+  const state = header(res, 'ratelimit');
+  if (policy === undefined && state === undefined) return undefined;
+  assert.ok(policy !== undefined && state !== undefined, `both or neither: RateLimit-Policy ${policy}, RateLimit ${state}`);
+  const [p, ...morePolicies] = parseSfList(policy);
+  const [s, ...moreStates] = parseSfList(state);
+  assert.ok(p && s && morePolicies.length === 0 && moreStates.length === 0, `one policy: ${policy} / ${state}`);
+  assert.equal(p.value, 'key', 'the policy is named "key", a string');
+  assert.equal(s.value, 'key', 'RateLimit names the policy of RateLimit-Policy');
+  const integer = (item: SfItem, name: string): number => {
+    const v = item.params.get(name);
+    assert.ok(typeof v === 'number' && Number.isInteger(v) && v >= 0, `${name} is a non-negative integer: ${JSON.stringify(v)}`);
+    return v;
+  };
+  return { q: integer(p, 'q'), w: integer(p, 'w'), r: integer(s, 'r'), t: integer(s, 't') };
+}

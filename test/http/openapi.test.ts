@@ -117,7 +117,7 @@ function headerValue(schema: Json, raw: string): unknown {
 }
 
 /** Headers whose presence the document must account for when the server sends them. */
-const API_HEADER = /^(x-|access-control-|retry-after$|allow$|etag$|cache-control$)/;
+const API_HEADER = /^(x-|access-control-|retry-after$|allow$|etag$|cache-control$|ratelimit$|ratelimit-policy$|deprecation$|sunset$|link$)/;
 
 /**
  * Checks a real response against the document: its body matches the documented schema (or is
@@ -460,16 +460,21 @@ describe('OpenAPI document (item 10)', () => {
       assert.deepEqual([...errorSchema.properties.error.enum].sort(), Object.values(SPEC_ERRORS).sort());
     });
 
-    it('documents every response of the GET operations: D15 headers, 429 with Retry-After, D21 ETag and Cache-Control on 200 and 304', () => {
+    it('documents every response of the GET operations: D15 and D29 headers, 429 with Retry-After, D21 ETag and Cache-Control on 200 and 304', () => {
       for (const path of [LIST, DETAIL]) {
         const responses = doc.paths[path].get.responses;
         const headersOf = (status: string) => deref(responses[status]).headers;
         assert.equal(headersOf('429')['Retry-After'].required, true);
         for (const status of ['200', '304', '403', '429']) {
-          for (const h of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
-            assert.equal(headersOf(status)[h]?.required, true, `${path} ${status} ${h} (D15)`);
+          for (const h of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']) {
+            assert.equal(headersOf(status)[h]?.required, true, `${path} ${status} ${h} (D15, D29)`);
           }
         }
+        for (const status of ['400', '500', 'default']) assert.equal(headersOf(status).RateLimit?.required, false, `${path} ${status}: RateLimit when past the key check (D29)`);
+        assert.match(headersOf('429').RateLimit.schema.pattern, /r=0;t=\[1-9\]/, 'a 429 has r=0 and t >= 1 (D29)');
+        // D29: nothing in v1 is deprecated today: the committed document marks no operation.
+        assert.equal(doc.paths[path].get.deprecated, undefined, `${path} is not deprecated`);
+        for (const status of GET_STATUSES) assert.equal(headersOf(status).Deprecation, undefined, `${path} ${status}: no Deprecation header documented`);
         for (const status of ['200', '304']) {
           for (const h of ['ETag', 'Cache-Control']) assert.equal(deref(headersOf(status)[h])?.required, true, `${path} ${status} ${h} (D21)`);
         }
@@ -477,6 +482,7 @@ describe('OpenAPI document (item 10)', () => {
         for (const status of GET_STATUSES) assert.ok(headersOf(status)['X-Request-Id'], `${path} ${status}: D19`);
       }
       assert.equal(deref(doc.paths[LIST].get.responses[401]).headers['X-RateLimit-Limit'], undefined, '401 is before the limiter (D5)');
+      assert.equal(deref(doc.paths[LIST].get.responses[401]).headers.RateLimit, undefined, 'nor the D29 fields');
       assert.equal(doc.components.headers['Cache-Control'].schema.const, CACHE_CONTROL);
       assert.equal(doc.components.headers['Access-Control-Expose-Headers'].schema.const, EXPOSED_HEADERS);
       assert.match(EXPOSED_HEADERS, /(^|, )ETag(,|$)/, 'ETag is exposed to browsers (D21)');

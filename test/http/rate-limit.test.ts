@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../support/cli.js';
 import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
-import { assertError, header } from './helpers.js';
+import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
+import { assertError, header, ietfRateLimit } from './helpers.js';
 
 interface Limits {
   limit: number;
@@ -10,14 +11,25 @@ interface Limits {
   reset: number;
 }
 
-/** The D15 headers of a response, checked for form: integers, Reset never in the past. */
-function limits(res: TestResponse, nowMs: number, context = ''): Limits {
+/**
+ * The D15 headers of a response, checked for form: integers, Reset never in the past; and D29's
+ * IETF fields with them, saying the same: q = Limit, w = 60, r = Remaining, t = Retry-After on a
+ * refusal, 0 while a request would be admitted now (Remaining > 0), else the wait (>= 1).
+ */
+function limits(res: TestResponse, nowMs: number, context = ''): Limits & { t: number } {
   const raw = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((h) => header(res, h));
   for (const [i, v] of raw.entries()) assert.match(v ?? '', /^[0-9]+$/, `${context} header ${i} is an integer: ${v} (status ${res.status})`);
   const [limit, remaining, reset] = raw.map(Number) as [number, number, number];
   assert.ok(reset * 1000 >= nowMs, `${context} Reset ${reset} is not in the past (now ${nowMs / 1000})`);
   assert.ok(remaining <= limit, context);
-  return { limit, remaining, reset };
+  const ietf = ietfRateLimit(res);
+  assert.ok(ietf !== undefined, `${context} RateLimit and RateLimit-Policy come with X-RateLimit-* (D29, status ${res.status})`);
+  assert.deepEqual([ietf.q, ietf.w, ietf.r], [limit, WINDOW_SECONDS, remaining], `${context} D29 fields agree with X-RateLimit-*`);
+  const wait = header(res, 'retry-after');
+  if (wait !== undefined) assert.equal(ietf.t, Number(wait), `${context} t is Retry-After (D29)`);
+  else if (remaining > 0) assert.equal(ietf.t, 0, `${context} t=0 while a request would be admitted now (D29)`);
+  else assert.ok(ietf.t >= 1 && ietf.t <= WINDOW_SECONDS, `${context} t is the wait when nothing is left: ${ietf.t}`);
+  return { limit, remaining, reset, t: ietf.t };
 }
 
 function retryAfter(res: TestResponse): number {
@@ -29,7 +41,7 @@ function retryAfter(res: TestResponse): number {
 }
 
 function assertNoLimitHeaders(res: TestResponse, context: string): void {
-  for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after']) {
+  for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after', 'ratelimit', 'ratelimit-policy']) {
     assert.equal(header(res, h), undefined, `${context}: no ${h}`);
   }
 }
@@ -242,6 +254,122 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     for (let i = 0; i < 59; i++) assert.equal((await get(key)).status, 200);
     assert.equal((await get(key)).status, 429);
     assert.equal((await preflight()).status, 204);
+  });
+});
+
+describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
+  let server: TestServer;
+  let orgId: string;
+
+  before(async () => {
+    server = await startTestServer();
+    orgId = await server.createAccount();
+    await server.addListings(orgId, [{}]);
+  });
+  after(() => server.close());
+
+  const keyLimitedTo = async (limit: number) => {
+    const { key, id } = await server.createKey(orgId);
+    await server.service.store.keys.setRateLimit(id, limit);
+    return key;
+  };
+  const get = (key: string, options: RequestOptions = {}) => server.get('/v1/listings', { ...options, key });
+  const now = () => server.clock.now();
+  /** The two fields as a standard structured-field parser reads them. */
+  const fields = (res: TestResponse) => {
+    const ietf = ietfRateLimit(res);
+    assert.ok(ietf, `status ${res.status}: RateLimit and RateLimit-Policy`);
+    return ietf;
+  };
+
+  it('on 200s, on the 200 that takes the last request, and on 429s: r is Remaining, t the seconds until one is admitted (Retry-After on a 429)', async () => {
+    const key = await keyLimitedTo(3);
+    server.clock.ms = Math.ceil(now() / 1000) * 1000 + 300;
+    const start = now();
+    const first = await get(key);
+    assert.equal(first.status, 200);
+    assert.equal(header(first, 'ratelimit-policy'), '"key";q=3;w=60');
+    assert.equal(header(first, 'ratelimit'), '"key";r=2;t=0');
+    server.clock.advance(10_000);
+    assert.deepEqual(fields(await get(key)), { q: 3, w: 60, r: 1, t: 0 });
+    server.clock.advance(5_000);
+    // The last request of the window: admitted, and t says when the next one will be (the first
+    // request leaves the window 60 s after it was sent, 45 s from now), where Remaining says 0.
+    const last = await get(key);
+    assert.equal(last.status, 200);
+    assert.deepEqual(fields(last), { q: 3, w: 60, r: 0, t: 45 });
+    limits(last, now());
+    const refused = await get(key);
+    assertError(refused, 429, 'rate_limited');
+    assert.equal(header(refused, 'retry-after'), '45');
+    assert.equal(header(refused, 'ratelimit'), '"key";r=0;t=45');
+    server.clock.ms = start + 59_000;
+    const early = await get(key);
+    assert.equal(early.status, 429);
+    assert.deepEqual(fields(early), { q: 3, w: 60, r: 0, t: 1 });
+    assert.equal(header(early, 'retry-after'), '1');
+    server.clock.ms = start + 60_000;
+    // Admitted once t has passed; the second request now leaves in 10 s.
+    const again = await get(key);
+    assert.equal(again.status, 200);
+    assert.deepEqual(fields(again), { q: 3, w: 60, r: 0, t: 10 });
+  });
+
+  it('on a free 304: r unchanged and t=0 while requests are left; r=0 and t the wait, with no Retry-After, once the key is spent (D21)', async () => {
+    const key = await keyLimitedTo(2);
+    const ok = await get(key);
+    assert.equal(ok.status, 200);
+    const etag = header(ok, 'etag')!;
+    assert.deepEqual(fields(ok), { q: 2, w: 60, r: 1, t: 0 });
+    for (let i = 0; i < 3; i++) {
+      const free = await get(key, { headers: { 'if-none-match': etag } });
+      assert.equal(free.status, 304);
+      assert.equal(header(free, 'ratelimit'), '"key";r=1;t=0', 'a 304 takes nothing');
+      assert.equal(header(free, 'ratelimit-policy'), '"key";q=2;w=60');
+      limits(free, now());
+    }
+    server.clock.advance(20_000);
+    const spent = await get(key);
+    assert.equal(spent.status, 200);
+    assert.deepEqual(fields(spent), { q: 2, w: 60, r: 0, t: 40 });
+    const free = await get(key, { headers: { 'if-none-match': etag } });
+    assert.equal(free.status, 304, 'given even with no request left');
+    assert.equal(header(free, 'retry-after'), undefined);
+    assert.deepEqual(fields(free), { q: 2, w: 60, r: 0, t: 40 });
+    limits(free, now());
+    const refused = await get(key);
+    assert.equal(refused.status, 429);
+    assert.equal(header(refused, 'retry-after'), '40', 'the 304\'s t is the wait a request is told');
+  });
+
+  it('on 400, 403 and 404 after the key check, agreeing with X-RateLimit-*; absent exactly where X-RateLimit-* is (401, preflight, unknown host or route, 405)', async () => {
+    const key = await keyLimitedTo(10);
+    await server.allowOrigin(orgId, 'https://shop.example.com');
+    const counted: Array<[number, TestResponse]> = [
+      [400, await server.get('/v1/listings?per_page=x', { key })],
+      [400, await server.get('/v1/listings/changes?cursor=nonsense', { key })],
+      [403, await get(key, { headers: { origin: 'https://evil.example.com' } })],
+      [404, await server.get('/v1/listings/b0000000-0000-4000-8000-0000000000ff', { key })],
+      [404, await server.get('/v1/listings/not-an-id', { key })],
+    ];
+    for (const [i, [status, res]] of counted.entries()) {
+      assert.equal(res.status, status, res.body);
+      const l = limits(res, now(), `status ${status}`);
+      assert.deepEqual(fields(res), { q: 10, w: 60, r: 9 - i, t: 0 }, 'each counted once');
+      assert.equal(l.remaining, 9 - i);
+    }
+    const uncounted: Array<[number, TestResponse]> = [
+      [401, await server.get('/v1/listings')],
+      [401, await server.get('/v1/listings', { key: 'sg_live_nope' })],
+      [204, await server.get('/v1/listings', { method: 'OPTIONS', headers: { origin: 'https://shop.example.com', 'access-control-request-method': 'GET' } })],
+      [404, await server.get('/v1/listings', { key, host: 'api.nowhere.localhost' })],
+      [404, await server.get('/v1/nothing-here', { key })],
+      [405, await server.get('/v1/listings', { key, method: 'DELETE' })],
+    ];
+    for (const [status, res] of uncounted) {
+      assert.equal(res.status, status, res.body);
+      assertNoLimitHeaders(res, `status ${status}`);
+    }
   });
 });
 

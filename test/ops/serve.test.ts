@@ -173,6 +173,21 @@ describe('serve: a start-up failure ends the command with one line (exit 1), nev
     assert.deepEqual(demoKeys(), keys, 'no demo key added or revoked');
   });
 
+  it('D29: a malformed API_DEPRECATIONS, or a prefix that covers no endpoint, is one line naming it, before anything starts', async () => {
+    const keys = demoKeys();
+    const link = 'https://developers.example.com/changelog';
+    const cases: Array<[string, RegExp]> = [
+      ['[{"prefix": "/v1/listings/changes", "since": "2026-12-01"', /^listings-api: configuration: API_DEPRECATIONS: is not JSON \(.+\); expected e\.g\. \[/],
+      [`[{"prefix": "/v1/listing", "since": "2026-12-01", "link": "${link}"}]`, /^listings-api: configuration: API_DEPRECATIONS: prefix "\/v1\/listing" covers no endpoint; the API serves \/v1\/listings, /],
+    ];
+    for (const [value, line] of cases) {
+      const result = serveExpectingExit(['--demo'], { DATABASE_URL: database.url, PORT: String(await freePort()), API_DEPRECATIONS: value });
+      assert.equal(result.status, 1, result.stderr);
+      assert.match(oneStderrLine(result.stderr), line);
+    }
+    assert.deepEqual(demoKeys(), keys, 'no demo key added or revoked');
+  });
+
   it('port in use, with workers: the primary stops at the first worker that cannot listen, naming the setting, before any credentials', { skip: SKIP_NO_REDIS }, async () => {
     // PORT for the API, DASHBOARD_PORT for the dashboard (both in the workers), METRICS_PORT in the primary.
     for (const [setting, prefix] of [['PORT', 'a worker could not start: '], ['DASHBOARD_PORT', 'a worker could not start: '], ['METRICS_PORT', '']] as const) {

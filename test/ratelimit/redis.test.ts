@@ -221,9 +221,16 @@ describe('two in-process instances sharing Redis, injected clock (D14, D15 over 
       assert.equal(res.status, 200, `request ${i + 1}`);
       assert.equal(header(res, 'x-ratelimit-limit'), 10);
       assert.equal(header(res, 'x-ratelimit-reset'), (i < 4 ? t0 : t0 + 5) + 60);
+      // D29: the last request taken says when the next is admitted: the 4 of t0 leave at t0+60.
+      assert.equal(res.headers['ratelimit'], `"key";r=${9 - i};t=${i === 9 ? 55 : 0}`);
       remaining.push(header(res, 'x-ratelimit-remaining'));
     }
     assert.deepEqual(remaining, [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    // D29's fields come from the shared decision too: the last one taken says when the next is admitted (t0+60).
+    const last = await a.get('/v1/listings', { key, headers: { 'if-none-match': '*' } });
+    assert.equal(last.status, 304);
+    assert.equal(last.headers['ratelimit'], '"key";r=0;t=55');
+    assert.equal(last.headers['ratelimit-policy'], '"key";q=10;w=60');
 
     // At t0+20 both refuse; the 4 requests of t0 leave the window at t0+60: Retry-After 40.
     clock.advance(15_000);
@@ -231,6 +238,7 @@ describe('two in-process instances sharing Redis, injected clock (D14, D15 over 
       const res = await server.get('/v1/listings', { key });
       assert.equal(res.status, 429);
       assert.equal(res.headers['retry-after'], '40');
+      assert.equal(res.headers['ratelimit'], '"key";r=0;t=40', 'D29: t is Retry-After');
       assert.equal(header(res, 'x-ratelimit-remaining'), 0);
       assert.equal(header(res, 'x-ratelimit-reset'), t0 + 65);
     }

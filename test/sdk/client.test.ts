@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileStateStore, ListingsApiError, ListingsClient, type Listing } from '@listings-api/sdk';
+import { fetchWithLocalhost, FileStateStore, ListingsApiError, ListingsClient, type Listing } from '@listings-api/sdk';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { assertSchema, LISTING_TYPE_FIELDS } from './helpers.js';
 
@@ -93,6 +93,29 @@ describe('SDK against a real server', () => {
     assert.equal(client.rateLimit!.remaining, remaining, 'the 304 was not counted');
     const statuses = server.logs.lines.filter((l) => String(l.path).endsWith(id)).map((l) => l.status);
     assert.ok(statuses.includes(304), `the server answered 304: ${JSON.stringify(statuses)}`);
+  });
+
+  it('reads the server\'s IETF RateLimit fields when a proxy passes only those (D29): the same limit and remaining as X-RateLimit-*', async () => {
+    const both = new ListingsClient({ apiKey: key.key, baseUrl: base });
+    // A proxy in between that drops the X-RateLimit-* headers and keeps the standard ones.
+    const ietfOnly = new ListingsClient({
+      apiKey: key.key,
+      baseUrl: base,
+      fetch: async (url, init) => {
+        const res = await fetchWithLocalhost(url, init);
+        const headers = new Headers(res.headers);
+        for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) headers.delete(name);
+        assert.ok(headers.get('ratelimit') && headers.get('ratelimit-policy'), 'the server sent both IETF fields');
+        return new Response(res.status === 304 ? null : await res.text(), { status: res.status, headers });
+      },
+    });
+    await both.listings.list({ perPage: 2 });
+    const viaProxy = await ietfOnly.listings.list({ perPage: 3 }).then(() => ietfOnly.rateLimit);
+    await both.listings.list({ perPage: 4 });
+    assert.equal(viaProxy?.limit, 1000);
+    assert.equal(viaProxy?.remaining, both.rateLimit!.remaining + 1, 'between the two direct calls');
+    const now = Math.floor(Date.now() / 1000);
+    assert.ok(viaProxy!.reset >= now - 5 && viaProxy!.reset <= now, 't=0 while requests are left: reset is now');
   });
 
   it('survives a 429 storm by waiting as told (Retry-After plus jitter), with the clock moved instead of slept', async () => {

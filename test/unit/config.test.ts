@@ -138,6 +138,81 @@ describe('configuration (OPERATIONS "Configuration")', () => {
     assert.equal(loadConfig({ READ_CACHE_MAX_MB: '16' }).readCacheMaxMb, 16);
   });
 
+  describe('API_DEPRECATIONS (D29)', () => {
+    const LINK = 'https://developers.example.com/changelog#changes';
+    const entry = (fields: Record<string, unknown>) => JSON.stringify([{ prefix: '/v1/listings/changes', since: '2026-12-01', link: LINK, ...fields }]);
+    const refusal = (value: string) => refuses({ API_DEPRECATIONS: value }, 'API_DEPRECATIONS');
+
+    it('is empty unless set: nothing in v1 is deprecated', () => {
+      assert.deepEqual(loadConfig({}).apiDeprecations, []);
+      assert.deepEqual(loadConfig({ API_DEPRECATIONS: '  ' }).apiDeprecations, []);
+      assert.deepEqual(loadConfig({ API_DEPRECATIONS: '[]' }).apiDeprecations, []);
+    });
+
+    it('reads prefixes with since (Unix seconds), an optional sunset (epoch ms) and a link', () => {
+      const config = loadConfig({
+        API_DEPRECATIONS: JSON.stringify([
+          { prefix: '/v1/listings/changes', since: '2026-12-01', sunset: '2027-12-01', link: LINK },
+          { prefix: '/v1', since: '2026-12-01T09:30:00+08:00', link: 'https://Developers.Example.com/v2' },
+        ]),
+      });
+      assert.deepEqual(config.apiDeprecations, [
+        { prefix: '/v1/listings/changes', since: Date.parse('2026-12-01T00:00:00Z') / 1000, sunset: Date.parse('2027-12-01T00:00:00Z'), link: LINK },
+        { prefix: '/v1', since: Date.parse('2026-12-01T01:30:00Z') / 1000, sunset: undefined, link: 'https://developers.example.com/v2' },
+      ]);
+      // Fractions of a second are dropped from the Unix seconds; a sunset exactly twelve months on is enough.
+      assert.equal(loadConfig({ API_DEPRECATIONS: entry({ since: '2026-12-01T00:00:00.999Z', sunset: '2027-12-01T00:00:00.999Z' }) }).apiDeprecations[0]!.since, 1796083200);
+    });
+
+    it('refuses what is not a JSON array of objects, with one line that shows the format', () => {
+      assert.match(refusal('{"prefix": "/v1/listings/changes"'), /^API_DEPRECATIONS: is not JSON \(.+\); expected e\.g\. \[\{"prefix": "\/v1\/listings\/changes", "since": "2026-12-01", "sunset": "2027-12-01", "link": "https:/);
+      assert.match(refusal('/v1/listings/changes'), /^API_DEPRECATIONS: is not JSON/);
+      assert.match(refusal('{"prefix": "/v1/listings/changes"}'), /^API_DEPRECATIONS: expected a JSON array of \{"prefix", "since", "sunset", "link"\} objects, e\.g\. /);
+      assert.equal(refusal('["/v1/listings/changes"]'), 'API_DEPRECATIONS: entry 1: expected an object {"prefix", "since", "sunset", "link"}');
+      assert.equal(refusal(entry({ until: '2027-12-01' })), 'API_DEPRECATIONS: entry 1: unknown field "until" (expected prefix, since, sunset, link)');
+    });
+
+    it('refuses a prefix outside /v1, or not a plain path of whole segments', () => {
+      assert.equal(refusal(entry({ prefix: undefined })), 'API_DEPRECATIONS: entry 1: "prefix" is required, a path such as "/v1/listings/changes"');
+      for (const prefix of ['/v2/listings', 'v1/listings', '/v10', '/openapi.json', '', '/']) {
+        assert.equal(refusal(entry({ prefix })), `API_DEPRECATIONS: entry 1: prefix "${prefix}" must be /v1 or a path below it (e.g. /v1/listings/changes)`);
+      }
+      assert.match(refusal(entry({ prefix: '/v1/listings/' })), /: prefix "\/v1\/listings\/" has an empty segment \(no trailing or double slash\)$/);
+      assert.match(refusal(entry({ prefix: '/v1//listings' })), /has an empty segment/);
+      for (const [prefix, segment] of [['/v1/listings/:id', ':id'], ['/v1/listings/{id}', '{id}'], ['/v1/listings?sort=price', 'listings?sort=price'], ['/v1/*', '*'], ['/v1/../admin', '..']]) {
+        assert.equal(refusal(entry({ prefix })), `API_DEPRECATIONS: entry 1: prefix "${prefix}" has the segment "${segment}"; use letters, digits and - . _ ~ (no parameters, query or wildcards)`);
+      }
+      const twice = JSON.stringify([JSON.parse(entry({}))[0], { ...JSON.parse(entry({}))[0], since: '2027-01-01' }]);
+      assert.equal(refusal(twice), 'API_DEPRECATIONS: entry 2 (/v1/listings/changes): the prefix is given twice');
+    });
+
+    it('refuses a since or sunset that is not a real ISO 8601 date or date-time with a zone', () => {
+      const form = 'is not an ISO 8601 date (2026-12-01) or date-time with a zone (2026-12-01T09:00:00Z)';
+      assert.equal(refusal(entry({ since: undefined })), 'API_DEPRECATIONS: entry 1 (/v1/listings/changes): since is required, an ISO 8601 date (2026-12-01) or date-time (2026-12-01T09:00:00Z)');
+      for (const since of ['2026-02-30', '2026-13-01', '01/12/2026', '2026-12-01T09:00:00', '2026-12-01T24:00:00Z', '2026-12-01 09:00:00Z', 'Tue, 01 Dec 2026 00:00:00 GMT', '2026-12-01T09:00:00+25:00']) {
+        assert.equal(refusal(entry({ since })), `API_DEPRECATIONS: entry 1 (/v1/listings/changes): since "${since}" ${form}`);
+      }
+      assert.equal(refusal(entry({ since: 1796083200 })), `API_DEPRECATIONS: entry 1 (/v1/listings/changes): since "1796083200" ${form}`);
+      assert.equal(refusal(entry({ sunset: '2027-11-31' })), `API_DEPRECATIONS: entry 1 (/v1/listings/changes): sunset "2027-11-31" ${form}`);
+    });
+
+    it('refuses a sunset less than twelve months after since: the versioning policy\'s promise', () => {
+      assert.equal(
+        refusal(entry({ sunset: '2027-11-30' })),
+        'API_DEPRECATIONS: entry 1 (/v1/listings/changes): sunset 2027-11-30 is less than 12 months after since 2026-12-01; the versioning policy promises at least that',
+      );
+      assert.match(refusal(entry({ sunset: '2025-01-01' })), /sunset 2025-01-01 is less than 12 months after since/);
+    });
+
+    it('refuses a link that is not an absolute https URL, without echoing credentials', () => {
+      assert.equal(refusal(entry({ link: undefined })), 'API_DEPRECATIONS: entry 1 (/v1/listings/changes): "link" is required, the https URL of a page saying what to use instead');
+      assert.equal(refusal(entry({ link: '/changelog' })), 'API_DEPRECATIONS: entry 1 (/v1/listings/changes): link "/changelog" is not an absolute URL');
+      assert.equal(refusal(entry({ link: 'http://developers.example.com/changelog' })), 'API_DEPRECATIONS: entry 1 (/v1/listings/changes): link "http://developers.example.com/changelog" must be an https URL');
+      const withPassword = refusal(entry({ link: `https://user:${SECRET}@developers.example.com/` }));
+      assert.equal(withPassword, 'API_DEPRECATIONS: entry 1 (/v1/listings/changes): link must not carry a user name or password');
+    });
+  });
+
   it('names the bad variable even when others are fine', () => {
     refuses({ PORT: '8080', LOG_LEVEL: 'loud', RATE_LIMIT_PER_MINUTE: '100' }, 'LOG_LEVEL');
   });

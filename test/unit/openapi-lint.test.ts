@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { parseDeprecations } from '../../src/config/deprecations.js';
 import { buildOpenApiDocument } from '../../src/http/openapi.js';
+
+const FEED_DEPRECATED = '[{"prefix": "/v1/listings/changes", "since": "2026-12-01", "sunset": "2027-12-01", "link": "https://developers.example.com/changelog#feed"}]';
 
 /**
  * The OpenAPI document passes Redocly CLI's lint with every built-in rule on, except the few that
@@ -61,11 +64,14 @@ describe('OpenAPI lint (Redocly CLI)', () => {
     assertClean('openapi.json', await lint(join(ROOT, 'openapi.json')));
   });
 
-  it('the documents deployments serve (GET /openapi.json): local, Singapore only, one regional country', async () => {
+  it('the documents deployments serve (GET /openapi.json): local, Singapore only, one regional country, deprecated operations (D29)', async () => {
     const variants = {
       local: buildOpenApiDocument({ apiDomain: 'localhost' }),
       sgOnly: buildOpenApiDocument({ apiDomain: 'listings.example.net', countries: ['sg'] }),
       ukOnly: buildOpenApiDocument({ apiDomain: 'listings.example.net', countries: ['uk'] }),
+      // D29: one operation deprecated with a sunset, and everything deprecated without one (no shared answer left).
+      feedDeprecated: buildOpenApiDocument({ deprecations: parseDeprecations(FEED_DEPRECATED) }),
+      allDeprecated: buildOpenApiDocument({ deprecations: parseDeprecations('[{"prefix": "/v1", "since": "2026-12-01", "link": "https://developers.example.com/v2"}]') }),
     };
     for (const [name, document] of Object.entries(variants)) {
       const file = join(dir, `${name}.json`);

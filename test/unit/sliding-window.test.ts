@@ -47,11 +47,18 @@ class Model {
     const used = this.countInWindow(n);
     if (used < limit) {
       this.admitted.push(ms);
-      return { allowed: true, limit, remaining: limit - used - 1, resetAt: this.fullAgainAt(n), retryAfter: 0 };
+      // D29's `t`: 0 while another request would be admitted now; after the last one, the wait.
+      const remaining = limit - used - 1;
+      return { allowed: true, limit, remaining, resetAt: this.fullAgainAt(n), retryAfter: remaining > 0 ? 0 : this.waitAt(n, limit) };
     }
+    return { allowed: false, limit, remaining: 0, resetAt: this.fullAgainAt(n), retryAfter: this.waitAt(n, limit) };
+  }
+
+  /** The first k >= 1 at which second n + k has room for one more request. */
+  waitAt(n: number, limit: number): number {
     let k = 1;
     while (this.countInWindow(n + k) >= limit) k++;
-    return { allowed: false, limit, remaining: 0, resetAt: this.fullAgainAt(n), retryAfter: k };
+    return k;
   }
 
   /** Drops instants that can no longer matter at second `n` (keeps the model fast). */
@@ -123,13 +130,14 @@ function checkDecision(d: RateLimitDecision, ms: number, limit: number, admitted
   if (sec(before) < d.resetAt) {
     assert.ok(admittedOnCopy(stateAfter, before, limit, limit) < limit, `${label}: full limit was back before reset ${d.resetAt}`);
   }
-  if (d.allowed) {
-    assert.equal(d.retryAfter, 0);
+  if (d.remaining > 0) {
+    assert.equal(d.allowed, true, `${label}: a refusal leaves nothing`);
+    assert.equal(d.retryAfter, 0, `${label}: with requests left, one is admitted now (D29 t=0)`);
     return;
   }
-  // (d) Retry-After: >= 1; a request exactly that many seconds later (or later in that second) is
-  // admitted if nothing else was sent; one a second earlier is not (the value is minimal).
-  assert.equal(d.remaining, 0, `${label}: remaining on a refusal`);
+  // (d) Retry-After (and D29's `t`, also on the admission that took the last request): >= 1; a
+  // request exactly that many seconds later (or later in that second) is admitted if nothing else
+  // was sent; one a second earlier is not (the value is minimal).
   assert.ok(Number.isInteger(d.retryAfter) && d.retryAfter >= 1 && d.retryAfter <= WINDOW_SECONDS, `${label}: retry-after ${d.retryAfter}`);
   const at = ms + d.retryAfter * 1000;
   for (const offset of [0, 1, 999 - (at % 1000)]) {
@@ -174,7 +182,7 @@ function runSequence(seed: number, options: { length: number; changeLimits: bool
     const decision = limiter.consume('key', limit);
     const label = `seed ${seed} step ${i} (t=${clock.ms - BASE} ms, limit ${limit})`;
     assert.deepEqual(decision, expected, `${label}: the limiter disagrees with the reference model`);
-    if (!decision.allowed || i % options.checkEvery === 0) checkDecision(decision, clock.ms, limit, model.admitted, label);
+    if (decision.remaining === 0 || i % options.checkEvery === 0) checkDecision(decision, clock.ms, limit, model.admitted, label);
     lastRefusal = decision.allowed ? undefined : decision;
     steps.push({ ms: clock.ms, limit, decision });
   }
@@ -274,6 +282,7 @@ describe('sliding-window limiter (D14, D15)', () => {
       assert.equal(refused.retryAfter, 35, `offset ${offset}`);
       assert.deepEqual(rateLimitHeaders(refused), {
         'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(sec(BASE) + 80), 'retry-after': '35',
+        'ratelimit-policy': '"key";q=3;w=60', 'ratelimit': '"key";r=0;t=35',
       });
       checkDecision(refused, clock.ms, 3, admitted, `offset ${offset}`);
       // On the real limiter: a second early is refused (and not counted), on time is admitted.
@@ -414,12 +423,35 @@ describe('sliding-window limiter (D14, D15)', () => {
     assert.deepEqual(slidingAdmitted, instants.slice(0, limit), 'the first burst is admitted, the second refused');
   });
 
-  it('rate-limit headers: Retry-After only on a refusal', () => {
+  it('rate-limit headers: Retry-After only on a refusal; the D29 fields say the same as X-RateLimit-*', () => {
     const clock = new ManualClock(BASE);
     const limiter = new MemoryRateLimiter(clock.now);
-    const ok = limiter.consume('k', 1);
-    assert.deepEqual(rateLimitHeaders(ok), { 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(sec(BASE) + 60) });
-    const refused = limiter.consume('k', 1);
-    assert.equal(rateLimitHeaders(refused)['retry-after'], '60');
+    const first = limiter.consume('k', 2);
+    assert.deepEqual(rateLimitHeaders(first), {
+      'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(sec(BASE) + 60),
+      'ratelimit-policy': '"key";q=2;w=60', 'ratelimit': '"key";r=1;t=0',
+    });
+    clock.ms += 20_000;
+    // The last request of the window: admitted, and `t` says when the next one will be (D29).
+    const last = limiter.consume('k', 2);
+    assert.deepEqual(rateLimitHeaders(last), {
+      'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(sec(BASE) + 80),
+      'ratelimit-policy': '"key";q=2;w=60', 'ratelimit': '"key";r=0;t=40',
+    });
+    clock.ms += 1_000;
+    const refused = limiter.consume('k', 2);
+    assert.deepEqual(rateLimitHeaders(refused), {
+      'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(sec(BASE) + 80),
+      'ratelimit-policy': '"key";q=2;w=60', 'ratelimit': '"key";r=0;t=39', 'retry-after': '39',
+    });
+    // A free answer (D21's 304) on the refused state: `t` as a refusal's, but no Retry-After.
+    const peeked = limiter.peek('k', 2);
+    assert.deepEqual(rateLimitHeaders(peeked, true), {
+      'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(sec(BASE) + 80),
+      'ratelimit-policy': '"key";q=2;w=60', 'ratelimit': '"key";r=0;t=39',
+    });
+    clock.ms += 39_000;
+    assert.equal(limiter.peek('k', 2).retryAfter, 0, 'a request would be admitted now');
+    assert.equal(limiter.consume('k', 2).allowed, true);
   });
 });
