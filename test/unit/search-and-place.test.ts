@@ -91,6 +91,16 @@ describe('TenantSearch (the per-tenant word index)', () => {
     assert.notEqual(search.priceGroups[a], search.priceGroups[b]);
   });
 
+  it('slots far apart (gaps of one, two and three varint bytes) come back exact', () => {
+    const search = new TenantSearch();
+    const rare = new Set([0, 1, 127, 128, 300, 16_383, 16_384, 16_385, 40_000]);
+    for (let i = 0; i <= 40_000; i++) search.add(null, 'SGD', null, rare.has(i) ? `common rare${i % 2}` : 'common');
+    search.finishBuild();
+    const marks = search.markWords(['rare']);
+    assert.deepEqual([...marks.keys()].filter((slot) => marks[slot] === 1), [...rare]);
+    assert.equal(search.markWords(['common']).every((mark) => mark === 1), true);
+  });
+
   it('is worn once changes leave more retired slots than live ones', () => {
     const search = new TenantSearch();
     for (let i = 0; i < 2000; i++) search.add(null, 'SGD', null, `w${i}`);
