@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { ListingsClient } from '@listings-api/sdk';
-import { createSite, type Site } from '@listings-api/example-website';
+import { createSite, displayDistance, distanceMetres, PLACES, type Site } from '@listings-api/example-website';
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -19,10 +19,11 @@ import { startTestServer, type TestServer } from '../support/server.js';
 const available = chromiumAvailable;
 if (!available) console.log(`SKIPPED: the example website's browser test needs ${CHROMIUM} (apt-get install chromium); it did not run.`);
 
-/** The README's screenshot with UPDATE_SCREENSHOTS=1 (a plain run leaves the tree clean), else a temp file. */
-const SCREENSHOT = process.env.UPDATE_SCREENSHOTS
-  ? fileURLToPath(new URL('../../../docs/example-website.png', import.meta.url))
-  : join(tmpdir(), `listings-example-website-${process.pid}.png`);
+/** The READMEs' screenshots with UPDATE_SCREENSHOTS=1 (a plain run leaves the tree clean), else temp files. */
+const screenshot = (name: string) => process.env.UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL(`../../../docs/${name}.png`, import.meta.url))
+  : join(tmpdir(), `listings-${name}-${process.pid}.png`);
+const SCREENSHOT = screenshot('example-website');
 
 /**
  * Stand-ins for the listings' photos: the demo image host does not resolve offline, so the browser's
@@ -54,8 +55,9 @@ function oddPhoto(shape: 'wide' | 'tall'): string {
 // Without Chromium: one skipped test, so that the runner's count says so too.
 if (!available) it('example website in a real browser (Chromium)', { skip: `${CHROMIUM} not found: browser test SKIPPED` }, () => {});
 
-describe('example website in a real browser (Chromium): listings, images, filter, load more, a listing with JSON-LD, no JavaScript', { skip: !available }, () => {
+describe('example website in a real browser (Chromium): listings, images, search, chips, near, map, load more, a listing with JSON-LD, no JavaScript', { skip: !available }, () => {
   let server: TestServer;
+  let key: string;
   let site: Site;
   let siteUrl: string;
   let browser: Browser | undefined;
@@ -64,11 +66,14 @@ describe('example website in a real browser (Chromium): listings, images, filter
   const problems: string[] = [];
   const apiCalls: string[] = [];
   const kinds = [['Office'], ['F&B', 'Cafe'], ['Retail', 'Shop']];
+  /** Where each building is (the demo's places); units a few metres apart; listings 4 and 13 have no location. */
+  const buildings = [[1.2801, 103.8545], [1.2812, 103.8486], [1.3005, 103.8395]] as const;
+  const raffles = PLACES.sg.find((p) => p.id === 'raffles-place')!;
 
   before(async () => {
     server = await startTestServer();
     const accountId = await server.createAccount();
-    const key = await server.createKey(accountId, 'sg');
+    key = (await server.createKey(accountId, 'sg')).key;
     await server.addListings(accountId, Array.from({ length: 15 }, (_, i) => {
       const images = i % 3 === 0 ? [`https://images.example.com/listings/${i}/1.jpg`, `https://images.example.com/listings/${i}/2.jpg`, `https://images.example.com/listings/${i}/3.jpg`]
         : i % 3 === 1 ? [`https://images.example.com/broken/${i}.jpg`] : [];
@@ -84,11 +89,14 @@ describe('example website in a real browser (Chromium): listings, images, filter
         building_name: ['Marina Bay Link', 'Telok Ayer Point', 'Orchard Gateway'][i % 3],
         street_address: ['8 Marina Boulevard', '18 Telok Ayer Street', '277 Orchard Road'][i % 3],
         is_featured: i === 0,
+        location: i === 4 || i === 13 ? null : { lat: buildings[i % 3]![0] + ((i % 5) - 2) * 0.0003, lng: buildings[i % 3]![1] + ((i % 4) - 1.5) * 0.0003 },
         created_at: new Date(Date.UTC(2026, 9, 30 - i)).toISOString(),
       };
     }));
-    const client = new ListingsClient({ apiKey: key.key, baseUrl: `http://api.localhost:${server.port}` });
-    site = createSite({ client });
+    const client = new ListingsClient({ apiKey: key, baseUrl: `http://api.localhost:${server.port}` });
+    // The API's clock, which each test moves a minute on: the browser is one visitor, whose budget
+    // of look-ups (20 a minute) the whole suite would otherwise spend.
+    site = createSite({ client, country: 'sg', now: server.clock.now });
     siteUrl = `http://localhost:${await site.listen(0)}`;
 
     browser = await launchChromium({ viewport: { width: 1280, height: 900 } });
@@ -109,6 +117,33 @@ describe('example website in a real browser (Chromium): listings, images, filter
     page.on('request', (r) => {
       if (r.url().startsWith(`${siteUrl}/api/`)) apiCalls.push(new URL(r.url()).pathname + new URL(r.url()).search);
     });
+  });
+
+  beforeEach(() => server.clock.advance(61_000));
+
+  /** The chips' labels, in order. */
+  const chips = (p: Page = page) => p.locator('.chips .chip').allTextContents();
+  /** The chips the API's facets say a search should have: all types, then every type some listing has. */
+  async function chipsOfFacets(query: string): Promise<string[]> {
+    const facets = (await server.get(`/v1/listings/facets?${query}`, { key })).json as { total: number; usage_types: Array<{ name: string; count: number }> };
+    return [`All types (${facets.total})`, ...facets.usage_types.filter((u) => u.count > 0).map((u) => `${u.name} (${u.count})`)];
+  }
+  /** The cards' titles, distances and map points, as the page shows them. */
+  const shown = () => page.evaluate(() => {
+    const svg = document.querySelector('#map svg');
+    const [, , width, height] = (svg?.getAttribute('viewBox') ?? '0 0 0 0').split(' ').map(Number);
+    return {
+      titles: [...document.querySelectorAll('.card-title')].map((e) => e.textContent),
+      hrefs: [...document.querySelectorAll('.card-link')].map((e) => e.getAttribute('href')),
+      distances: [...document.querySelectorAll('.card .distance')].map((e) => e.textContent),
+      points: [...document.querySelectorAll('#map .map-point')].map((a) => {
+        const c = a.querySelector('circle')!;
+        return { href: a.getAttribute('href'), title: c.querySelector('title')!.textContent, x: Number(c.getAttribute('cx')), y: Number(c.getAttribute('cy')) };
+      }),
+      box: { width: width!, height: height! },
+      centre: document.querySelector('#map .map-centre title')?.textContent ?? null,
+      offMap: [...document.querySelectorAll('#map .off-map a')].map((e) => e.textContent),
+    };
   });
 
   after(async () => {
@@ -150,13 +185,13 @@ describe('example website in a real browser (Chromium): listings, images, filter
     await page.screenshot({ path: SCREENSHOT });
   });
 
-  it('filters by usage type (a GET form: the URL says what is shown)', async () => {
-    await page.selectOption('#usage', 'Office');
-    await Promise.all([page.waitForURL('**/?usage=Office'), page.click('.filter button')]);
+  it('filters by usage type with a chip (a GET form: the URL says what is shown)', async () => {
+    await Promise.all([page.waitForURL('**/?usage=Office'), page.click('.chip >> text=Office (5)')]);
     assert.equal(await page.textContent('h1'), 'Office space for lease');
     const tags = await page.locator('.card .tags').allTextContents();
     assert.equal(tags.length, 5);
     assert.ok(tags.every((t) => t === 'Office'), tags.join(' | '));
+    assert.equal(await page.getAttribute('.chip >> text=Office (5)', 'aria-pressed'), 'true');
   });
 
   it('"Load more" appends the next page in place, read with the SDK through the site\'s proxy', async () => {
@@ -172,6 +207,121 @@ describe('example website in a real browser (Chromium): listings, images, filter
     // above the cards no longer says "page 1 of 2".
     assert.equal(await page.locator('.card').nth(13).locator('.price').textContent(), 'SGD 4,300 /mo');
     assert.equal(await page.textContent('#count'), '15 listings, all shown');
+    // The map is drawn again with the cards added: 13 points, and the two listings without a location under it.
+    const after = await shown();
+    assert.equal(after.points.length, 13);
+    assert.deepEqual(after.offMap, ['Corner cafe, Telok Ayer 5', 'Corner cafe, Telok Ayer 14']);
+    assert.equal(await page.textContent('#map figcaption'), 'Where 13 listings are; north is up. 2 not on the map.');
+  });
+
+  it('searches by text: only the matching cards, and chips whose counts are the API\'s facets for the same search (issue 45 item 4)', async () => {
+    await page.goto(`${siteUrl}/`);
+    await page.fill('#q', 'cafe');
+    await Promise.all([page.waitForURL('**/?q=cafe'), page.press('#q', 'Enter')]);
+    const { titles, points, offMap } = await shown();
+    assert.deepEqual(titles, ['Corner cafe, Telok Ayer 2', 'Corner cafe, Telok Ayer 5', 'Corner cafe, Telok Ayer 8', 'Corner cafe, Telok Ayer 11', 'Corner cafe, Telok Ayer 14']);
+    assert.equal(await page.textContent('#count'), '5 listings');
+    assert.equal(await page.textContent('.summary'), 'Matching “cafe”');
+    assert.deepEqual(await chips(), await chipsOfFacets('q=cafe'));
+    assert.deepEqual(await chips(), ['All types (5)', 'F&B (5)', 'Cafe (5)']);
+    assert.equal(await page.getAttribute('.chip-all', 'aria-pressed'), 'true');
+    assert.equal(await page.inputValue('#q'), 'cafe');
+    assert.equal(points.length, 3);
+    assert.deepEqual(offMap, ['Corner cafe, Telok Ayer 5', 'Corner cafe, Telok Ayer 14']);
+  });
+
+  it('a chip narrows the search and keeps its text; the Search button keeps the chip; pressing it again shows every type', async () => {
+    await page.goto(`${siteUrl}/?q=s`);
+    // "s" starts a word of every listing ("suite", "Street", "shop", or the type Shop).
+    assert.deepEqual(await chips(), ['All types (15)', 'Office (5)', 'F&B (5)', 'Cafe (5)', 'Retail (5)', 'Shop (5)']);
+    await Promise.all([page.waitForURL('**/?q=s&usage=Cafe'), page.click('.chip >> text=Cafe (5)')]);
+    assert.equal(await page.textContent('h1'), 'Cafe space for lease');
+    assert.equal(await page.locator('.card').count(), 5);
+    assert.ok((await page.locator('.card .tags').allTextContents()).every((t) => t === 'F&BCafe'));
+    // The other types' counts stay beside the chosen one, as the API's facets say (D27: usage types
+    // are counted as if there were no usage type filter); "All types" is what choosing it would show.
+    assert.deepEqual((await chips()).slice(1), (await chipsOfFacets('q=s&usage_type=Cafe')).slice(1));
+    assert.deepEqual(await chips(), await chipsOfFacets('q=s'));
+    assert.equal(await page.getAttribute('.chip >> text=Cafe (5)', 'aria-pressed'), 'true');
+    await page.fill('#q', 'corner 8');
+    await Promise.all([page.waitForURL('**/?q=corner+8&usage=Cafe'), page.press('#q', 'Enter')]);
+    assert.deepEqual(await page.locator('.card-title').allTextContents(), ['Corner cafe, Telok Ayer 8']);
+    await Promise.all([page.waitForURL('**/?q=corner+8'), page.click('.chip[aria-pressed="true"] >> text=Cafe (1)')]);
+    assert.equal(await page.getAttribute('.chip-all', 'aria-pressed'), 'true');
+    assert.equal(await page.textContent('h1'), 'Space for lease');
+  });
+
+  it('near a place: the nearest first, each with its distance, and a map of their points around the place (issue 45 item 4)', async () => {
+    await page.goto(`${siteUrl}/`);
+    await page.selectOption('#near', 'raffles-place');
+    await page.selectOption('#radius', '2');
+    await Promise.all([page.waitForURL('**/?near=raffles-place&radius=2'), page.click('.search-button')]);
+    assert.equal(await page.textContent('.summary'), 'within 2 km of Raffles Place, nearest first');
+    // The API's answer for the same place, nearest first: the cards are in its order.
+    const api = (await server.get(`/v1/listings?near=${raffles.lat},${raffles.lng}&radius_m=2000&sort=distance&per_page=12`, { key })).json as { items: Array<{ id: string; title: string; location: { lat: number; lng: number } }> };
+    const seen = await shown();
+    assert.equal(api.items.length, 8, 'Marina Bay Link and Telok Ayer Point, not Orchard');
+    assert.deepEqual(seen.titles, api.items.map((l) => l.title));
+    // Each card's distance is worked out on the site (haversine) and says so; nearest first.
+    const metres = api.items.map((l) => distanceMetres(raffles, l.location));
+    assert.deepEqual(seen.distances, metres.map((m) => `${displayDistance(m)} from Raffles Place`));
+    assert.ok(metres.every((m, i) => i === 0 || m >= metres[i - 1]!) && metres.at(-1)! <= 2000, metres.join(', '));
+    assert.deepEqual(await chips(), await chipsOfFacets(`near=${raffles.lat},${raffles.lng}&radius_m=2000`));
+    // The map: a point for each card, inside the picture, linking to its listing, and the place marked.
+    assert.equal(seen.points.length, 8);
+    assert.deepEqual(new Set(seen.points.map((p) => p.href)), new Set(seen.hrefs));
+    assert.deepEqual(new Set(seen.points.map((p) => p.title)), new Set(seen.titles));
+    assert.ok(seen.points.every((p) => p.x > 0 && p.x < seen.box.width && p.y > 0 && p.y < seen.box.height), JSON.stringify(seen));
+    assert.equal(seen.centre, 'Raffles Place');
+    assert.deepEqual(seen.offMap, []);
+    // Telok Ayer Point is west of Marina Bay Link: drawn to its left.
+    const x = (building: string) => seen.points.filter((p) => p.title!.includes(building)).map((p) => p.x);
+    assert.ok(Math.max(...x('Telok Ayer')) < Math.min(...x('Harbour View')), JSON.stringify(seen.points));
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('.card img')].slice(0, 6).every((img) => img.complete));
+    await page.screenshot({ path: screenshot('example-website-search') });
+    await page.locator('#map').screenshot({ path: screenshot('example-website-map') });
+    // A point is a link: from the keyboard too.
+    await page.focus('#map .map-point >> nth=0');
+    await Promise.all([page.waitForURL(`**${seen.points[0]!.href}`), page.keyboard.press('Enter')]);
+    assert.equal(await page.textContent('h1'), seen.points[0]!.title);
+  });
+
+  it('"Load more" keeps the search: the next page of the same text and place, nearest first, and the map grows', async () => {
+    await page.goto(`${siteUrl}/?q=s&near=raffles-place&radius=10`);
+    assert.equal(await page.textContent('#count'), '13 listings, page 1 of 2');
+    apiCalls.length = 0;
+    await page.click('[data-load-more]');
+    await page.waitForFunction(() => document.querySelectorAll('.card').length === 13);
+    assert.equal(apiCalls.length, 1);
+    const asked = new URL(apiCalls[0]!, siteUrl).searchParams;
+    assert.deepEqual(Object.fromEntries(asked), { page: '2', per_page: '12', q: 's', near: `${raffles.lat},${raffles.lng}`, radius_m: '10000', sort: 'distance' });
+    const seen = await shown();
+    const km = seen.distances.map((d) => /^([\d.]+) (k?m) from Raffles Place$/.exec(d!)!).map(([, n, unit]) => Number(n) * (unit === 'km' ? 1000 : 1));
+    assert.equal(km.length, 13);
+    assert.ok(km.every((m, i) => i === 0 || m >= km[i - 1]!), km.join(', '));
+    assert.equal(seen.points.length, 13);
+    assert.ok(seen.points.every((p) => p.x > 0 && p.x < seen.box.width && p.y > 0 && p.y < seen.box.height), JSON.stringify(seen));
+    assert.equal(seen.centre, 'Raffles Place');
+    assert.equal(await page.textContent('#count'), '13 listings, all shown');
+  });
+
+  it('a search of only punctuation says so on the page (400), keeps what was typed, and a new search works', async () => {
+    await page.goto(`${siteUrl}/`);
+    await page.fill('#q', '!!! ...');
+    const [response] = await Promise.all([
+      // (After the redirect that drops the form's empty fields.)
+      page.waitForResponse((r) => r.request().resourceType() === 'document' && r.url().includes('q=') && r.status() !== 303),
+      page.press('#q', 'Enter'),
+    ]);
+    assert.equal(response.status(), 400);
+    await page.waitForSelector('#search-error');
+    assert.equal(await page.textContent('#search-error'), 'Nothing to search for: type a word, a name or a street, with at least one letter or digit.');
+    assert.equal(await page.getAttribute('#search-error', 'role'), 'alert');
+    assert.equal(await page.inputValue('#q'), '!!! ...');
+    assert.equal(await page.locator('.card').count(), 0);
+    await page.fill('#q', 'harbour');
+    await Promise.all([page.waitForURL('**/?q=harbour'), page.press('#q', 'Enter')]);
+    assert.equal(await page.locator('.card').count(), 5);
   });
 
   it('opens a listing: all its images, its facts, and schema.org RealEstateListing JSON-LD with an Offer', async () => {
@@ -202,9 +352,16 @@ describe('example website in a real browser (Chromium): listings, images, filter
       assert.equal(await p.textContent('[rel=next]'), 'Next page');
       await Promise.all([p.waitForURL('**/?page=2'), p.click('[rel=next]')]);
       assert.equal(await p.locator('.card').count(), 3);
-      await p.selectOption('#usage', 'F&B');
-      await Promise.all([p.waitForURL('**/?usage=F%26B'), p.click('.filter button')]);
+      await Promise.all([p.waitForURL('**/?usage=F%26B'), p.click('.chip >> text=F&B (5)')]);
       assert.equal(await p.locator('.card').count(), 5);
+      // A search near a place, and the map, are plain HTML too.
+      await p.fill('#q', 'corner');
+      await p.selectOption('#near', 'raffles-place');
+      // (The form's own order: a whole search is not redirected.)
+      await Promise.all([p.waitForURL('**/?q=corner&near=raffles-place&radius=5&usage=F%26B'), p.click('.search-button')]);
+      assert.equal(await p.locator('.card').count(), 3);
+      assert.equal(await p.locator('#map .map-point').count(), 3);
+      assert.deepEqual(await chips(p), ['All types (3)', 'F&B (3)', 'Cafe (3)']);
       await Promise.all([p.waitForURL('**/listings/*'), p.click('.card >> nth=0 >> .card-link')]);
       assert.match((await p.textContent('script[type="application/ld+json"]'))!, /"@type":"RealEstateListing"/);
     } finally {

@@ -1,8 +1,10 @@
 // The example site's only script: placeholders for images that fail to load, and "Load more",
-// which reads the next page through the site's own proxy (/api) with the SDK, in the browser.
+// which reads the next page of the same search (text, usage type, place) through the site's own
+// proxy (/api) with the SDK, in the browser, and draws the map again with the cards it adds.
 // Without it the page works the same, with plain links.
 import { ListingsClient } from '/assets/sdk/index.js';
-import { countLine, displayPrice, displaySize, displayTitle } from '/assets/format.js';
+import { countLine, displayDistance, displayPrice, displaySize, displayTitle, mapCaption } from '/assets/format.js';
+import { distanceMetres, plot } from '/assets/geo.js';
 
 const markBroken = (img) => img.closest('.thumb')?.classList.add('broken');
 document.addEventListener('error', (event) => { if (event.target instanceof HTMLImageElement) markBroken(event.target); }, true);
@@ -15,6 +17,9 @@ if (more && list) {
   const client = new ListingsClient({ baseUrl: `${location.origin}/api` });
   const status = document.getElementById('status');
   const count = document.getElementById('count');
+  // The search the page shows, as the server wrote it on the link (render.ts listPage).
+  const { usage, q, nearLat, nearLng, nearName, radiusM } = more.dataset;
+  const near = nearLat ? { lat: Number(nearLat), lng: Number(nearLng), name: nearName, radiusM: Number(radiusM) } : undefined;
   more.textContent = 'Load more';
   more.previousElementSibling?.remove(); // "Previous page" makes no sense once pages pile up
   more.addEventListener('click', async (event) => {
@@ -28,9 +33,12 @@ if (more && list) {
       const answer = await client.listings.list({
         page,
         perPage: Number(more.dataset.perPage),
-        ...(more.dataset.usage ? { usageType: more.dataset.usage } : {}),
+        ...(usage ? { usageType: usage } : {}),
+        ...(q ? { q } : {}),
+        ...(near ? { near: { lat: near.lat, lng: near.lng }, radiusM: near.radiusM, sort: 'distance' } : {}),
       });
-      for (const listing of answer.items) list.append(card(listing));
+      for (const listing of answer.items) list.append(card(listing, near));
+      drawMap(list);
       // The line above the cards said "page 1 of N": it now says how many of them are shown.
       if (count) count.textContent = countLine(answer, list.children.length);
       if (answer.page >= answer.pages) more.remove();
@@ -56,8 +64,9 @@ function el(tag, className, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
-function card(l) {
+function card(l, near) {
   const li = el('li', 'card');
+  if (l.location) Object.assign(li.dataset, { lat: String(l.location.lat), lng: String(l.location.lng) });
   const a = el('a', 'card-link');
   a.href = `/listings/${encodeURIComponent(l.id)}`;
   const src = l.images[l.cover_image_index] ?? l.images[0];
@@ -73,6 +82,74 @@ function card(l) {
   facts.append(el('span', 'size', displaySize(l.size_sqft)), el('span', 'price', displayPrice(l)));
   const tags = el('ul', 'tags');
   for (const u of l.usage_types) tags.append(el('li', undefined, u));
-  li.append(a, facts, tags);
+  li.append(a, facts);
+  if (near && l.location) li.append(el('p', 'distance', `${displayDistance(distanceMetres(near, l.location))} from ${near.name}`));
+  li.append(tags);
   return li;
+}
+
+// The map of the cards shown, as the server draws it (render.ts resultsMap), from the cards'
+// data-lat/data-lng and the figure's data-near-*: the points' bounding box grows with the cards
+// "Load more" adds.
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(tag, attributes, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  node.append(...children);
+  return node;
+}
+function svgTitle(text) {
+  const title = document.createElementNS(SVG, 'title');
+  title.textContent = text;
+  return title;
+}
+function drawMap(cards) {
+  const figure = document.getElementById('map');
+  if (!figure) return;
+  // The place searched near, as the server wrote it on the figure.
+  const { nearLat, nearLng, nearName, radiusM } = figure.dataset;
+  const near = nearLat ? { lat: Number(nearLat), lng: Number(nearLng), name: nearName, radiusM: Number(radiusM) } : undefined;
+  const shown = [...cards.children].map((li) => ({
+    href: li.querySelector('.card-link').getAttribute('href'),
+    title: li.querySelector('.card-title').textContent,
+    location: li.dataset.lat ? { lat: Number(li.dataset.lat), lng: Number(li.dataset.lng) } : null,
+  }));
+  const located = shown.filter((s) => s.location);
+  const offMap = shown.filter((s) => !s.location);
+  const drawing = plot(located.map((s) => s.location), near);
+  const parts = [];
+  if (drawing) {
+    const { width, height } = drawing;
+    const points = located.map((s) => {
+      const { x, y } = drawing.at(s.location);
+      const label = near ? `${s.title}, ${displayDistance(distanceMetres(near, s.location))} from ${near.name}` : s.title;
+      return svg('a', { class: 'map-point', href: s.href, 'aria-label': label }, svg('circle', { cx: x, cy: y, r: 6 }, svgTitle(s.title)));
+    });
+    const marks = [svg('rect', { class: 'map-ground', width, height, rx: 8 }), svg('path', { class: 'map-grid', d: drawing.grid })];
+    let centre;
+    if (near) {
+      const { x, y } = drawing.at(near);
+      marks.push(svg('circle', { class: 'map-radius', cx: x, cy: y, r: Math.round((near.radiusM / drawing.metresPerUnit) * 10) / 10 }));
+      centre = svg('g', { class: 'map-centre' }, svgTitle(near.name), svg('circle', { cx: x, cy: y, r: 8 }), svg('path', { d: `M${x - 5} ${y}h10M${x} ${y - 5}v10` }));
+    }
+    marks.push(svg('g', { class: 'map-points' }, ...points));
+    if (centre) marks.push(centre);
+    const label = svg('text', { x: 12, y: height - 18 });
+    label.textContent = displayDistance(drawing.scale.metres);
+    marks.push(svg('g', { class: 'map-scale' }, svg('path', { d: `M12 ${height - 12}h${drawing.scale.length}` }), label));
+    parts.push(svg('svg', { class: 'map-plot', viewBox: `0 0 ${width} ${height}`, width, height, 'aria-labelledby': 'map-caption' }, ...marks));
+  }
+  const caption = el('figcaption', undefined, mapCaption(located.length, offMap.length, near?.name));
+  caption.id = 'map-caption';
+  parts.push(caption);
+  if (offMap.length > 0) {
+    const p = el('p', 'off-map', 'Not on the map (no location): ');
+    offMap.forEach((s, i) => {
+      const a = el('a', undefined, s.title);
+      a.href = s.href;
+      p.append(...(i > 0 ? [', ', a] : [a]));
+    });
+    parts.push(p);
+  }
+  figure.replaceChildren(...parts);
 }

@@ -47,3 +47,20 @@ export function countLine(page: { total: number; page: number; pages: number }, 
   if (shown !== undefined) return shown >= page.total ? `${total}, all shown` : `${total}, ${shown} shown`;
   return page.pages > 1 ? `${total}, page ${page.page} of ${page.pages}` : total;
 }
+
+/**
+ * A distance as a card says it: `350 m` (to 10 m), `1.2 km` (to 100 m below 10 km), `14 km`.
+ * Also the scale bar's label on the map.
+ */
+export function displayDistance(metres: number): string {
+  if (metres < 995) return `${Math.round(metres / 10) * 10} m`;
+  if (metres < 9_950) return `${(Math.round(metres / 100) / 10).toFixed(1).replace(/\.0$/, '')} km`;
+  return `${new Intl.NumberFormat('en').format(Math.round(metres / 1000))} km`;
+}
+
+/** The caption of the results' map: how many listings it shows, around which place, how many are not on it. */
+export function mapCaption(located: number, offMap: number, centreName: string | undefined): string {
+  if (located === 0) return centreName ? `${centreName} (+); none of these listings has a location to map.` : 'None of these listings has a location to map.';
+  const shown = located === 1 ? '1 listing is' : `${located} listings are`;
+  return `Where ${shown}${centreName ? `, around ${centreName} (+)` : ''}; north is up.${offMap > 0 ? ` ${offMap} not on the map.` : ''}`;
+}

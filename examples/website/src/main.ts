@@ -7,7 +7,7 @@
 //   SITE_URL          the site's public origin, for canonical URLs and JSON-LD (default: the request's host)
 //   LISTINGS_WEBHOOK_SECRET  a webhook endpoint's secret: the site then takes messages at
 //                     POST /webhooks/listings and shows changed listings at once
-import { ListingsApiError, ListingsClient } from '@listings-api/sdk';
+import { countryOfKey, ListingsApiError, ListingsClient } from '@listings-api/sdk';
 import { createSite } from './site.js';
 
 const key = process.env.LISTINGS_API_KEY?.trim();
@@ -36,7 +36,13 @@ try {
 }
 
 const webhookSecret = process.env.LISTINGS_WEBHOOK_SECRET?.trim();
-const site = createSite({ client, ...(process.env.SITE_URL ? { siteUrl: process.env.SITE_URL } : {}), ...(webhookSecret ? { webhookSecret } : {}) });
+// The key's country: the "Near" select offers its places (the client has checked the key's form).
+const site = createSite({
+  client,
+  country: countryOfKey(key),
+  ...(process.env.SITE_URL ? { siteUrl: process.env.SITE_URL } : {}),
+  ...(webhookSecret ? { webhookSecret } : {}),
+});
 const port = await site.listen(Number(process.env.PORT ?? 4000), process.env.HOST ?? '127.0.0.1');
 console.error(`Example website at http://localhost:${port} (listings from ${client.baseUrl})`);
 

@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createListingsHandler, createWebhookHandler, ListingsApiError, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
-import { detailPage, isUsageChoice, listPage, messagePage, noSuchPage } from './render.js';
+import { createListingsHandler, createWebhookHandler, ListingsApiError, type Country, type ListingFacets, type ListingsClient, type ListingsHandler } from '@listings-api/sdk';
+import { placesFor } from './places.js';
+import { detailPage, listPage, messagePage, noSuchPage, searchErrorPage } from './render.js';
+import { facetsSelectionOf, listParamsOf, parseSearch, refusedSearch, searchHref, searchProblem } from './search.js';
 
 export * from './render.js';
 
@@ -26,6 +28,11 @@ export interface SiteOptions {
    * of after `freshMs`.
    */
   webhookSecret?: string;
+  /**
+   * The key's country (`countryOfKey(key)`): the "Near" select then offers its places only.
+   * Without it, every country's places, grouped.
+   */
+  country?: Country;
   /** Testing hook: the proxy's clock. */
   now?: () => number;
 }
@@ -39,8 +46,12 @@ export interface Site {
 }
 
 const PUBLIC = fileURLToPath(new URL('../public/', import.meta.url));
+/** The site's modules that the browser loads as they are compiled: the cards' wording and the map's geometry. */
+const BROWSER_MODULES: Record<string, string> = {
+  '/assets/format.js': fileURLToPath(new URL('./format.js', import.meta.url)),
+  '/assets/geo.js': fileURLToPath(new URL('./geo.js', import.meta.url)),
+};
 /** The SDK's browser build is its ESM dist/, served as it is. */
-const FORMAT_MODULE = fileURLToPath(new URL('./format.js', import.meta.url));
 const SDK_DIST = dirname(fileURLToPath(import.meta.resolve('@listings-api/sdk')));
 
 const CSP = "default-src 'none'; img-src 'self' https: data: http://localhost:* http://*.localhost:* http://127.0.0.1:*; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -60,8 +71,9 @@ function asset(res: ServerResponse, path: string): boolean {
   let m: RegExpExecArray | null;
   if ((m = /^\/assets\/(site\.(?:css|js))$/.exec(path))) file = join(PUBLIC, m[1]!);
   else if ((m = /^\/assets\/sdk\/([a-z-]+\.js)$/.exec(path))) file = join(SDK_DIST, m[1]!);
-  // The wording of cards (format.ts, as compiled), shared by the server's pages and "Load more".
-  else if (path === '/assets/format.js') file = FORMAT_MODULE;
+  // The wording of cards (format.ts) and the map's geometry (geo.ts), as compiled, shared by the
+  // server's pages and "Load more".
+  else if (Object.hasOwn(BROWSER_MODULES, path)) file = BROWSER_MODULES[path];
   if (file === undefined) return false;
   let body: Buffer;
   try {
@@ -71,6 +83,10 @@ function asset(res: ServerResponse, path: string): boolean {
   }
   send(res, 200, file.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8', body, { 'cache-control': 'public, max-age=300' });
   return true;
+}
+
+function redirect(res: ServerResponse, location: string): void {
+  send(res, 303, 'text/plain; charset=utf-8', `See ${location}`, { location, 'cache-control': 'no-cache' });
 }
 
 /**
@@ -95,12 +111,14 @@ function decodeSegment(segment: string): string {
 }
 
 /**
- * The example site: `/` (the listings, filter by `?usage=`, pages by `?page=`), `/listings/<id>` (one
+ * The example site: `/` (the listings; search with `?q=`, filter by `?usage=`, near a place with
+ * `?near=<place>&radius=<km>`, pages by `?page=`), `/listings/<id>` (one
  * listing with JSON-LD), `/api/...` (the SDK's proxy handler, for the browser's "load more"), and
  * its assets. node:http only.
  */
 export function createSite(options: SiteOptions): Site {
   const perPage = options.perPage ?? 12;
+  const places = placesFor(options.country);
   const handler = createListingsHandler({ client: options.client, basePath: '/api', freshMs: options.freshMs ?? 10_000, ...(options.now ? { now: options.now } : {}) });
   // A message names the listings that changed: their copies (and the list pages) are read again on the next view.
   const webhook = options.webhookSecret === undefined
@@ -118,17 +136,34 @@ export function createSite(options: SiteOptions): Site {
     if (url === undefined) return html(res, 400, messagePage('Bad request', 'This address is not one the site can read.'));
     if (asset(res, url.pathname)) return;
     if (url.pathname === '/') {
-      const usageParam = url.searchParams.get('usage') ?? '';
-      const usage = isUsageChoice(usageParam) ? usageParam : undefined;
-      const pageNo = /^[1-9][0-9]{0,5}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
+      const { search, page: pageNo, tidy } = parseSearch(url.searchParams, places.flatMap((c) => c.places));
+      // What a plain GET form leaves in the address (`q=&near=&radius=5`): to the address the
+      // site's own links use, before any look-up.
+      if (!tidy) return redirect(res, searchHref(search, pageNo));
+      // A search the API would refuse (only punctuation, too long): said on the page, no look-up spent.
+      const problem = searchProblem(search);
+      if (problem !== undefined) return html(res, 400, searchErrorPage({ search, places, message: problem }));
       // Read for this visitor: a page that is not in the shared copy spends their budget of
       // look-ups, as their "load more" through /api does (issue 29: /?page=1, 2, 3, ... would
-      // otherwise let one visitor use up the key's limit).
-      const answer = await handler.listings.list({ page: pageNo, perPage, ...(usage ? { usageType: usage } : {}) }, { visitor: handler.visitorOf(req) });
+      // otherwise let one visitor use up the key's limit). The facets (the chips' counts) are
+      // read beside the page, without the usage type: one copy for every chip of a search.
+      const visitor = { visitor: handler.visitorOf(req) };
+      const [list, counts] = await Promise.allSettled([
+        handler.listings.list(listParamsOf(search, pageNo, perPage), visitor),
+        handler.listings.facets(facetsSelectionOf(search), visitor),
+      ]);
+      if (list.status === 'rejected') {
+        const refused = list.reason instanceof ListingsApiError ? refusedSearch(list.reason, search) : undefined;
+        if (refused !== undefined) return html(res, 400, searchErrorPage({ search, places, message: refused }));
+        throw list.reason;
+      }
+      const answer = list.value;
       // Past the last page the API answers with no items: a 404 that says so and links to the last
       // page (a redirect would cost this visitor another look-up, and hide that the link is stale).
-      if (answer.page > answer.pages) return html(res, 404, noSuchPage({ requested: answer.page, pages: answer.pages, usage }));
-      return html(res, 200, listPage({ page: answer, usage, perPage }));
+      if (answer.page > answer.pages) return html(res, 404, noSuchPage({ requested: answer.page, pages: answer.pages, search }));
+      // Without the facets (the visitor's budget, a busy API), the chips are shown without counts.
+      const facets: ListingFacets | undefined = counts.status === 'fulfilled' ? counts.value : undefined;
+      return html(res, 200, listPage({ page: answer, search, places, facets, perPage }));
     }
     const detail = /^\/listings\/([^/]+)$/.exec(url.pathname);
     if (detail !== null) {
