@@ -212,7 +212,7 @@ const VARIABLES = {
   readModelMaxMb: custom('READ_MODEL_MAX_MB', {
     shownDefault: 'half the V8 heap limit (`--max-old-space-size`)',
     values: `1 to ${(1_048_576).toLocaleString('en-US')} MiB`,
-    description: 'Bound on the tenant indexes together (about 300 bytes per listing, estimated): past it, whole indexes go, least recently read first, and a tenant\'s next ' +
+    description: 'Bound on the tenant indexes together (about 400 bytes per listing, estimated): past it, whole indexes go, least recently read first, and a tenant\'s next ' +
       'read builds its index again. A tenant larger than the bound is still served. Route keys to instances (docs/deployment.md) so that each holds only its share.',
     read: (raw, env) => (raw === undefined ? Math.max(1, Math.floor(getHeapStatistics().heap_size_limit / 2 / 1024 / 1024)) : readInteger(env, 'READ_MODEL_MAX_MB', 0, 1, 1_048_576)),
   }),
