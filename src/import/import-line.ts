@@ -2,6 +2,7 @@ import { COUNTRY_CODES, isCountry } from '../core/countries.js';
 import { canonicalUuid } from '../core/formats.js';
 import type { StagedListing } from '../storage/index.js';
 import { IMPORTED_FIELDS, LISTING_FIELD_NAMES, readField, show, type ListingField } from '../listings/fields.js';
+import { listingSearchWords, type SearchedFields } from '../listings/search-words.js';
 
 /**
  * One line of an import file, read and checked on its own (OPERATIONS "Import format"): no
@@ -30,7 +31,7 @@ const PLACEMENT_FIELDS = ['country', 'owner_account_id'] as const;
 const KNOWN_FIELDS: ReadonlySet<string> = new Set<string>([...LISTING_FIELD_NAMES, ...PLACEMENT_FIELDS]);
 
 /** A line's listing, before its owner is known (its `org_id` and JSON come with the owner, D1). */
-export type ParsedListing = Omit<StagedListing, 'body_head' | 'search_words'>;
+export type ParsedListing = Omit<StagedListing, 'body_head'>;
 
 export interface ParsedLine {
   line: number;
@@ -81,6 +82,9 @@ export function parseImportLine(text: string, line: number): ParsedLine {
   const orgId = given.org_id === undefined ? undefined : given.org_id === null ? null : (read('org_id') as string);
   row.org_id = null;
   row.created_at = given.created_at === undefined || given.created_at === null ? null : read('created_at');
+  // D26's words, folded here: a file's lines are read in a worker thread (import-lines.ts), beside
+  // the staging on the main one.
+  row.search_words = listingSearchWords(row as unknown as SearchedFields);
   return { line, orgId, row: row as unknown as ParsedListing };
 }
 

@@ -1,7 +1,6 @@
 import { Readable } from 'node:stream';
 import type { AccountKind, ImportCounts, StagedListing, Store } from '../storage/index.js';
 import { listingBodyHead } from '../listings/body.js';
-import { listingSearchWords } from '../listings/search-words.js';
 import { ImportError } from './import-line.js';
 import { parseLines, parseLinesInWorker, type ImportFile } from './import-lines.js';
 import { SeenIds } from './seen-ids.js';
@@ -67,7 +66,7 @@ export async function importListings(store: Store, input: Readable | ImportFile,
           throw new ImportError(line, 'org_id', `must be ${derived === null ? 'null (the owner is an individual)' : `the owner's id ${derived}`} or omitted`);
         }
         row.org_id = derived;
-        batch.push(Object.assign(row, { body_head: listingBodyHead(row), search_words: listingSearchWords(row) }));
+        batch.push(Object.assign(row, { body_head: listingBodyHead(row) }));
         batchLines.set(row.id, line);
       }
       await session.stage(batch);

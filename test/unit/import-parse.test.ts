@@ -210,6 +210,8 @@ describe('parseImportLine (OPERATIONS "Import format")', () => {
       url: 'https://www.example.com/listings/1',
       // Not given: an update keeps the stored one, an insert takes the import time (test/storage).
       created_at: null,
+      // D26: the words of the searched fields, folded (here the usage type alone).
+      search_words: 'office',
     });
   });
 
