@@ -239,6 +239,9 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
     }
   });
 
+  /** D28's rules between parameters and of range, which no parameter's schema can say: the API judges them. */
+  const API_JUDGES = ['near=91,0', 'bbox=0,5,1,1', 'near=1,2&bbox=0,0,1,1', 'radius_m=100', 'sort=distance'];
+
   it('issue 29 item 2: reads the query as the API does (+ is a plus) and refuses locally exactly what the API refuses, naming the parameter', async () => {
     // Some 25 distinct valid URLs from one address: more than one visitor's budget of look-ups.
     const { up, handler } = setup({ visitorLookupsPerMinute: Infinity });
@@ -254,13 +257,18 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
       'usage_type=office', 'usage_type=', 'usage_type=F&B', 'usage_type=Office&usage_type=Retail',
       'featured=true', 'featured=1', 'takeover=false', 'takeover=', 'sort=-price', 'sort=rank', 'sort=+price', 'sort=%2Dprice',
       'utm_source=x&page=2', '%=1&per_page=2', '__proto__=1&constructor=2',
+      // D26, D28: forms the proxy checks itself, and rules between parameters (or of range) only the API judges.
+      'q=marina', 'q=!!', 'q=', 'q=%20%2C', 'near=1.29,103.85', 'near=1.29', 'near=1,2&radius_m=0', 'bbox=0,0,1,1', 'bbox=0,0,1',
+      ...API_JUDGES,
     ].map((q) => `/v1/listings?${q}`);
+    const facets = ['q=cafe', 'q=--', 'usage_type=Nope', 'sort=rank&page=x', ...API_JUDGES.filter((q) => !q.startsWith('sort'))].map((q) => `/v1/listings/facets?${q}`);
     const changes = ['limit=0', 'limit=+5', 'limit=%2B5', 'limit=1001', 'limit=x', 'limit=5&limit=5', 'cursor=abc', 'cursor=&limit=2'].map((q) => `/v1/listings/changes?${q}`);
     const named = (message: string) => /"([a-z_]+)"/.exec(message)?.[1];
     try {
       let refusedLocally = 0;
       let refusedByApi = 0;
-      for (const path of [...list, ...changes]) {
+      let apiJudged = 0;
+      for (const path of [...list, ...facets, ...changes]) {
         const direct = await api.get(path, { key });
         const sentBefore = up.sent.length;
         const via = await httpCall(s.port, `/api${path}`);
@@ -273,10 +281,12 @@ describe('proxy handler (createListingsHandler) over real HTTP', () => {
         if (!path.includes('cursor=')) refusedByApi++;
         assert.equal(named(via.json.message), named(direct.json.message), `${path}: ${via.json.message} / API: ${direct.json.message}`);
         if (up.sent.length === sentBefore) refusedLocally++;
-        else assert.match(path, /cursor=/, `${path}: only a cursor needs the API to judge it`);
+        else if (!API_JUDGES.some((q) => path.endsWith(q))) assert.match(path, /cursor=/, `${path}: only a cursor needs the API to judge it`);
+        else apiJudged++;
       }
+      assert.equal(apiJudged, API_JUDGES.length * 2 - 1, 'the rules between parameters and of range are the API\'s');
       assert.ok(refusedByApi > 30);
-      assert.equal(refusedLocally, refusedByApi, 'every 400 but a cursor\'s was decided without asking');
+      assert.equal(refusedLocally + apiJudged, refusedByApi, 'every 400 but a cursor\'s and those of API_JUDGES was decided without asking');
       // The values went upstream as the API reads them: `+1` as 1, a plus sign encoded, a space as %20.
       const sent = up.sent.map((r) => new URL(r.url).search);
       assert.ok(sent.includes('?page=1'));

@@ -82,7 +82,14 @@ export const Query = {
    * would make a client that checks them refuse what the API takes: they are in the description.
    */
   searchText: (opts: Described & { maxLength: number }) =>
-    Type.String({ 'x-shape': 'search', 'x-max-length': opts.maxLength, description: opts.description, examples: [opts.example] }),
+    Type.String({
+      'x-shape': 'search',
+      'x-max-length': opts.maxLength,
+      // At least one letter or digit: what a client checking patterns (the SDK's proxy) can refuse itself.
+      pattern: '[\\p{L}\\p{N}]',
+      description: opts.description,
+      examples: [opts.example],
+    }),
   /** D28: `<lat>,<lng>`, each a D23 decimal with an optional leading sign; lat -90..90, lng -180..180. */
   point: (opts: Described) =>
     Type.Unsafe<{ lat: number; lng: number }>({ type: 'string', 'x-shape': 'lat-lng', pattern: `^${COORDINATE},${COORDINATE}$`, description: opts.description, examples: [opts.example] }),
