@@ -40,11 +40,6 @@ export class TenantSearch {
   private pendingPostings = 0;
   private built = false;
 
-  /** Slots given so far. */
-  get size(): number {
-    return this.slots;
-  }
-
   /**
    * Gives a listing a slot: its location (the stored JSON text, or null), its price group and its
    * words (the stored `search_words`: distinct words, space-separated).
@@ -143,13 +138,6 @@ export class TenantSearch {
       for (const [word, slots] of this.pending) if (word.startsWith(prefix)) slots.forEach(mark);
     });
     return marks;
-  }
-
-  /** Bytes held (typed arrays and the dictionary's words, roughly), for the bound's estimate. */
-  bytes(): number {
-    let words = 0;
-    for (const word of this.words) words += 24 + word.length;
-    return this.coords.byteLength + this.priceGroups.byteLength + this.offsets.byteLength + this.postings.byteLength + words + this.pendingPostings * 16;
   }
 }
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { USAGE_TAXONOMY } from '../../src/listings/taxonomy.js';
 import { prng } from '../support/random.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { assertError } from './helpers.js';
+import { assertError, readFiltered } from './helpers.js';
 
 /**
  * D23 filters and sort on GET /v1/listings: every rule through a listening server, and a seeded
@@ -54,19 +54,7 @@ describe('filters and sort (D23)', () => {
   });
   after(() => server.close());
 
-  async function readAll(query: string, perPage = 37): Promise<Listing[]> {
-    const items: Listing[] = [];
-    for (let page = 1; ; page++) {
-      const res = await server.get(`/v1/listings?per_page=${perPage}&page=${page}${query}`, { key });
-      assert.equal(res.status, 200, `${query}: ${res.body}`);
-      items.push(...res.json.items);
-      if (res.json.page >= res.json.pages) {
-        assert.equal(res.json.total, items.length, `${query}: total counts the filtered set`);
-        assert.equal(res.json.pages, Math.max(1, Math.ceil(items.length / perPage)), `${query}: pages (D8)`);
-        return items;
-      }
-    }
-  }
+  const readAll = (query: string, perPage = 37) => readFiltered<Listing>(server, key, query, perPage);
 
   /** The reference: D23's rules applied to the unfiltered list. */
   function reference(p: Record<string, string>): string[] {

@@ -41,6 +41,24 @@ export async function readAll(server: TestServer, key: string, perPage: number, 
   return { ids, total: [...totals][0]!, pages: page };
 }
 
+/**
+ * Every listing of a filtered list (`query`: `&name=value...`), page after page until `page`
+ * reaches `pages`; the last page's `total` must count what was read and `pages` follow D8.
+ */
+export async function readFiltered<T>(server: TestServer, key: string, query: string, perPage: number): Promise<T[]> {
+  const items: T[] = [];
+  for (let page = 1; ; page++) {
+    const res = await server.get(`/v1/listings?per_page=${perPage}&page=${page}${query}`, { key });
+    assert.equal(res.status, 200, `${query}: ${res.body}`);
+    items.push(...res.json.items);
+    if (res.json.page >= res.json.pages) {
+      assert.equal(res.json.total, items.length, `${query}: total counts the filtered set`);
+      assert.equal(res.json.pages, Math.max(1, Math.ceil(items.length / perPage)), `${query}: pages (D8)`);
+      return items;
+    }
+  }
+}
+
 /** Waits (on I/O, not on time) for the request log line of a request id (D19). */
 export async function logLinesOf(server: TestServer, reqId: string, atLeast = 1): Promise<Array<Record<string, unknown>>> {
   for (let i = 0; i < 200; i++) {

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { USAGE_TAXONOMY } from '../../src/listings/taxonomy.js';
 import { prng } from '../support/random.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { assertError, header } from './helpers.js';
+import { assertError, header, readFiltered } from './helpers.js';
 
 /**
  * D26 (text search), D27 (facets) and D28 (location) through a listening server: every rule, and
@@ -86,18 +86,7 @@ describe('text search, facets and location (D26, D27, D28)', () => {
   });
   after(() => server.close());
 
-  async function readAll(query: string, perPage = 41): Promise<Listing[]> {
-    const items: Listing[] = [];
-    for (let page = 1; ; page++) {
-      const res = await server.get(`/v1/listings?per_page=${perPage}&page=${page}${query}`, { key });
-      assert.equal(res.status, 200, `${query}: ${res.body}`);
-      items.push(...res.json.items);
-      if (res.json.page >= res.json.pages) {
-        assert.equal(res.json.total, items.length, `${query}: total counts the selected set`);
-        return items;
-      }
-    }
-  }
+  const readAll = (query: string, perPage = 41) => readFiltered<Listing>(server, key, query, perPage);
 
   const queryOf = (p: Params) => Object.entries(p).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join('');
 
