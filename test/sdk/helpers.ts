@@ -74,43 +74,29 @@ export function unfinishedRequest(port: number, head: string, sent: string, wait
 }
 
 /**
- * A chunked POST that keeps sending `chunkBytes` at a time (up to `limitBytes`) until the server
- * answers: the status, and how many bytes of body had been handed to the socket by then.
+ * A chunked POST of `bodyBytes` that is never ended: the status of the answer given to the
+ * unfinished body, or undefined when none came within `waitMs`. The body is handed over in one
+ * write and the client then only reads: a server that answers and closes with body left unread
+ * resets the connection, and a write racing that reset would destroy the socket before the answer
+ * already received was read.
  */
-export function endlessPost(
-  port: number,
-  path: string,
-  headers: Record<string, string>,
-  chunkBytes: number,
-  limitBytes: number,
-): Promise<{ status: number | undefined; sentBytes: number }> {
+export function unendedPost(port: number, path: string, headers: Record<string, string>, bodyBytes: number, waitMs: number): Promise<number | undefined> {
   return new Promise((resolve) => {
-    let sentBytes = 0;
     let answered: number | undefined;
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      resolve({ status: answered, sentBytes });
-    };
     const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', headers: { host: 'www.example.test', ...headers }, agent: false }, (res) => {
       answered = res.statusCode;
       res.resume();
-      res.on('end', () => {
-        req.destroy();
-        finish();
-      });
+      res.on('end', finish);
+      res.on('error', finish);
     });
-    // Writing into a connection the server closed after answering: the answer is what counts.
+    const timer = setTimeout(finish, waitMs);
+    function finish() {
+      clearTimeout(timer);
+      req.destroy();
+      resolve(answered);
+    }
+    // The reset after the answer: what was answered is what counts.
     req.on('error', finish);
-    const chunk = Buffer.alloc(chunkBytes, 0x20);
-    const pump = () => {
-      while (answered === undefined && !req.destroyed && sentBytes < limitBytes) {
-        sentBytes += chunk.length;
-        if (!req.write(chunk)) return void req.once('drain', pump);
-      }
-      if (answered === undefined && !req.destroyed) req.end();
-    };
-    pump();
+    req.write(Buffer.alloc(bodyBytes, 0x20));
   });
 }
