@@ -135,6 +135,27 @@ describe('filters and sort (D23)', () => {
     assert.equal(big.length, all.filter((l) => l.price !== null).length, 'no upper cap on a bound');
   });
 
+  it('a bound past the largest double is its own filter: it never shares an answer with no bound or another bound', async () => {
+    // 10^309 reads as Infinity: a view or answer keyed as if it were absent would give (or leave
+    // behind, for the next request) another filter's answer.
+    const huge = `1${'0'.repeat(309)}`;
+    const facetsTotal = async (query: string) => (await server.get(`/v1/listings/facets?takeover=true${query}`, { key })).json.total as number;
+    for (const [name, field] of [['min_price', 'price'], ['max_price', 'price'], ['min_size_sqft', 'size_sqft'], ['max_size_sqft', 'size_sqft']] as const) {
+      const priced = all.filter((l) => l[field] !== null);
+      const takeover = all.filter((l) => l.is_takeover);
+      const expected = name.startsWith('min') ? 0 : priced.length;
+      const expectedFacets = name.startsWith('min') ? 0 : takeover.filter((l) => l[field] !== null).length;
+      // Each asked first with the huge bound, then without it, then the other way round on a new view.
+      assert.equal((await readAll(`&${name}=${huge}`)).length, expected, `${name}=10^309`);
+      assert.equal((await readAll('')).length, all.length, `no bound after ${name}=10^309`);
+      assert.equal(await facetsTotal(`&${name}=${huge}`), expectedFacets, `facets ${name}=10^309`);
+      assert.equal(await facetsTotal(''), takeover.length, `facets without a bound after ${name}=10^309`);
+    }
+    assert.equal((await readAll(`&usage_type=Office&max_size_sqft=${huge}`)).length, all.filter((l) => l.size_sqft !== null && l.usage_types.includes('Office')).length);
+    assert.equal((await readAll(`&usage_type=Office&min_size_sqft=${huge}`)).length, 0, 'the other huge bound of the same filter');
+    assert.equal((await readAll('&usage_type=Office')).length, all.filter((l) => l.usage_types.includes('Office')).length);
+  });
+
   it('price bounds and sort compare the number as given, whatever its price_basis (D25)', async () => {
     const bounded = await readAll('&min_price=5&max_price=12&sort=price');
     const bases = new Set(bounded.map((l) => l.price_basis));
@@ -173,6 +194,10 @@ describe('filters and sort (D23)', () => {
       assertError(res, 400, 'bad_request', query);
       assert.match(res.json.message, new RegExp(`"${name}"`), query);
     }
+    // The numbers as sent, not as read: 10^309 is not "Infinity" to the client.
+    const above = await server.get(`/v1/listings?min_price=${'9'.repeat(400)}&max_price=%2B8.50`, { key });
+    assertError(above, 400, 'bad_request');
+    assert.equal(above.json.message, `Query parameter "min_price" (${'9'.repeat(40)}…) is above "max_price" (+8.50).`);
   });
 
   it('a page beyond the last is empty with the filtered total; the detail and the feed ignore the parameters', async () => {

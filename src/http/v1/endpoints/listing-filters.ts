@@ -77,9 +77,15 @@ function number(text: string | undefined): number | undefined {
   return text === undefined ? undefined : Number(text);
 }
 
-function ordered(minName: string, min: number | undefined, maxName: string, max: number | undefined): void {
-  if (min !== undefined && max !== undefined && min > max) throw badRequest(`Query parameter "${minName}" (${min}) is above "${maxName}" (${max}).`);
+/** A min above its max: 400 naming both, with the numbers as sent (10^309 is not "Infinity" to the client). */
+function ordered(query: FilterQuery, minName: 'min_size_sqft' | 'min_price', min: number | undefined, maxName: 'max_size_sqft' | 'max_price', max: number | undefined): void {
+  if (min !== undefined && max !== undefined && min > max) {
+    throw badRequest(`Query parameter "${minName}" (${asSent(query[minName]!)}) is above "${maxName}" (${asSent(query[maxName]!)}).`);
+  }
 }
+
+/** A validated decimal (digits and a dot) as sent, cut short if long. */
+const asSent = (decimal: string) => (decimal.length > 40 ? `${decimal.slice(0, 40)}…` : decimal);
 
 /**
  * The filter a validated query asks for (undefined: none) and its canonical text (equal for
@@ -91,8 +97,8 @@ export function filterOf(query: FilterQuery): { filter: ListingFilter | undefine
   const maxSize = number(query.max_size_sqft);
   const minPrice = number(query.min_price);
   const maxPrice = number(query.max_price);
-  ordered('min_size_sqft', minSize, 'max_size_sqft', maxSize);
-  ordered('min_price', minPrice, 'max_price', maxPrice);
+  ordered(query, 'min_size_sqft', minSize, 'max_size_sqft', maxSize);
+  ordered(query, 'min_price', minPrice, 'max_price', maxPrice);
   if (query.near !== undefined && query.bbox !== undefined) throw badRequest('Query parameters "near" and "bbox" cannot be combined; send one of them.');
   if (query.radius_m !== undefined && query.near === undefined) throw badRequest('Query parameter "radius_m" needs "near" (the point the radius is around).');
   const usage = query.usage_type === undefined ? 0 : usageMask(query.usage_type);
@@ -102,5 +108,7 @@ export function filterOf(query: FilterQuery): { filter: ListingFilter | undefine
   const parts = [usage, minSize, maxSize, minPrice, maxPrice, featured, takeover, words, near, bbox];
   if (usage === 0 && parts.slice(1).every((part) => part === undefined)) return { filter: undefined, key: '' };
   const filter: ListingFilter = { usage, minSize, maxSize, minPrice, maxPrice, featured, takeover, words, near, bbox };
-  return { filter, key: JSON.stringify(parts) };
+  // A bound past the largest double reads as Infinity (D23 has no upper cap), which JSON writes as
+  // null, the same as no bound: written as text, it keeps a key of its own.
+  return { filter, key: JSON.stringify(parts, (_name, value: unknown) => (value === Infinity ? 'Infinity' : value)) };
 }
