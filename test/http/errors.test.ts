@@ -117,6 +117,14 @@ describe('errors (spec 7; D5, D6)', () => {
     assertError(await server.get('/v1/listings?page=%zz', { key }), 400, 'bad_request');
     assertError(await server.get('/v1/listings?page=%E0%A4%A', { key }), 400, 'bad_request');
     assertError(await server.get('/v1/listings?page=%zz'), 401, 'unauthorized');
+    // Free text too: a broken `q` is refused naming it, not searched for what its raw text spells.
+    for (const path of ['/v1/listings?q=%E0%A4%A', '/v1/listings?q=caf%C3', '/v1/listings/facets?q=%ff', '/v1/listings?q=office&bbox=%ff']) {
+      const res = await server.get(path, { key });
+      assertError(res, 400, 'bad_request', path);
+      assert.match(res.json.message, path.includes('bbox') ? /"bbox" is not valid percent-encoded UTF-8/ : /"q" is not valid percent-encoded UTF-8/, path);
+    }
+    assert.equal((await server.get('/v1/listings?q=50%25', { key })).status, 200, 'a "%" sent as %25');
+    assert.equal((await server.get('/v1/listings?q=caf%C3%A9&utm_source=%ff', { key })).status, 200, 'a name the endpoint does not read is not checked');
   });
 
   it('an error never echoes more than a short, redacted excerpt of the path (issue 8, item 9)', async () => {

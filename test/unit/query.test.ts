@@ -72,6 +72,17 @@ describe('parseQueryString (D7)', () => {
     assert.equal(parseQueryString('page=%zz&per_page=%41').per_page, 'A');
   });
 
+  it('a value that is not percent-encoded UTF-8 is a 400 naming its parameter, from the validator, and only for a name it reads', () => {
+    const validate = compileQueryValidator(Type.Object({ q: Type.Optional(Type.String()), page: Type.Optional(Type.String()) }));
+    for (const text of ['q=%zz', 'q=%', 'q=%E0%A4%A', 'q=%ff', 'q=50%off', 'page=1&q=%C3']) {
+      const result = validate(parseQueryString(text));
+      assert.ok('error' in result, text);
+      assert.match(result.error.message, /^Query parameter "q" is not valid percent-encoded UTF-8/, text);
+    }
+    assert.deepEqual(validate(parseQueryString('q=50%25&other=%zz')), { value: { q: '50%' } });
+    assert.deepEqual(validate(parseQueryString('q=caf%C3%A9')), { value: { q: 'café' } });
+  });
+
   it('skips empty pairs, gives "" for a bare name or empty value, and keeps "=" inside values', () => {
     assert.deepEqual({ ...parseQueryString('') }, {});
     assert.deepEqual({ ...parseQueryString('&&page=2&&') }, { page: '2' });

@@ -212,6 +212,7 @@ export function compileQueryValidator(schema: TObject | TSchema): (query: Readon
   }));
   return (query) => {
     const value: Record<string, unknown> = {};
+    const undecodable = (query as { [UNDECODABLE]?: Set<string> } | null)?.[UNDECODABLE];
     try {
       for (const { name, parse, fallback } of properties) {
         const raw = query?.[name];
@@ -219,6 +220,8 @@ export function compileQueryValidator(schema: TObject | TSchema): (query: Readon
           if (fallback !== undefined) value[name] = fallback;
         } else if (Array.isArray(raw)) {
           throw badRequest(`Query parameter "${name}" was given ${raw.length} times; give it once.`);
+        } else if (undecodable?.has(name) === true) {
+          throw badRequest(`Query parameter "${name}" is not valid percent-encoded UTF-8 (a "%" must start %XX of a UTF-8 byte; send "%25" for a "%").`);
         } else {
           value[name] = parse(raw);
         }
@@ -241,12 +244,15 @@ export const MAX_QUERY_PARAMETERS = 100;
 
 /** Set on the (empty) parse of a query that had more than its bound of parameters. */
 const OVER_BOUND = Symbol('queryOverBound');
+/** Set on a parse with values that are not percent-encoded UTF-8: the names they were given under. */
+const UNDECODABLE = Symbol('queryUndecodable');
 
 /**
  * Parses a query string as RFC 3986 percent-encoding, without turning `+` into a space: D7 allows
  * a leading `+`, which clients send both raw and as `%2B`. A repeated name becomes an array (D7
- * rejects it); an undecodable value is kept raw so that it fails validation with a 400 in its turn
- * (D5) instead of failing the request before authentication.
+ * rejects it); an undecodable value is kept raw and its name marked, so that the validator answers
+ * it with a 400 naming the parameter in its turn (D5) instead of failing the request before
+ * authentication, and free text (`q`) is never searched for a decoding it does not have.
  *
  * Linear in the query's length: a repeated name's values are appended to one array, and the query
  * is cut by `split`, which stops after `limit` + 1 parts. A query of more than `limit` parts is
@@ -267,8 +273,13 @@ export function parseQueryString(query: string, limit = MAX_QUERY_PARAMETERS): R
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const rawValue = eq === -1 ? '' : pair.slice(eq + 1);
-    const name = encoded ? decode(rawName) : rawName;
-    const value = encoded ? decode(rawValue) : rawValue;
+    const name = encoded ? (decode(rawName) ?? rawName) : rawName;
+    let value = encoded ? decode(rawValue) : rawValue;
+    if (value === undefined) {
+      value = rawValue;
+      const marked = result as { [UNDECODABLE]?: Set<string> };
+      (marked[UNDECODABLE] ??= new Set()).add(name);
+    }
     const previous = result[name];
     if (previous === undefined) result[name] = value;
     else if (Array.isArray(previous)) previous.push(value);
@@ -298,10 +309,11 @@ export const tooManyParameters = (): ApiError =>
 function QueryObject(): void {}
 QueryObject.prototype = Object.create(null);
 
-function decode(text: string): string {
+/** The percent-decoded text, or undefined when it is not percent-encoded UTF-8. */
+function decode(text: string): string | undefined {
   try {
     return decodeURIComponent(text);
   } catch {
-    return text;
+    return undefined;
   }
 }
