@@ -6,6 +6,7 @@ import { compileQueryValidator } from '../../src/http/v1/query.js';
 import { listingSearchWords, searchWords } from '../../src/listings/search-words.js';
 import { TenantSearch } from '../../src/readmodel/tenant-search.js';
 import { distanceM, EARTH_RADIUS_M } from '../../src/readmodel/views.js';
+import { prng } from '../support/random.js';
 
 /** Unit tests of the subtle parts of D26-D28: folding, the import's location, the parameters' forms, distance, the word index. */
 
@@ -89,6 +90,25 @@ describe('TenantSearch (the per-tenant word index)', () => {
     assert.deepEqual([...search.markWords(['zzz'])], [0, 0, 0]);
     assert.deepEqual([...search.coords.subarray(0, 6)].map(String), ['NaN', 'NaN', '1', '2', 'NaN', 'NaN']);
     assert.notEqual(search.priceGroups[a], search.priceGroups[b]);
+  });
+
+  it('the packed dictionary finds every word a prefix starts, as startsWith over each listing would', () => {
+    const rand = prng(4526);
+    // Words that share prefixes, are prefixes of each other, and leave the one-byte range (the
+    // dictionary is then a two-byte string; comparison is by UTF-16 unit, as `<` sorts).
+    const alphabet = ['a', 'b', 'ab', 'abc', '9', '90', 'ß', '東', '東京', '😀', 'z'];
+    const wordOf = () => Array.from({ length: 1 + Math.floor(rand() * 3) }, () => alphabet[Math.floor(rand() * alphabet.length)]!).join('');
+    const listings = Array.from({ length: 300 }, () => [...new Set(Array.from({ length: Math.floor(rand() * 5) }, wordOf))]);
+    const search = new TenantSearch();
+    const slots = listings.map((words) => search.add(null, 'SGD', null, words.join(' ')));
+    search.finishBuild();
+    const prefixes = [...new Set([...alphabet, ...Array.from({ length: 200 }, wordOf), 'abcabcabcabc', '0', '\uffff'])];
+    for (const prefix of prefixes) {
+      const marks = search.markWords([prefix]);
+      const expected = listings.map((words) => (words.some((word) => word.startsWith(prefix)) ? 1 : 0));
+      assert.deepEqual(slots.map((slot) => marks[slot]), expected, `prefix ${prefix}`);
+    }
+    assert.deepEqual([...new TenantSearch().markWords(['a'])], [], 'an empty index');
   });
 
   it('slots far apart (gaps of one, two and three varint bytes) come back exact', () => {
