@@ -26,7 +26,8 @@ import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
  *   of listing rows by id; `listings_indexed_tenants`, `listings_indexed_listings`,
  *   `listings_index_bytes`: what the indexes hold now (summed over workers);
  *   `listings_index_evictions_total`: indexes dropped for READ_MODEL_MAX_MB;
- *   `listings_index_build_seconds`: a histogram of the builds' times.
+ *   `listings_index_build_seconds`: a histogram of the builds' times; `listings_cold_reads_total`:
+ *   pages and details read from the database while their tenant's index was still to be built.
  * - `listings_ready`: 1 while the process answers GET /readyz with 200, 0 while it answers 503
  *   (http/readiness.ts); summed over the live workers of `serve --workers`, so there it counts them
  *   (0, never absent, while none is live).
@@ -135,6 +136,7 @@ export class Metrics {
     }));
     fromStats('listings_index_builds_total', 'Tenant indexes built from the database (a tenant\'s first read, or its first after the index was dropped).', (s) => s.indexBuilds);
     fromStats('listings_index_replays_total', 'Tenant indexes brought up to date from the change log (a write to the tenant since its last read).', (s) => s.indexReplays);
+    fromStats('listings_cold_reads_total', 'Pages and details read from the database while their tenant\'s index was still to be built.', (s) => s.coldReads);
     fromStats('listings_index_evictions_total', 'Tenant indexes dropped to stay within READ_MODEL_MAX_MB, least recently read first.', (s) => s.indexEvictions);
     fromStats('listings_listing_row_reads_total', 'Reads of listing rows by id: one per turn, however many listings the turn\'s answers missed.', (s) => s.listingRowReads);
     fromStats('listings_cache_refreshes_ahead_total', 'Cached keys, origins and bodies read again in the background, ahead of their safety expiry.', (s) => s.refreshedAhead);

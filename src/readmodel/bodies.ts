@@ -154,6 +154,9 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
       await Promise.all([...refreshing, cache.settled()]);
     },
 
+    /** A row read by the caller (a page read before its tenant's index was built): its body, kept like any other. */
+    fromRow: remember,
+
     /** The cached body of an entry, at its change; read again in the background when stale. */
     cached(entry: IndexEntry): ListingBody | undefined {
       return bodyAt(cache.peek(entry.id, readAgain), entry);

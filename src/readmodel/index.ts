@@ -4,6 +4,7 @@ import type { Store } from '../storage/index.js';
 import { createAuthReads, type AuthReads } from './auth-reads.js';
 import { createListingBodies, pageBody, toBody, type Body } from './bodies.js';
 import { createReadCaches, refreshedAhead, type ReadCaches } from './caches.js';
+import { createColdReads } from './cold-reads.js';
 import { createFeed } from './feed.js';
 import { createTenantIndexes, INDEX_BYTES_PER_LISTING, STALE, type TenantIndex, type TenantIndexes } from './tenant-index.js';
 import { createFacetCache } from './facets.js';
@@ -50,7 +51,11 @@ export interface ReadStats {
   indexBytes: number;
   /** Tenant indexes dropped to stay within READ_MODEL_MAX_MB. */
   indexEvictions: number;
+  /** Pages and details answered from the database while their tenant's index was not built yet. */
+  coldReads: number;
 }
+
+export { COLD_PAGE_DEPTH } from './cold-reads.js';
 
 export interface ListingReads extends AuthReads {
   /** The page envelope (spec 2.3) of a tenant's listings, filtered and sorted by `view` if given (D23). */
@@ -89,9 +94,7 @@ export interface ReadModelOptions {
 }
 
 export function createReadModel(store: Store, clock: Clock, options: ReadModelOptions): ListingReads {
-  const ttlMs = options.cacheTtlMs;
-  const maxBodyBytes = options.maxBodyBytes;
-  const caches = createReadCaches({ clock, ttlMs, maxBodyBytes });
+  const caches = createReadCaches({ clock, ttlMs: options.cacheTtlMs, maxBodyBytes: options.maxBodyBytes });
   const { pages, feed: feedAnswers } = caches;
   const auth = createAuthReads(store, clock, caches);
   const listingBodies = createListingBodies(store, clock, caches.listings);
@@ -104,6 +107,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
   });
   const facetAnswers = createFacetCache(10_000);
   const details = { hits: 0, misses: 0 };
+  const cold = createColdReads(store, clock, indexes, listingBodies);
   // The feed reads its listings' rows itself, and its answers are cached whole.
   const feed = createFeed(store, clock, (row) => row.body);
 
@@ -112,6 +116,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
   /** A visible listing's body: synchronous when its index is current and its body cached. */
   function detailOf(tenant: Tenant, id: string): Body | undefined | Promise<Body | undefined> {
+    if (!indexes.built(tenant)) return cold.detail(tenant, id);
     const index = indexes.current(tenant);
     return index instanceof Promise ? index.then((ready) => detailIn(ready, tenant, id)) : detailIn(index, tenant, id);
   }
@@ -138,7 +143,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
     listPage(tenant, page, perPage, view) {
       const version = settledVersion(tenant);
-      const load = async () =>
+      const load = async () => cold.takesPage(tenant, page, perPage, view !== undefined) ? cold.page(tenant, page, perPage) :
         indexes.withIndex(tenant, async (index) => {
           const entries = await views.of(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
@@ -186,7 +191,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
     async settled() {
       await Promise.all([listingBodies.settled(), ...Object.values(caches).map((cache) => cache.settled())]);
     },
-    stats: () => readStats(caches, indexes, details, listingBodies, views),
+    stats: () => readStats(caches, indexes, details, listingBodies, views, cold),
   };
 }
 
@@ -197,6 +202,7 @@ function readStats(
   details: { hits: number; misses: number },
   listingBodies: { readonly rowReads: number },
   views: { readonly computed: number; readonly held: number },
+  cold: { readonly reads: number },
 ): ReadStats {
   const count = (cache: { hits: number; misses: number }) => ({ hits: cache.hits, misses: cache.misses });
   const { keys, origins, pages } = caches;
@@ -215,5 +221,6 @@ function readStats(
     listings: indexes.listings(),
     indexBytes: indexes.bytes(),
     indexEvictions: indexes.evictions,
+    coldReads: cold.reads,
   };
 }

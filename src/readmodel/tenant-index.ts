@@ -281,8 +281,8 @@ export const STALE = Symbol('stale');
 
 /**
  * What an index is taken to hold in memory per listing, for READ_MODEL_MAX_MB: the memory per
- * listing measured with every index built (BENCH_MODE=memory at 1,000,000 listings: 349 bytes of
- * V8 heap, 392 of RSS with the search structure's typed arrays, which live outside the heap),
+ * listing measured with every index built (BENCH_MODE=memory at 1,000,000 listings: 329 bytes of
+ * V8 heap, 373 of RSS with the search structure's typed arrays, which live outside the heap),
  * rounded up. An estimate, not a measure: the bound is on the sum of these.
  */
 export const INDEX_BYTES_PER_LISTING = 400;
@@ -374,6 +374,10 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
   return {
     current,
     withIndex,
+    /** Whether the tenant's index has been built and is held (it may still have changes to replay); recency unchanged. */
+    built(tenant: Tenant): boolean {
+      return (indexes.peek(tenant.key)?.version ?? -1) >= 0;
+    },
     /** Indexes built from scratch. */
     get builds() {
       return builds;

@@ -18,7 +18,7 @@ import { runReadPathStatements } from './read-check.js';
 
 export type { Account } from './accounts.js';
 export type { ApiKeyRecord } from './keys.js';
-export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, OrderPosition, ServedListingRow, StagedListing } from './listings.js';
+export type { ImportCounts, ImportSession, IndexRow, IndexRowWithPlace, OrderPosition, ServedListingRow, StagedListing, TenantCount } from './listings.js';
 export { LISTING_DATA_COLUMNS } from './listings.js';
 export { compareD9, expiredAt, isActiveInTenant, isVisibleRow } from './visibility.js';
 export type { AllowedOrigin } from './origins.js';

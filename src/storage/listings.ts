@@ -40,6 +40,14 @@ export type IndexRowWithPlace = IndexRow & Pick<ListingsTable, 'owner_account_id
 export const SERVED_COLUMNS = ['id', 'change_seq', 'owner_account_id', 'country', 'status', 'expiry_date', 'updated_at', 'body'] as const;
 export type ServedListingRow = Pick<ListingsTable, (typeof SERVED_COLUMNS)[number]>;
 
+/** A tenant's visible listings counted at a version (`pageInOrder`), true until the soonest expiry among them. */
+export interface TenantCount {
+  version: number;
+  total: number;
+  /** ISO time, or null when none of them expires. */
+  soonestExpiry: string | null;
+}
+
 /** A position in the D9 order: featured first, then newest first, then id. */
 export interface OrderPosition {
   isFeatured: number;
@@ -179,6 +187,43 @@ function listingReads(db: Kysely<Database>) {
         rows.push(...(await db.selectFrom('listings').select([...INDEX_COLUMNS, 'owner_account_id', 'country', 'status']).where('id', 'in', list).execute()));
       }
       return rows;
+    },
+
+    /**
+     * Issue 44: listings `offset` to `offset + limit` of a tenant in the D9 order, as the read path
+     * sends them, and how many it has, read in one snapshot straight from `listings_visible_order`:
+     * a page for a tenant whose index is not built yet, with the snapshot's tenant version and the
+     * soonest expiry among its listings (D10: until then the count stays true at that version).
+     * The page seeks `offset + limit` entries into the index. The count walks the tenant's entries
+     * (an index-only scan on PostgreSQL, most of a second at a million listings), so a count
+     * `known` for the version the snapshot finds, before its soonest expiry, is taken instead. One
+     * snapshot (repeatable read; on SQLite, one read transaction), so the total is the total of the
+     * listings shown, whatever an import commits meanwhile.
+     */
+    async pageInOrder(
+      tenant: { ownerAccountId: string; country: string },
+      now: string,
+      offset: number,
+      limit: number,
+      known?: TenantCount,
+    ): Promise<{ count: TenantCount; rows: ServedListingRow[] }> {
+      const begin = isPostgres(db) ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
+      return begin.execute(async (trx) => {
+        const row = await trx.selectFrom('tenant_versions').select('version')
+          .where('owner_account_id', '=', tenant.ownerAccountId).where('country', '=', tenant.country).executeTakeFirst();
+        const version = Number(row?.version ?? 0);
+        let count = known;
+        if (count === undefined || count.version !== version || (count.soonestExpiry !== null && count.soonestExpiry <= now)) {
+          const counted = await visibleListings(
+            trx.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string | bigint>().as('total'), eb.fn.min('expiry_date').as('soonest')]),
+            tenant,
+            now,
+          ).executeTakeFirstOrThrow();
+          count = { version, total: Number(counted.total), soonestExpiry: counted.soonest };
+        }
+        const rows = await inD9Order(visibleListings(trx.selectFrom('listings').select(SERVED_COLUMNS), tenant, now)).offset(offset).limit(limit).execute();
+        return { count, rows: await withBodies(trx, rows) };
+      });
     },
 
     /** What the read path sends of these listings (SERVED_COLUMNS), by id, in no particular order. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { tenantOf as tenantPlace } from '../../src/readmodel/index.js';
 import { INDEX_BYTES_EACH, INDEX_BYTES_PER_LISTING } from '../../src/readmodel/tenant-index.js';
 import { prng } from '../support/random.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
@@ -126,6 +127,9 @@ describe('a bounded read model answers exactly what an unbounded one does (issue
     const first = await bounded.get('/v1/listings?per_page=100&page=1', { key: big.key });
     assert.equal(first.status, 200);
     assert.equal(first.json.total, visible);
+    // On PostgreSQL the first page may be read from the database while the index builds (issue 44
+    // item 2): the build under way is waited for, then counted.
+    await bounded.service.reads.warm(tenantPlace(big.account, 'sg'));
     const builds = bounded.service.reads.stats().indexBuilds;
     for (let page = 2; page <= 5; page++) assert.equal((await bounded.get(`/v1/listings?per_page=100&page=${page}`, { key: big.key })).status, 200);
     assert.equal(bounded.service.reads.stats().indexBuilds, builds, 'not built again for each read');

@@ -25,6 +25,7 @@ export async function readCounts(server: TestServer) {
     indexBuilds: sampleValue(scrape, 'listings_index_builds_total'),
     indexReplays: sampleValue(scrape, 'listings_index_replays_total'),
     listingRowReads: sampleValue(scrape, 'listings_listing_row_reads_total'),
+    coldReads: sampleValue(scrape, 'listings_cold_reads_total'),
     refreshedAhead: sampleValue(scrape, 'listings_cache_refreshes_ahead_total'),
     tenants: sampleValue(scrape, 'listings_indexed_tenants'),
     listings: sampleValue(scrape, 'listings_indexed_listings'),
