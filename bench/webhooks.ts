@@ -173,7 +173,7 @@ async function runSetUp(setup: SetUp, s: Settings, workDir: string, pin: ReturnT
     // Delivery paused: no endpoint. Delivering: every endpoint added anew, at the end of the history
     // (D24), so that a round delivers its own commits, not a backlog of the paused round's.
     const setEndpoints = async (delivering: boolean) => {
-      await store.db.deleteFrom('webhook_endpoints').execute();
+      await store.webhooksDb.deleteFrom('webhook_endpoints').execute();
       if (!delivering) return;
       for (const e of endpoints.values()) {
         await addWebhook(store, Date.now, { accountId: tenants[e.tenant]!.accountId, country: 'sg', url: `http://127.0.0.1:${receiverPort}${e.path}` });

@@ -65,6 +65,30 @@ export function sqliteFile(url: string): string | undefined {
   return path === ':memory:' ? undefined : resolve(path);
 }
 
+/**
+ * The SQLite file of the webhook delivery state (issue 43): the main file's path followed by
+ * `.webhooks.sqlite` (`data/listings.db` keeps it in `data/listings.db.webhooks.sqlite`), or
+ * undefined for PostgreSQL (one database) and `file::memory:` (an in-memory one of its own).
+ * The deliverer writes there, under that file's own write lock, so that a delivery never waits for
+ * a write to the main file (an import's swap holds it for seconds). The two files are one database:
+ * copied, moved, backed up and restored together.
+ */
+export function webhooksSqliteFile(url: string): string | undefined {
+  const main = sqliteFile(url);
+  return main === undefined ? undefined : `${main}${WEBHOOKS_FILE_SUFFIX}`;
+}
+
+export const WEBHOOKS_FILE_SUFFIX = '.webhooks.sqlite';
+
+/**
+ * SQLite only: the webhook delivery state's database (webhooksSqliteFile), on a connection of its
+ * own; created when missing (the main file, opened first, says whether there is a database here).
+ */
+export function openWebhooksSqlite(url: string): OpenDatabase {
+  const file = webhooksSqliteFile(url);
+  return openSqlite(file === undefined ? 'file::memory:' : `file:${file}`, true);
+}
+
 function openSqlite(url: string, createIfMissing: boolean): OpenDatabase {
   const file = sqliteFile(url) ?? ':memory:';
   if (file !== ':memory:' && createIfMissing) mkdirSync(dirname(file), { recursive: true });

@@ -1,12 +1,12 @@
 import { createAccountsRepository } from './accounts.js';
 import { createAuditRepository } from './audit.js';
 import { PgChangeWatcher, SqliteChangeWatcher, type BroadcastResult, type ChangeWatcher, type WatcherHooks } from './changes.js';
-import { checkReads, openDatabase, type DatabaseOptions, type Dialect } from './database.js';
+import { checkReads, openDatabase, openWebhooksSqlite, webhooksSqliteFile, type DatabaseOptions, type Dialect } from './database.js';
 import { createFeedRepository } from './feed.js';
 import { createFormsRepository } from './forms.js';
 import { createKeysRepository } from './keys.js';
 import { createListingsRepository } from './listings.js';
-import { migrateToLatest } from './migrate.js';
+import { migrateToLatest, missingWebhooksFile } from './migrate.js';
 import type { ListenerHealth } from './pg-notifications.js';
 import { createOriginsRepository } from './origins.js';
 import { createWebhooksRepository } from './webhooks.js';
@@ -76,6 +76,11 @@ export function openStore(url: string, options: StoreOptions = {}) {
     busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     onCommitted: (changes) => watcher?.applyLocal(changes),
   });
+  // SQLite: the webhook delivery state in a file of its own, on a connection of its own, with its
+  // own write lock (storage/database.ts webhooksSqliteFile), so that no delivery waits for a
+  // write to the main file. Its writes record no change (the API never reads these tables).
+  const webhooksDb = sqlite !== undefined ? openWebhooksSqlite(url).db : undefined;
+  const webhooksWrite = webhooksDb !== undefined ? createWriter(webhooksDb, { dialect, busyTimeoutMs: options.busyTimeoutMs ?? 10_000 }) : write;
   const readPath = {
     listings: createListingsRepository(db, write, sqlite),
     feed: createFeedRepository(db, write),
@@ -99,8 +104,11 @@ export function openStore(url: string, options: StoreOptions = {}) {
     forms: createFormsRepository(db, write),
     /** Usage per key and the failed-request ring (src/usage): written in batches, read by the dashboard; no change recorded. */
     usage: createUsageRepository(db, write),
-    /** Webhook endpoints, their delivery state and attempts (D24): no change recorded either. */
-    webhooks: createWebhooksRepository(db, write),
+    /**
+     * Webhook endpoints, their delivery state and attempts (D24): no change recorded either. On
+     * SQLite in a file of their own beside the main one (webhooksDb).
+     */
+    webhooks: createWebhooksRepository(webhooksDb ?? db, webhooksWrite),
     /** The versions of keys and origins (D4) and of each tenant's listings, kept current (changes.ts). */
     changes: watcher ?? inert,
     /** One write transaction with its changes recorded, waiting its turn without blocking (write.ts). */
@@ -120,7 +128,13 @@ export function openStore(url: string, options: StoreOptions = {}) {
       const started = Date.now();
       for (;;) {
         try {
-          return await migrateToLatest(db);
+          const missing = webhooksDb !== undefined && (await missingWebhooksFile(db, webhooksDb));
+          if (missing) {
+            throw new Error(`the webhooks file ${webhooksSqliteFile(url) ?? ''} is missing or empty, but this database keeps its webhooks there (migration 016)`
+              + ': restore it with the main file it was backed up with (the two are one database); to start over without any webhook endpoint instead,'
+              + ` delete the row '016_webhooks_own_file' from the main file's kysely_migration table`);
+          }
+          return await migrateToLatest(db, webhooksDb);
         } catch (error) {
           if (!isRetryable(error) || Date.now() - started > (options.busyTimeoutMs ?? 10_000)) throw error;
           await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 30));
@@ -140,9 +154,12 @@ export function openStore(url: string, options: StoreOptions = {}) {
     close: async (): Promise<void> => {
       await watcher?.close();
       await db.destroy();
+      await webhooksDb?.destroy();
     },
     /** For tests and tools that need raw access (e.g. to simulate a fault); not for request code. */
     db,
+    /** The same, for the webhook tables: the webhooks file's database on SQLite, `db` on PostgreSQL. */
+    webhooksDb: webhooksDb ?? db,
   };
 }
 

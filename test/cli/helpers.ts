@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { callCli, runCli, type CliResult } from '../support/cli.js';
+import { webhooksSqliteFile } from '../../src/storage/database.js';
 
 /**
  * A CLI test's own SQLite file, and the CLI run against it: `run` spawns the real bin, `call` runs
@@ -15,6 +16,8 @@ export interface CliDatabase {
   dir: string;
   /** The SQLite file path. */
   file: string;
+  /** The webhook delivery state's file beside it (storage/database.ts webhooksSqliteFile). */
+  webhooksFile: string;
   /** DATABASE_URL for it. */
   url: string;
   /** Every stdout and stderr the CLI wrote (spawned or in-process), with the command line, for leak checks (D20). */
@@ -38,6 +41,7 @@ export function tempDatabase({ missing = false }: { missing?: boolean } = {}): C
   return {
     dir,
     file,
+    webhooksFile: webhooksSqliteFile(url)!,
     url,
     transcript,
     run(args, input, env = {}) {

@@ -52,7 +52,7 @@ describe('webhook commands (D24)', () => {
     ];
     for (const [bad, pattern] of cases) fails(await db.call(['webhook', 'add', '--account', account, '--country', 'sg', bad]), 1, [pattern], bad);
     fails(await db.call(['webhook', 'add', '--account', account, '--country', 'xx', url]), 1, [/unknown country "xx"/]);
-    assert.equal(rows(db.file, 'SELECT id FROM webhook_endpoints').length, 1);
+    assert.equal(rows(db.webhooksFile, 'SELECT id FROM webhook_endpoints').length, 1);
   });
 
   it('at most 10 endpoints per account and country', async () => {
@@ -63,7 +63,7 @@ describe('webhook commands (D24)', () => {
 
   it('test sends a signed webhook.test event and prints the answer; a failed one exits 1 with the reason', async () => {
     const [first] = okJson(await db.call(['webhook', 'list', '--account', account, '--json'])).webhooks;
-    const secret = rows<{ secret: string }>(db.file, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
+    const secret = rows<{ secret: string }>(db.webhooksFile, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
     const sent = okJson(await db.call(['webhook', 'test', first.id, '--json'], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }));
     assert.equal(sent.delivered, true);
     assert.equal(sent.status, 204);
@@ -77,7 +77,7 @@ describe('webhook commands (D24)', () => {
     receiver.answerWith(500);
     fails(await db.call(['webhook', 'test', first.id], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }), 1, [/not delivered/, /HTTP 500/]);
     receiver.answerWith(204);
-    const attempts = rows<{ message_type: string; status: number | null; error: string | null }>(db.file, 'SELECT message_type, status, error FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
+    const attempts = rows<{ message_type: string; status: number | null; error: string | null }>(db.webhooksFile, 'SELECT message_type, status, error FROM webhook_attempts WHERE endpoint_id = ? ORDER BY id', first.id);
     assert.deepEqual(attempts.map((a) => [a.status, a.error]), [[204, null], [null, 'refused address'], [500, 'HTTP 500']]);
   });
 
@@ -100,7 +100,7 @@ describe('webhook commands (D24)', () => {
 
   it('rotate-secret prints a new secret; both sign for a day', async () => {
     const [first] = okJson(await db.call(['webhook', 'list', '--account', account, '--json'])).webhooks;
-    const before = rows<{ secret: string }>(db.file, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
+    const before = rows<{ secret: string }>(db.webhooksFile, 'SELECT secret FROM webhook_endpoints WHERE id = ?', first.id)[0]!.secret;
     const rotated = okJson(await db.call(['webhook', 'rotate-secret', first.id, '--json']));
     assert.notEqual(rotated.secret, before);
     okJson(await db.call(['webhook', 'test', first.id, '--json'], undefined, { WEBHOOK_ALLOW_PRIVATE: '1' }));

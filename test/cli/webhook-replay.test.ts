@@ -61,7 +61,7 @@ describe('webhook replay, filter and attempts commands (issue 43)', () => {
     fails(await db.call(['webhook', 'replay', webhookId, '--since', '2026-12-01']), 1, [/not a date and time with its offset/]);
     fails(await db.call(['webhook', 'replay', webhookId]), 2, [/required option '--since <when>'/], 'a usage error');
     fails(await db.call(['webhook', 'replay', 'f0000000-0000-4000-8000-000000000000', '--since', new Date().toISOString()]), 1, [/no webhook endpoint/]);
-    assert.deepEqual(rows(db.file, 'SELECT replay_from FROM webhook_endpoints'), [{ replay_from: null }]);
+    assert.deepEqual(rows(db.webhooksFile, 'SELECT replay_from FROM webhook_endpoints'), [{ replay_from: null }]);
   });
 
   it('filter chooses what the endpoint is told of; list shows it; bad names are refused', { timeout: 30_000 }, async () => {
@@ -80,7 +80,7 @@ describe('webhook replay, filter and attempts commands (issue 43)', () => {
     // The cafe (not an office) would be a removal, and removals are filtered out: only the office was sent.
     assert.ok(receiver.received.slice(before).every((r) => !r.body.includes(ids[2]!)), 'the cafe was not sent');
     okText(await db.call(['webhook', 'filter', webhookId, '--changes', 'all', '--usage-types', 'all']));
-    assert.deepEqual(rows(db.file, 'SELECT only_change, only_usage_types FROM webhook_endpoints'), [{ only_change: null, only_usage_types: null }]);
+    assert.deepEqual(rows(db.webhooksFile, 'SELECT only_change, only_usage_types FROM webhook_endpoints'), [{ only_change: null, only_usage_types: null }]);
   });
 
   it('attempts lists the delivery log newest first, a page at a time, with the command for the next page', async () => {

@@ -128,7 +128,7 @@ describe('dashboard: webhooks page (D24)', () => {
     let card = only(await page(), 'section.webhook');
     assert.match(card.text, /Failing since/);
     assert.match(card.text, /Behind: a message of 1 listing waiting since/);
-    await server.service.store.write((tx) => tx.updateTable('webhook_endpoints').set({ enabled: 0 }).where('id', '=', endpoint!.id).execute());
+    await server.service.store.webhooksDb.updateTable('webhook_endpoints').set({ enabled: 0 }).where('id', '=', endpoint!.id).execute();
     card = only(await page(), 'section.webhook');
     assert.match(card.text, /Disabled/);
     receiver.answerWith(204);
