@@ -157,6 +157,9 @@ export function createListingBodies(store: Store, clock: Clock, cache: ReadCache
     /** A row read by the caller (a page read before its tenant's index was built): its body, kept like any other. */
     fromRow: remember,
 
+    /** A listing's row by id, read with the other rows this turn asks for (a detail before its tenant's index is built). */
+    row: (id: string): Promise<ServedListingRow | undefined> => rowById(id),
+
     /** The cached body of an entry, at its change; read again in the background when stale. */
     cached(entry: IndexEntry): ListingBody | undefined {
       return bodyAt(cache.peek(entry.id, readAgain), entry);

@@ -58,7 +58,7 @@ export function createColdReads(store: Store, clock: Clock, indexes: TenantIndex
 
     /** A listing of a tenant whose index is not built, if the tenant sees it now. */
     async detail(tenant: Tenant, id: string): Promise<Body | undefined> {
-      const [row] = await store.listings.rows([id]);
+      const row = await listingBodies.row(id);
       buildInBackground(tenant);
       reads++;
       return row !== undefined && isVisibleRow(row, tenant, new Date(clock()).toISOString()) ? listingBodies.fromRow(row) : undefined;
