@@ -12,11 +12,11 @@ import type { TenantIndexes } from './tenant-index.js';
  * the background for the reads after them:
  *
  * - a detail: its row by id, if the tenant sees it now (D10, D11);
- * - a plain page (no filter or sort) up to COLD_PAGE_DEPTH deep, on PostgreSQL: the page and the
- *   tenant's count from the order index in one snapshot (storage `pageInOrder`). The count walks
- *   the tenant, so the last one of each tenant is kept at its version and taken again by the
- *   other pages asked while the index builds. Not on SQLite, whose driver would hold the event
- *   loop for every other tenant while the count walks a large tenant (tens of ms at a million).
+ * - a plain page (no filter or sort) up to COLD_PAGE_DEPTH deep, on PostgreSQL: the page from the
+ *   order index and the tenant's count in one snapshot (storage `pageInOrder`: the count every
+ *   import keeps, else the tenant walked). The last count of each tenant is kept here at its
+ *   version and taken again by the other pages asked while the index builds. Not on SQLite, whose
+ *   driver would hold the event loop for every other tenant while a count walks a large tenant.
  *
  * Filtered and sorted pages (D23, D26-D28), facets and deeper pages wait for the index.
  */

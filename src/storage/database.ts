@@ -238,7 +238,7 @@ function openPostgres(url: string, options: DatabaseOptions): OpenDatabase {
  * tracking that keeps its caches and indexes exact (changes.ts). Not the dashboard's nor usage's:
  * the API answers without them.
  */
-export const API_READ_TABLES = ['api_keys', 'allowed_origins', 'listings', 'listing_changes', 'tenant_versions', 'store_versions'] as const;
+export const API_READ_TABLES = ['api_keys', 'allowed_origins', 'listings', 'listing_changes', 'tenant_versions', 'tenant_listing_counts', 'store_versions'] as const;
 
 /**
  * One statement that reads a row of each of those tables (a scalar subquery each, valid on both

@@ -4,6 +4,7 @@ import { BODY_TAIL, listingBodyOf } from '../listings/body.js';
 import { LISTING_FIELD_NAMES } from '../listings/fields.js';
 import type { ChangeRecorder } from './changes.js';
 import { isPostgres, type Dialect } from './database.js';
+import { countsAfterSwap, keepCounts, tenantCount, type TenantCount } from './listing-counts.js';
 import { inD9Order, visibleListings } from './visibility.js';
 import type { Database, ImportStagingTable, ListingsTable } from './schema.js';
 import { ConcurrentWriteError, type Write } from './write.js';
@@ -40,13 +41,7 @@ export type IndexRowWithPlace = IndexRow & Pick<ListingsTable, 'owner_account_id
 export const SERVED_COLUMNS = ['id', 'change_seq', 'owner_account_id', 'country', 'status', 'expiry_date', 'updated_at', 'body'] as const;
 export type ServedListingRow = Pick<ListingsTable, (typeof SERVED_COLUMNS)[number]>;
 
-/** A tenant's visible listings counted at a version (`pageInOrder`), true until the soonest expiry among them. */
-export interface TenantCount {
-  version: number;
-  total: number;
-  /** ISO time, or null when none of them expires. */
-  soonestExpiry: string | null;
-}
+export type { TenantCount } from './listing-counts.js';
 
 /** A position in the D9 order: featured first, then newest first, then id. */
 export interface OrderPosition {
@@ -194,9 +189,10 @@ function listingReads(db: Kysely<Database>) {
      * sends them, and how many it has, read in one snapshot straight from `listings_visible_order`:
      * a page for a tenant whose index is not built yet, with the snapshot's tenant version and the
      * soonest expiry among its listings (D10: until then the count stays true at that version).
-     * The page seeks `offset + limit` entries into the index. The count walks the tenant's entries
-     * (an index-only scan on PostgreSQL, most of a second at a million listings), so a count
-     * `known` for the version the snapshot finds, before its soonest expiry, is taken instead. One
+     * The page seeks `offset + limit` entries into the index. The count is a count `known` for the
+     * version the snapshot finds, before its soonest expiry; else the tenant's kept count
+     * (listing-counts.ts: a seek and the listings expired since); else a walk of the tenant's
+     * entries (an index-only scan on PostgreSQL, about a second at a million listings). One
      * snapshot (repeatable read; on SQLite, one read transaction), so the total is the total of the
      * listings shown, whatever an import commits meanwhile.
      */
@@ -212,15 +208,8 @@ function listingReads(db: Kysely<Database>) {
         const row = await trx.selectFrom('tenant_versions').select('version')
           .where('owner_account_id', '=', tenant.ownerAccountId).where('country', '=', tenant.country).executeTakeFirst();
         const version = Number(row?.version ?? 0);
-        let count = known;
-        if (count === undefined || count.version !== version || (count.soonestExpiry !== null && count.soonestExpiry <= now)) {
-          const counted = await visibleListings(
-            trx.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string | bigint>().as('total'), eb.fn.min('expiry_date').as('soonest')]),
-            tenant,
-            now,
-          ).executeTakeFirstOrThrow();
-          count = { version, total: Number(counted.total), soonestExpiry: counted.soonest };
-        }
+        const fresh = known !== undefined && known.version === version && (known.soonestExpiry === null || known.soonestExpiry > now);
+        const count = fresh ? known : await tenantCount(trx, tenant, version, now);
         const rows = await inD9Order(visibleListings(trx.selectFrom('listings').select(SERVED_COLUMNS), tenant, now)).offset(offset).limit(limit).execute();
         return { count, rows: await withBodies(trx, rows) };
       });
@@ -463,6 +452,8 @@ async function swapIn(tx: Kysely<Database>, dialect: Dialect, now: string, chang
   const { before, at } = await changes.beginListingChanges(now);
   const statements = swapStatements(dialect, now, at, before);
   const { total, existing, changed } = (await statements.counts.execute(tx)).rows[0]!;
+  // Each touched tenant's visible count once this swap is in, read before a row is written (its old rows count).
+  const tenantCounts = await countsAfterSwap(tx, now);
   const inserted = Number(total) - Number(existing);
   const someExist = Number(existing) > 0;
   // A move or an update needs a staged id that exists: when none does (a first import), each would
@@ -482,5 +473,6 @@ async function swapIn(tx: Kysely<Database>, dialect: Dialect, now: string, chang
     if (Number(numAffectedRows) !== inserted) throw new ConcurrentWriteError(`listings inserted by another write while this import was applied (${inserted} new, ${Number(numAffectedRows)} inserted)`);
   }
   await changes.finishListingChanges(before);
+  await keepCounts(tx, tenantCounts, changes.committed.tenants, now);
   return { inserted, updated: Number(existing), unchanged: Number(existing) - Number(changed) };
 }

@@ -15,6 +15,7 @@ import * as failedRequestBrowser from './migrations/013_failed_request_browser.j
 import * as webhookReplayFilters from './migrations/014_webhook_replay_filters.js';
 import * as locationSearch from './migrations/015_location_search.js';
 import { webhooksOwnFile } from './migrations/016_webhooks_own_file.js';
+import * as tenantListingCounts from './migrations/017_tenant_listing_counts.js';
 import * as deliveryState from './migrations/webhooks-file/001_delivery_state.js';
 import type { Database } from './schema.js';
 
@@ -39,6 +40,7 @@ const migrations = (webhooksFile: Kysely<Database> | undefined): Record<string, 
   '014_webhook_replay_filters': webhookReplayFilters,
   '015_location_search': locationSearch,
   '016_webhooks_own_file': webhooksOwnFile(webhooksFile),
+  '017_tenant_listing_counts': tenantListingCounts,
 });
 
 /** The migrations of the webhook delivery state's own SQLite file (storage/database.ts webhooksSqliteFile), in their own record there. */

@@ -18,6 +18,7 @@ export interface Database {
   dashboard_forms: DashboardFormsTable;
   listing_changes: ListingChangesTable;
   tenant_versions: TenantVersionsTable;
+  tenant_listing_counts: TenantListingCountsTable;
   store_versions: StoreVersionsTable;
   store_secrets: StoreSecretsTable;
   api_usage: ApiUsageTable;
@@ -69,6 +70,15 @@ export interface TenantVersionsTable {
   country: string;
   version: number;
   pruned_seq: number;
+}
+
+/** Each tenant's count of visible listings, kept by imports (storage/listing-counts.ts, migration 017). */
+export interface TenantListingCountsTable {
+  owner_account_id: string;
+  country: string;
+  version: number;
+  counted_at: string;
+  live: number;
 }
 
 /** Counters of non-listing changes: `auth` (keys and origins, D4). */

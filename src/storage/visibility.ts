@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from '#kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder } from '#kysely';
 import type { Database } from './schema.js';
 
 /**
@@ -9,7 +9,7 @@ import type { Database } from './schema.js';
  * and that has not expired (no expiry date, or one after now; it drops out at that instant).
  * Dates are stored in one ISO form (`Date#toISOString`), so comparing them as text compares times.
  */
-const VISIBLE_STATUS = 'active';
+export const VISIBLE_STATUS = 'active';
 
 interface TenantPlace {
   readonly ownerAccountId: string;
@@ -27,6 +27,12 @@ interface PlacedRow {
   readonly country: string;
   readonly status: string;
   readonly expiry_date: string | null;
+}
+
+/** The same rule as SQL over a row of the listings' columns under `alias` (the tenant aside). */
+export function isVisibleSql(alias: string, now: string): RawBuilder<unknown> {
+  const expiry = sql.ref(`${alias}.expiry_date`);
+  return sql`(${sql.ref(`${alias}.status`)} = ${VISIBLE_STATUS} and (${expiry} is null or ${expiry} > ${now}))`;
 }
 
 /** The same rule for a row already read. */
