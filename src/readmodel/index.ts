@@ -143,7 +143,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
 
     listPage(tenant, page, perPage, view) {
       const version = settledVersion(tenant);
-      const load = async () => cold.takesPage(tenant, page, perPage, view !== undefined) ? cold.page(tenant, page, perPage) :
+      const fromIndex = () =>
         indexes.withIndex(tenant, async (index) => {
           const entries = await views.of(index, view);
           const slice = entries.slice((page - 1) * perPage, page * perPage);
@@ -154,6 +154,7 @@ export function createReadModel(store: Store, clock: Clock, options: ReadModelOp
           const readAt = items.reduce((oldest, item) => Math.min(oldest, item.readAt), clock());
           return { value: pageBody(items, page, perPage, entries.length), validUntil: index.validUntil, readAt };
         });
+      const load = async () => (cold.takesPage(tenant, page, perPage, view !== undefined) ? await cold.page(tenant, page, perPage) : undefined) ?? fromIndex();
       if (version === undefined) return load().then((r) => r.value);
       return pages.getOrLoad(`${tenant.key}\n${version}\n${page}\n${perPage}\n${view?.key ?? ''}`, load);
     },

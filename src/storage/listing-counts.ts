@@ -90,9 +90,19 @@ export async function keepCounts(tx: Kysely<Database>, counts: readonly CountAft
 }
 
 /**
+ * Past this many listings expired since a kept count was counted, the count is not taken from it
+ * (`keptTotal` answers undefined): the work of a kept total stays bounded whatever the time since
+ * the tenant's last import, which SQLite, whose driver holds the event loop while a query runs,
+ * needs (readmodel/cold-reads.ts).
+ */
+export const EXPIRED_SINCE_LIMIT = 1000;
+
+/**
  * The tenant's visible total at `now` from its kept count, if that holds at `version` (read in
  * the same snapshot): the count less the listings that expired since it was counted (or plus
- * those not yet expired, when it was counted later than `now`), ranges of the expiry index. Undefined when no kept count holds: the caller counts the tenant.
+ * those not yet expired, when it was counted later than `now`), ranges of the expiry index of at
+ * most EXPIRED_SINCE_LIMIT entries. Undefined when no kept count holds, or more than that many
+ * expired since: the caller counts the tenant, or does without.
  */
 export async function keptTotal(db: Kysely<Database>, tenant: TenantPlace, version: number, now: string): Promise<number | undefined> {
   const kept = await db.selectFrom('tenant_listing_counts').select(['version', 'counted_at', 'live'])
@@ -102,11 +112,14 @@ export async function keptTotal(db: Kysely<Database>, tenant: TenantPlace, versi
   if (Number(kept.version) !== version) return undefined;
   const expiredBetween = async (after: string, until: string) => {
     if (after >= until) return 0;
-    const row = await visibleListings(db.selectFrom('listings').select((eb) => eb.fn.countAll<number | string | bigint>().as('n')), tenant)
-      .where('expiry_date', '>', after).where('expiry_date', '<=', until).executeTakeFirstOrThrow();
+    const entries = visibleListings(db.selectFrom('listings').select('id'), tenant)
+      .where('expiry_date', '>', after).where('expiry_date', '<=', until).limit(EXPIRED_SINCE_LIMIT + 1);
+    const row = await db.selectFrom(entries.as('e')).select((eb) => eb.fn.countAll<number | string | bigint>().as('n')).executeTakeFirstOrThrow();
     return Number(row.n);
   };
-  return Number(kept.live) - (await expiredBetween(kept.counted_at, now)) + (await expiredBetween(now, kept.counted_at));
+  const gone = await expiredBetween(kept.counted_at, now);
+  const back = await expiredBetween(now, kept.counted_at);
+  return gone > EXPIRED_SINCE_LIMIT || back > EXPIRED_SINCE_LIMIT ? undefined : Number(kept.live) - gone + back;
 }
 
 /** The soonest expiry after `now` among the tenant's active listings (a seek in the expiry index), null when none expires. */
@@ -118,12 +131,13 @@ export async function soonestExpiry(db: Kysely<Database>, tenant: TenantPlace, n
 
 /**
  * The tenant's count at `version` (read in the same snapshot) and `now`: from its kept count when
- * that holds, else the tenant walked (an index-only scan on PostgreSQL, about a second at a
- * million listings).
+ * that holds; else, when `walk`, the tenant walked (an index-only scan on PostgreSQL, about a
+ * second at a million listings), or undefined.
  */
-export async function tenantCount(db: Kysely<Database>, tenant: TenantPlace, version: number, now: string): Promise<TenantCount> {
+export async function tenantCount(db: Kysely<Database>, tenant: TenantPlace, version: number, now: string, walk: boolean): Promise<TenantCount | undefined> {
   const kept = await keptTotal(db, tenant, version, now);
   if (kept !== undefined) return { version, total: kept, soonestExpiry: await soonestExpiry(db, tenant, now) };
+  if (!walk) return undefined;
   const counted = await visibleListings(
     db.selectFrom('listings').select((eb) => [eb.fn.countAll<number | string | bigint>().as('total'), eb.fn.min('expiry_date').as('soonest')]),
     tenant,

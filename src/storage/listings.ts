@@ -191,26 +191,27 @@ function listingReads(db: Kysely<Database>) {
      * soonest expiry among its listings (D10: until then the count stays true at that version).
      * The page seeks `offset + limit` entries into the index. The count is a count `known` for the
      * version the snapshot finds, before its soonest expiry; else the tenant's kept count
-     * (listing-counts.ts: a seek and the listings expired since); else a walk of the tenant's
-     * entries (an index-only scan on PostgreSQL, about a second at a million listings). One
-     * snapshot (repeatable read; on SQLite, one read transaction), so the total is the total of the
-     * listings shown, whatever an import commits meanwhile.
+     * (listing-counts.ts: a seek and the listings expired since, a bounded number); else, when
+     * `walk`, a walk of the tenant's entries (an index-only scan on PostgreSQL, about a second at a
+     * million listings), or no page at all (undefined). One snapshot (repeatable read; on SQLite,
+     * one read transaction), so the total is the total of the listings shown, whatever an import
+     * commits meanwhile.
      */
     async pageInOrder(
       tenant: { ownerAccountId: string; country: string },
       now: string,
-      offset: number,
-      limit: number,
+      page: { offset: number; limit: number; walk: boolean },
       known?: TenantCount,
-    ): Promise<{ count: TenantCount; rows: ServedListingRow[] }> {
+    ): Promise<{ count: TenantCount; rows: ServedListingRow[] } | undefined> {
       const begin = isPostgres(db) ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
       return begin.execute(async (trx) => {
         const row = await trx.selectFrom('tenant_versions').select('version')
           .where('owner_account_id', '=', tenant.ownerAccountId).where('country', '=', tenant.country).executeTakeFirst();
         const version = Number(row?.version ?? 0);
         const fresh = known !== undefined && known.version === version && (known.soonestExpiry === null || known.soonestExpiry > now);
-        const count = fresh ? known : await tenantCount(trx, tenant, version, now);
-        const rows = await inD9Order(visibleListings(trx.selectFrom('listings').select(SERVED_COLUMNS), tenant, now)).offset(offset).limit(limit).execute();
+        const count = fresh ? known : await tenantCount(trx, tenant, version, now, page.walk);
+        if (count === undefined) return undefined;
+        const rows = await inD9Order(visibleListings(trx.selectFrom('listings').select(SERVED_COLUMNS), tenant, now)).offset(page.offset).limit(page.limit).execute();
         return { count, rows: await withBodies(trx, rows) };
       });
     },
