@@ -86,6 +86,9 @@ interface WrkSummary {
 
 const lua = (text: string) => JSON.stringify(text); // a JSON string is a valid Lua string literal for these ASCII paths and headers
 
+/** Requests per Lua function: each string is at most 4 constants, well under LuaJIT's 65,536 a function. */
+const LUA_CHUNK = 5000;
+
 /** The requests, pre-formatted once each (wrk.format), then sent in turn; the summary as one JSON line. */
 function luaScript(options: LoadOptions): string {
   const requests = options.paths.map((item) => {
@@ -96,9 +99,17 @@ function luaScript(options: LoadOptions): string {
     }
     return { path: r.path, headers };
   });
-  return `local requests = {
-${requests.map((r) => `  wrk.format("GET", ${lua(r.path)}, {${r.headers.map(([name, value]) => `[${lua(name)}] = ${lua(value)}`).join(', ')}}),`).join('\n')}
-}
+  const format = (r: (typeof requests)[number]) =>
+    `  wrk.format("GET", ${lua(r.path)}, {${r.headers.map(([name, value]) => `[${lua(name)}] = ${lua(value)}`).join(', ')}}),`;
+  // LuaJIT allows a function at most 65,536 constants: a script of many different paths and keys
+  // (BENCH_MODE=fleet's 100,000 requests) fails to load as one table, and wrk then sends `GET /`
+  // without the script. So the table is filled by chunks, each a function with constants of its own.
+  const chunks: string[] = [];
+  for (let i = 0; i < requests.length; i += LUA_CHUNK) {
+    chunks.push(`do\nlocal function fill()\n  for _, r in ipairs({\n${requests.slice(i, i + LUA_CHUNK).map(format).join('\n')}\n  }) do requests[#requests + 1] = r end\nend\nfill()\nend`);
+  }
+  return `local requests = {}
+${chunks.join('\n')}
 local next = 0
 local statuses = {}
 request = function()
