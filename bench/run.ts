@@ -727,11 +727,12 @@ function usageError(message: string): never {
   process.exit(2);
 }
 
-// `BENCH_MODE=scale` (or `npm run bench -- scale`), `production`, `memory` and `webhooks` are runs of
-// their own (bench/scale.ts, bench/production.ts, bench/memory.ts, bench/webhooks.ts); every other mode is the side-by-side run above.
+// `BENCH_MODE=scale` (or `npm run bench -- scale`), `production`, `memory`, `webhooks` and `fleet` are runs
+// of their own (bench/scale.ts, bench/production.ts, bench/memory.ts, bench/webhooks.ts, bench/fleet.ts); every other mode is the
+// side-by-side run above.
 const commandLine = parseArguments(process.argv.slice(2));
 const benchMode = commandLine.scale ? 'scale' : process.env.BENCH_MODE?.trim();
-const runsOfTheirOwn = ['scale', 'production', 'memory', 'webhooks'];
+const runsOfTheirOwn = ['scale', 'production', 'memory', 'webhooks', 'fleet'];
 if (commandLine.against !== undefined && runsOfTheirOwn.includes(benchMode ?? '')) {
   usageError(`--against measures the side-by-side run (BENCH_MODE ${AGAINST_MODES.join(' or ')}), not ${benchMode}`);
 }
@@ -739,6 +740,7 @@ const run = benchMode === 'scale' ? import('./scale.js').then((m) => m.runScale(
   : benchMode === 'production' ? import('./production.js').then((m) => m.runProduction())
   : benchMode === 'memory' ? import('./memory.js').then((m) => m.runMemory())
   : benchMode === 'webhooks' ? import('./webhooks.js').then((m) => m.runWebhooks())
+  : benchMode === 'fleet' ? import('./fleet.js').then((m) => m.runFleet())
   : main(commandLine.against);
 run.then(
   (code) => process.exit(code),

@@ -96,7 +96,7 @@ const memoryParts = (p: Probe) => `heap ${mb(p.heap_used_bytes)} in use of ${mb(
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** Writes lines to a file as they come, waiting for the stream to drain: nothing is held in memory. */
-async function writeLines(file: string, lines: Iterable<string>): Promise<number> {
+export async function writeLines(file: string, lines: Iterable<string>): Promise<number> {
   const out = createWriteStream(file);
   let count = 0;
   const failed = new Promise<never>((_, reject) => out.once('error', reject));
@@ -190,7 +190,7 @@ function cliFailure(what: string, run: CliRun): Error {
   return new Error(`${what} failed (${run.signal ?? `exit ${run.code}`}): ${(run.stderr.trim() || run.stdout.trim()).slice(0, 500)}`);
 }
 
-interface ImportFigures {
+export interface ImportFigures {
   lines: number;
   wallMs: number;
   linesPerSec: number;
@@ -201,7 +201,7 @@ interface ImportFigures {
 }
 
 /** `listings-api import FILE --json`, timed; throws unless it exits 0 having inserted `lines`. */
-async function importFile(file: string, lines: number, databaseUrl: string, measureRss: boolean): Promise<ImportFigures> {
+export async function importFile(file: string, lines: number, databaseUrl: string, measureRss: boolean): Promise<ImportFigures> {
   const run = await runCli(['import', file, '--json'], { ...process.env, DATABASE_URL: databaseUrl }, measureRss);
   if (run.code !== 0) throw cliFailure(`listings-api import ${file}`, run);
   const counts = JSON.parse(run.stdout) as ImportFigures['counts'];
