@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { NGINX, unprivilegedNginxConfig } from '../test/support/nginx.js';
 
 /**
  * nginx in front of the fleet (BENCH_MODE=fleet): the repository's own configuration
@@ -13,7 +14,7 @@ import { fileURLToPath } from 'node:url';
  */
 
 const CONF = fileURLToPath(new URL('../../deploy/nginx/listings-api.conf', import.meta.url));
-export const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'].find((path) => existsSync(path));
+export { NGINX };
 
 /** The header that tells the access log which tenant and kind of request it was (`<tenant>.<kind>`). */
 export const TAG_HEADER = 'x-fleet-tag';
@@ -39,24 +40,13 @@ export function siteConfig(listen: number, instances: readonly number[], routed:
   return site;
 }
 
-/** The smallest main configuration around the site that runs unprivileged in `dir`, logging each request to `accessLog`. */
+/** The unprivileged main configuration around the site, logging each request to `accessLog`. */
 function mainConfig(dir: string, site: string, accessLog: string): string {
-  return `
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'error.log')} warn;
-worker_processes 1;
-events { worker_connections 4096; }
-http {
-  log_format fleet '$msec $request_time $status $upstream_addr $upstream_status $http_${TAG_HEADER.replaceAll('-', '_')}';
-  access_log ${accessLog} fleet buffer=256k flush=1s;
-  client_body_temp_path ${join(dir, 'body')};
-  proxy_temp_path ${join(dir, 'proxy')};
-  fastcgi_temp_path ${join(dir, 'fastcgi')};
-  uwsgi_temp_path ${join(dir, 'uwsgi')};
-  scgi_temp_path ${join(dir, 'scgi')};
-${site}
-}
-`;
+  const tag = TAG_HEADER.replaceAll('-', '_');
+  return unprivilegedNginxConfig(dir, site, {
+    workerConnections: 4096,
+    http: `log_format fleet '$msec $request_time $status $upstream_addr $upstream_status $http_${tag}';\n  access_log ${accessLog} fleet buffer=256k flush=1s;`,
+  });
 }
 
 export interface Nginx {

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { NGINX, unprivilegedNginxConfig } from '../support/nginx.js';
 import { freePort } from '../support/process.js';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
 
@@ -16,7 +17,6 @@ import { httpCall, startTestServer, TestClock, type TestServer } from '../suppor
  */
 
 const CONF = fileURLToPath(new URL('../../../deploy/nginx/listings-api.conf', import.meta.url));
-const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'].find((path) => existsSync(path));
 const SKIP = NGINX === undefined ? 'nginx is not installed (apt-get install nginx-light; .ci/run installs it)' : false;
 const KEYS = 20;
 
@@ -45,21 +45,7 @@ function nginxConfig(dir: string, listen: number, instances: number[]): string {
   assert.equal(servers.length, instances.length, 'the shipped upstream lists two instances');
   let site = shipped.replace(/^(\s*)listen 80;$/m, `$1listen 127.0.0.1:${listen};`);
   servers.forEach((server, i) => (site = site.replace(server[0], server[0].replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${instances[i]}`))));
-  return `
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'error.log')} warn;
-worker_processes 1;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${join(dir, 'body')};
-  proxy_temp_path ${join(dir, 'proxy')};
-  fastcgi_temp_path ${join(dir, 'fastcgi')};
-  uwsgi_temp_path ${join(dir, 'uwsgi')};
-  scgi_temp_path ${join(dir, 'scgi')};
-${site}
-}
-`;
+  return unprivilegedNginxConfig(dir, site, { workerConnections: 256, http: 'access_log off;' });
 }
 
 describe('nginx routing by key in front of two instances (issue 44 item 3)', { skip: SKIP }, () => {
