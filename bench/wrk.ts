@@ -46,9 +46,7 @@ export async function runWrkLoad(options: LoadOptions): Promise<LoadResult> {
       p99Ms: s.p99_us / 1000,
       p999Ms: s.p999_us / 1000,
       maxMs: s.max_us / 1000,
-      // The script's own counts reach done() only when wrk shares the threads' Lua state with it,
-      // which it does not (done() runs in a state of its own, so `status` comes back empty): wrk's
-      // own count of answers with a status of 400 or more is the floor.
+      // wrk's own count (answers of 400 and up) is a floor should the script's counts not add up.
       non2xx: Math.max(s.status_errors, Object.entries(s.status).reduce((n, [code, count]) => (code.startsWith('2') ? n : n + count), 0)),
       errors: s.connect_errors + s.read_errors + s.write_errors,
       timeouts: s.timeouts,
@@ -111,7 +109,13 @@ function luaScript(options: LoadOptions): string {
   return `local requests = {}
 ${chunks.join('\n')}
 local next = 0
-local statuses = {}
+-- A global of each thread's Lua state: done() runs in a state of its own, and reads each thread's
+-- counts through the thread handles setup() was given (wrk's thread:get).
+statuses = {}
+local threads = {}
+setup = function(thread)
+  threads[#threads + 1] = thread
+end
 request = function()
   next = next + 1
   return requests[((next - 1) % #requests) + 1]
@@ -121,8 +125,12 @@ response = function(status, _, _)
 end
 done = function(summary, latency, _)
   local e = summary.errors
+  local byStatus = {}
+  for _, thread in ipairs(threads) do
+    for code, n in pairs(thread:get("statuses")) do byStatus[code] = (byStatus[code] or 0) + n end
+  end
   local counts = {}
-  for code, n in pairs(statuses) do counts[#counts + 1] = string.format('"%d":%d', code, n) end
+  for code, n in pairs(byStatus) do counts[#counts + 1] = string.format('"%d":%d', code, n) end
   io.write(string.format('BENCH_WRK {"requests":%d,"duration_us":%d,"bytes":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"connect_errors":%d,"read_errors":%d,"write_errors":%d,"timeouts":%d,"status_errors":%d,"status":{%s}}\\n',
     summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max,
     e.connect, e.read, e.write, e.timeout, e.status, table.concat(counts, ',')))
