@@ -172,6 +172,11 @@ const METRIC_NAMES = {
   tenants: 'listings_indexed_tenants',
   listings: 'listings_indexed_listings',
   indexBytes: 'listings_index_bytes',
+  // Where an instance's memory is (prom-client's default metrics): what READ_MODEL_MAX_MB bounds is only part of it.
+  rss: 'process_resident_memory_bytes',
+  heapUsed: 'nodejs_heap_size_used_bytes',
+  heapTotal: 'nodejs_heap_size_total_bytes',
+  external: 'nodejs_external_memory_bytes',
 } as const;
 type Metrics = Record<keyof typeof METRIC_NAMES | 'requests', number>;
 
@@ -190,7 +195,7 @@ async function scrape(instance: Instance): Promise<Metrics> {
 }
 
 /** Counters over a window (after - before); the gauges (what is held) as they are at its end. */
-const GAUGES = new Set(['tenants', 'listings', 'indexBytes']);
+const GAUGES = new Set(['tenants', 'listings', 'indexBytes', 'rss', 'heapUsed', 'heapTotal', 'external']);
 const delta = (after: Metrics, before: Metrics): Metrics =>
   Object.fromEntries(Object.entries(after).map(([k, v]) => [k, GAUGES.has(k) ? v : v - before[k as keyof Metrics]])) as Metrics;
 
@@ -452,6 +457,15 @@ function report(run: FleetRun, imported: FleetImport & { accountsMs: number }, p
         `${int(i.measured.evictions)} / ${int(i.whole.evictions)}`.padStart(29), int(i.whole.builds).padStart(13), int(i.whole.coldReads).padStart(11),
         `${int(i.whole.tenants)} / ${int(i.whole.listings)} / ${int(i.whole.indexBytes / MIB)}`.padStart(46), int(p.answeredBy[i.name] ?? 0).padStart(9),
       ].join('  '));
+    }
+  }
+  log('');
+  log('memory at the end of the measured window, MB: RSS = V8 heap (used / allocated) + external (Buffers) + the rest (code, stacks, malloc)');
+  for (const p of phases) {
+    for (const i of p.instances) {
+      const m = i.whole;
+      log(`${p.name.padEnd(14)}  ${i.name.padEnd(10)}  RSS ${int(m.rss / MIB)}: heap ${int(m.heapUsed / MIB)} / ${int(m.heapTotal / MIB)}, external ${int(m.external / MIB)}, ` +
+        `index (estimated) ${int(m.indexBytes / MIB)}`);
     }
   }
   log('');
