@@ -87,6 +87,8 @@ export class TenantIndex {
    */
   search = new TenantSearch();
   private byId = new Map<string, IndexEntry>();
+  /** Entries read so far by a build under way (beside the current ones, which readers keep using). */
+  private building = 0;
   /** The soonest expiry among the entries. */
   private nextExpiry = Infinity;
   private updating: Promise<void> | undefined;
@@ -96,12 +98,20 @@ export class TenantIndex {
     readonly country: string,
     private readonly store: Store,
     private readonly clock: Clock,
-    /** Told of each build (with what it took, in ms) and each replay once installed (the read path's counters, and the bound's sizes). */
-    private readonly onUpdate: (kind: 'build' | 'replay', ms?: number) => void = () => {},
+    /**
+     * Told of each build (with what it took, in ms) and each replay once installed (the read
+     * path's counters, and the bound's sizes), and of each chunk a build has read ('progress').
+     */
+    private readonly onUpdate: (kind: 'build' | 'replay' | 'progress', ms?: number) => void = () => {},
   ) {}
 
   get size(): number {
     return this.entries.length;
+  }
+
+  /** The entries this index holds in memory: its own, and those a build under way has read so far. */
+  get heldEntries(): number {
+    return this.entries.length + this.building;
   }
 
   /** The soonest moment what this index shows changes by time alone (D10). */
@@ -141,19 +151,28 @@ export class TenantIndex {
     const byId = new Map<string, IndexEntry>();
     const search = new TenantSearch();
     let after: OrderPosition | undefined;
-    for (;;) {
-      const rows = await this.store.listings.orderedChunk(this.ownerAccountId, this.country, now, after, BUILD_CHUNK);
-      for (const row of rows) {
-        // A listing that moved while the build ran may come twice; the change log puts it right.
-        if (byId.has(row.id)) continue;
-        const entry = toEntry(row, search);
-        entries.push(entry);
-        byId.set(entry.id, entry);
+    try {
+      for (;;) {
+        const rows = await this.store.listings.orderedChunk(this.ownerAccountId, this.country, now, after, BUILD_CHUNK);
+        for (const row of rows) {
+          // A listing that moved while the build ran may come twice; the change log puts it right.
+          if (byId.has(row.id)) continue;
+          const entry = toEntry(row, search);
+          entries.push(entry);
+          byId.set(entry.id, entry);
+        }
+        if (rows.length < BUILD_CHUNK) break;
+        const last = rows.at(-1)!;
+        after = { isFeatured: Number(last.is_featured), createdAt: last.created_at, id: last.id };
+        // The bound sees a build grow chunk by chunk, not only once it is whole: a tenant of
+        // 300,000 listings is about 120 MB, and counted only at the end it came on top of a full
+        // bound (a process whose heap was twice READ_MODEL_MAX_MB ran out of memory).
+        this.building = entries.length;
+        this.onUpdate('progress');
+        await yieldToEventLoop();
       }
-      if (rows.length < BUILD_CHUNK) break;
-      const last = rows.at(-1)!;
-      after = { isFeatured: Number(last.is_featured), createdAt: last.created_at, id: last.id };
-      await yieldToEventLoop();
+    } finally {
+      this.building = 0;
     }
     search.finishBuild();
     this.search = search;
@@ -290,7 +309,7 @@ export const INDEX_BYTES_PER_LISTING = 400;
 export const INDEX_BYTES_EACH = 1024;
 
 /** An index's estimated bytes (above). */
-export const indexBytes = (index: TenantIndex): number => INDEX_BYTES_EACH + index.size * INDEX_BYTES_PER_LISTING;
+export const indexBytes = (index: TenantIndex): number => INDEX_BYTES_EACH + index.heldEntries * INDEX_BYTES_PER_LISTING;
 
 export interface TenantIndexOptions {
   /** READ_MODEL_MAX_MB in bytes: the bound on the estimated bytes of every index together. */
@@ -324,15 +343,16 @@ export function createTenantIndexes(store: Store, clock: Clock, options: TenantI
   let builds = 0;
   let replays = 0;
   /**
-   * A build or a replay of the tenant's index was installed. Its size changed, and the bound must
-   * see it: lru-cache sizes an entry only when it is set to another value, so it is taken out and
-   * set again (put back if it was evicted while it was built; left out if another index of the
-   * tenant took its place).
+   * A build or a replay of the tenant's index was installed, or a build read another chunk. Its
+   * size changed, and the bound must see it: lru-cache sizes an entry only when it is set to
+   * another value, so it is taken out and set again (put back if it was evicted while it was
+   * built; left out if another index of the tenant took its place).
    */
-  const updated = (key: string, index: TenantIndex, kind: 'build' | 'replay', ms?: number) => {
+  const updated = (key: string, index: TenantIndex, kind: 'build' | 'replay' | 'progress', ms?: number) => {
     const held = indexes.peek(key);
     if (held === index) indexes.delete(key);
     if (held === index || held === undefined) indexes.set(key, index);
+    if (kind === 'progress') return;
     if (kind === 'replay') return void replays++;
     builds++;
     options.onBuilt?.(ms!);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { tenantOf as tenantPlace } from '../../src/readmodel/index.js';
-import { INDEX_BYTES_EACH, INDEX_BYTES_PER_LISTING } from '../../src/readmodel/tenant-index.js';
+import { BUILD_CHUNK, createTenantIndexes, INDEX_BYTES_EACH, INDEX_BYTES_PER_LISTING } from '../../src/readmodel/tenant-index.js';
 import { prng } from '../support/random.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
 
@@ -137,5 +137,40 @@ describe('a bounded read model answers exactly what an unbounded one does (issue
     assert.equal(held.tenants, 1, 'held alone');
     assert.ok(held.indexBytes > 1024 * 1024, `counted whole (${held.indexBytes} bytes)`);
     assert.equal(held.viewsHeld, 0, 'no view of an evicted index is kept');
+  });
+});
+
+describe('the bound counts a build as it grows, not only once it is whole (issue 44 item 1)', () => {
+  it('the indexes held are evicted while a big tenant is read chunk by chunk, and the bound holds to within a chunk meanwhile', async (t) => {
+    const server = await startTestServer();
+    t.after(() => server.close());
+    const smalls: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      smalls.push(await server.createAccount());
+      await server.addListings(smalls[i]!, Array.from({ length: 300 }, () => ({})));
+    }
+    const big = await server.createAccount();
+    await server.addListings(big, Array.from({ length: 8 * BUILD_CHUNK }, () => ({})));
+    // Room for the three small indexes and half of the big one.
+    const maxBytes = 4 * INDEX_BYTES_EACH + (900 + 4 * BUILD_CHUNK) * INDEX_BYTES_PER_LISTING;
+    // For each eviction: whether the big index was installed by then (built), or still being read.
+    const evicted: boolean[] = [];
+    const indexes = createTenantIndexes(server.service.store, () => server.clock.now(), {
+      maxBytes,
+      onEvicted: () => evicted.push(indexes.built(tenantPlace(big, 'sg'))),
+    });
+    for (const account of smalls) await indexes.current(tenantPlace(account, 'sg'));
+    assert.equal(indexes.tenants, 3);
+    const building = indexes.current(tenantPlace(big, 'sg'));
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, indexes.bytes())), 0);
+    try {
+      await building;
+    } finally {
+      clearInterval(sampler);
+    }
+    assert.ok(evicted.length >= 1 && !evicted[0], `an index was evicted before the big one was whole (evictions, true once built: ${JSON.stringify(evicted)})`);
+    assert.ok(most <= maxBytes + BUILD_CHUNK * INDEX_BYTES_PER_LISTING, `held ${most} bytes at most while building, against a bound of ${maxBytes}`);
+    assert.equal((await indexes.current(tenantPlace(big, 'sg'))).size, 8 * BUILD_CHUNK);
   });
 });
