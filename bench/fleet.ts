@@ -34,6 +34,8 @@ interface FleetSettings {
   hotFraction: number;
   fileLines: number;
   maxMb: number;
+  /** NODE_OPTIONS of the instances only (a heap cap, say), not of the bench or the import. */
+  instanceNodeOptions: string | undefined;
   connections: number;
   warmupS: number;
   durationS: number;
@@ -55,6 +57,7 @@ function fleetSettings(): FleetSettings {
     hotFraction: numberEnv('BENCH_FLEET_HOT_FRACTION', 0.8, 0),
     fileLines: int('BENCH_FLEET_FILE_LINES', 1_000_000, 1),
     maxMb: int('BENCH_FLEET_MAX_MB', 300, 1),
+    instanceNodeOptions: process.env.BENCH_FLEET_NODE_OPTIONS,
     connections: int('BENCH_CONNECTIONS', 50, 1),
     warmupS: int('BENCH_FLEET_WARMUP', 20, 1),
     durationS: int('BENCH_FLEET_DURATION', 60, 1),
@@ -133,6 +136,7 @@ function startInstance(run: FleetRun, name: string, port: number, metricsPort: n
     env: serviceEnv(port, run.databaseUrl, {
       REDIS_URL: run.redisUrl, REDIS_KEY_PREFIX: run.redisPrefix, READ_MODEL_MAX_MB: String(run.s.maxMb), LOG_LEVEL: 'warn',
       TRUST_PROXY: '1', METRICS_PORT: String(metricsPort), WARMUP_MAX_LISTINGS: '0',
+      ...(run.s.instanceNodeOptions !== undefined && { NODE_OPTIONS: run.s.instanceNodeOptions }),
     }),
     port,
     stdoutFile: join(run.workDir, `${name}.log`),
@@ -182,7 +186,12 @@ type Metrics = Record<keyof typeof METRIC_NAMES | 'requests', number>;
 
 /** One scrape of an instance's /metrics: the read model's counts and its API answers of the listing routes (src/metrics/index.ts). */
 async function scrape(instance: Instance): Promise<Metrics> {
-  const res = await httpGet(instance.metricsPort, '/metrics', { host: '127.0.0.1' });
+  const res = await httpGet(instance.metricsPort, '/metrics', { host: '127.0.0.1' }).catch((error: Error) => {
+    // An instance that died (out of memory, say) is the finding: say how, with what it printed.
+    const { exitCode, signalCode } = instance.child.process;
+    if (exitCode === null && signalCode === null) throw error;
+    throw new Error(`${instance.name} exited (${signalCode ?? `code ${exitCode}`}):\n${instance.child.stderrTail()}`);
+  });
   if (res.status !== 200) throw new Error(`${instance.name}: GET /metrics answered ${res.status}`);
   const text = res.body.toString('utf8');
   const sum = (name: string, labels?: RegExp) => text.split('\n')
@@ -404,7 +413,7 @@ export async function runFleet(): Promise<number> {
   const s = fleetSettings();
   if (NGINX === undefined) throw new Error('BENCH_MODE=fleet needs nginx (Debian: apt-get install nginx-light)');
   if (!wrkInstalled()) throw new Error('BENCH_MODE=fleet needs wrk (Debian: apt-get install wrk)');
-  log(`Fleet: ${int(s.listings)} listings over ${int(s.tenants)} tenants on PostgreSQL + Redis; ${INSTANCES} instances, READ_MODEL_MAX_MB=${s.maxMb}, behind nginx.`);
+  log(`Fleet: ${int(s.listings)} listings over ${int(s.tenants)} tenants on PostgreSQL + Redis; ${INSTANCES} instances, READ_MODEL_MAX_MB=${s.maxMb}${s.instanceNodeOptions === undefined ? '' : `, NODE_OPTIONS=${s.instanceNodeOptions}`}, behind nginx.`);
   log(`Machine: ${cpus().length} CPUs, Node ${process.version}, load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}.`);
   const workDir = mkdtempSync(join(tmpdir(), 'listings-bench-fleet-'));
   cleanUpOnExit(() => {
