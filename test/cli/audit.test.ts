@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { keyDisplay } from '../../src/auth/key-format.js';
 import { CLI_ACTOR } from '../../src/storage/audit.js';
-import { dev, signedIn, text } from '../dashboard/helpers.js';
+import { activityItems, dev, signedIn } from '../dashboard/helpers.js';
+import { dom } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { fails, okJson, rows, tempDatabase, type CliDatabase } from './helpers.js';
 
@@ -96,7 +97,7 @@ describe('the CLI\'s key and origin changes in the audit log, as "operator (CLI)
     assert.equal(page.status, 200);
     const key = (await server.service.store.keys.listForAccount(account))[0]!;
     const display = keyDisplay(key);
-    const items = [...page.body.matchAll(/<li data-action="([^"]+)">([\s\S]*?)<\/li>/g)].map((m) => [m[1], text(m[2]!)]);
+    const items = activityItems(page.body);
     const at = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC operator \(CLI\) /;
     assert.deepEqual(items.map(([action, line]) => [action, line!.replace(at, '')]), [
       ['key.revoked', `revoked key Website ${display}`],
@@ -106,6 +107,7 @@ describe('the CLI\'s key and origin changes in the audit log, as "operator (CLI)
       ['key.created', `created key Website ${display} for Singapore`],
     ]);
     for (const [, line] of items) assert.match(line!, at);
-    assert.match(page.body, /<span class="actor">operator \(CLI\)<\/span>/);
+    // The actor is named as such (its own element), not only as words of the line.
+    assert.equal(dom(page.body).querySelectorAll('li[data-action] .actor').filter((actor) => actor.text === 'operator (CLI)').length, items.length);
   });
 });
