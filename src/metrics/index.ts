@@ -24,7 +24,8 @@ import { answerPrimary, READY_METRIC, ScrapeUnavailable } from './cluster.js';
  * - `listings_index_builds_total`, `listings_index_replays_total`: tenant indexes built from the
  *   database and brought up to date from the change log; `listings_listing_row_reads_total`: reads
  *   of listing rows by id; `listings_indexed_tenants`, `listings_indexed_listings`,
- *   `listings_index_bytes`: what the indexes hold now (summed over workers);
+ *   `listings_index_bytes`, `listings_index_views` (their sorted and filtered orders): what the
+ *   indexes hold now (summed over workers);
  *   `listings_index_evictions_total`: indexes dropped for READ_MODEL_MAX_MB;
  *   `listings_index_build_seconds`: a histogram of the builds' times; `listings_cold_reads_total`:
  *   pages and details read from the database while their tenant's index was still to be built.
@@ -144,6 +145,7 @@ export class Metrics {
       ['listings_indexed_tenants', 'Tenant indexes held in memory.', (s: ReadStats) => s.tenants],
       ['listings_indexed_listings', 'Listings held in memory by the tenant indexes together.', (s: ReadStats) => s.listings],
       ['listings_index_bytes', 'Estimated bytes of the tenant indexes held (READ_MODEL_MAX_MB bounds them).', (s: ReadStats) => s.indexBytes],
+      ['listings_index_views', 'Sorted and filtered orders of the tenant indexes held, each dropped with its index.', (s: ReadStats) => s.viewsHeld],
     ] as const) {
       this.registry.registerMetric(new Gauge({ name, help, registers: [], aggregator: 'sum', collect() {
         this.set(value(readStats()));

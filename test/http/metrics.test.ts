@@ -107,6 +107,7 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
       ['listings_index_builds_total', stats.indexBuilds], ['listings_index_replays_total', stats.indexReplays],
       ['listings_listing_row_reads_total', stats.listingRowReads], ['listings_cache_refreshes_ahead_total', stats.refreshedAhead],
       ['listings_indexed_tenants', stats.tenants], ['listings_indexed_listings', stats.listings],
+      ['listings_index_bytes', stats.indexBytes], ['listings_index_views', stats.viewsHeld], ['listings_index_evictions_total', stats.indexEvictions],
     ];
     for (const [name, value] of counts) assert.equal(sampleValue(scraped, name), value, name);
     assert.ok(stats.indexBuilds > 0 && stats.listings > 0, 'the read model has built an index');
