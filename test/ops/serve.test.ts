@@ -284,9 +284,12 @@ describe('serve: shutdown answers what it accepted and ends within SHUTDOWN_TIME
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.on('error', () => {});
     socket.write('GET /v1/listings HTTP/1.1\r\nHost: api.localhost\r\n');
-    const trickle = setInterval(() => socket.write('X-Slow: yes\r\n'), 100);
+    let trickled: () => void = () => {};
+    const trickling = new Promise<void>((resolve) => (trickled = resolve));
+    // Real time is the point: a header line every 100 ms, the client's own pace, through the drain.
+    const trickle = setInterval(() => socket.write('X-Slow: yes\r\n', () => trickled()), 100);
     try {
-      await new Promise((r) => setTimeout(r, 150));
+      await trickling;
       server.child.kill('SIGTERM');
       // Before: 25-40 s (until Node's own header timeout). Now: the drain limit, then exit 0.
       await waitFor(() => server.child.exitCode !== null, 'the process to exit', 8_000);
