@@ -8,6 +8,7 @@ import pg from 'pg';
 import { callCli } from '../support/cli.js';
 import { createScratchPostgres, type TestDatabase } from '../support/database.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 import { dump, fails, okJson, okText, rows, tempDatabase, type CliDatabase } from './helpers.js';
 
 /**
@@ -360,23 +361,32 @@ describe('import on PostgreSQL: statement timeouts', { skip: process.env.TEST_DA
   };
   /**
    * Runs `fn` while another connection holds `table` locked (every statement that reads it waits),
-   * releasing the lock after `releaseAfterMs` if given, else once `fn` is done.
+   * releasing the lock once a statement has waited for it `releaseAfterWaitMs` (by the database's
+   * clock) if given, else once `fn` is done.
    */
-  const whileLocked = async <T>(table: string, fn: () => Promise<T>, releaseAfterMs?: number): Promise<T> => {
+  const whileLocked = async <T>(table: string, fn: () => Promise<T>, releaseAfterWaitMs?: number): Promise<T> => {
     const holder = new pg.Client({ connectionString: database.url });
     await holder.connect();
-    let timer: NodeJS.Timeout | undefined;
     try {
       await holder.query('begin');
       await holder.query(`lock table ${table} in access exclusive mode`);
-      const released = new Promise<void>((resolve) => {
-        if (releaseAfterMs !== undefined) timer = setTimeout(() => void holder.query('rollback').then(() => resolve()), releaseAfterMs);
-      });
-      const result = await fn();
-      await (releaseAfterMs === undefined ? holder.query('rollback') : released);
-      return result;
+      const running = fn();
+      if (releaseAfterWaitMs === undefined) {
+        const result = await running;
+        await holder.query('rollback');
+        return result;
+      }
+      // Ended meanwhile (it gave up waiting, say): what it did is told by the await below.
+      let ended = false;
+      void running.then(() => (ended = true), () => (ended = true));
+      // Real time is the point: the statement must wait longer than its timeout would allow.
+      // Counted from when it began waiting, not from the command's start, which a slow machine stretches.
+      const waited = async () => ended || (await query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'
+        and clock_timestamp() - query_start > interval '${releaseAfterWaitMs} milliseconds'`)).length > 0;
+      await until(waited, { what: `a statement to wait ${releaseAfterWaitMs} ms for the lock on ${table}`, timeoutMs: 30_000, everyMs: 50 });
+      await holder.query('rollback');
+      return await running;
     } finally {
-      clearTimeout(timer);
       await holder.end();
     }
   };
@@ -407,7 +417,7 @@ describe('import on PostgreSQL: statement timeouts', { skip: process.env.TEST_DA
 
   it("an import is not bound by DATABASE_STATEMENT_TIMEOUT_MS: it waits for a lock longer than that and succeeds", async () => {
     const file = importFile('waits.ndjson', [listing(ORG, { title: 'Waited for the change log' })]);
-    const result = await whileLocked('listing_changes', () => call(['import', file, '--json'], { DATABASE_STATEMENT_TIMEOUT_MS: '100' }), 1_500);
+    const result = await whileLocked('listing_changes', () => call(['import', file, '--json'], { DATABASE_STATEMENT_TIMEOUT_MS: '100' }), 1000);
     assert.deepEqual(okJson(result, 'import past DATABASE_STATEMENT_TIMEOUT_MS'), { inserted: 1, updated: 0, unchanged: 0 });
   });
 

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PER_EMAIL_AND_ADDRESS } from '../../src/dashboard/throttle.js';
 import { TEST_STORE } from '../support/database.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 import { addMember, DashboardClient } from './helpers.js';
 
 /**
@@ -68,7 +69,16 @@ describe('sign-in throttle under parallel bursts', () => {
     await locker.query('lock table dashboard_login_failures in exclusive mode');
     const statuses = Promise.all(clients.map((client, i) =>
       client.post('/sign-in', { email: member.email, password: `wrong ${i}` }).then((r) => r.status)));
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // Real time is the point: the pool's real connection timeout (2 s) must pass while a write waits
+    // on the lock. Measured from when the first write began waiting (the database's own clock), not
+    // from when the requests were sent, so a slow machine cannot shorten it.
+    // Asked on a connection of its own: within a transaction PostgreSQL shows the activity as it was at its first look.
+    const observer = new pg.Client({ connectionString: first.databaseUrl });
+    await observer.connect();
+    const waitedPastPoolTimeout = async () => (await observer.query(`select 1 from pg_stat_activity where datname = current_database()
+      and wait_event_type = 'Lock' and clock_timestamp() - query_start > interval '2500 milliseconds'`)).rowCount! > 0;
+    await until(waitedPastPoolTimeout, { what: 'a sign-in write to wait on the lock past the pool\'s connection timeout', timeoutMs: 20_000, everyMs: 50 });
+    await observer.end();
     await locker.query('commit');
     await locker.end();
     const all = await statuses;

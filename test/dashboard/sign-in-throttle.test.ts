@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FIRST_DELAY_MS, MAX_DELAY_MS, MAX_WAITING, PER_ADDRESS, PER_EMAIL_AND_ADDRESS, SLOW_AFTER } from '../../src/dashboard/throttle.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { within } from '../support/until.js';
 import { addMember, DashboardClient, text, type PageResponse } from './helpers.js';
 
 /**
@@ -45,6 +46,19 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     const client = new DashboardClient(on.dashboardPort!, undefined, from);
     assert.equal((await client.get('/sign-in')).status, 200);
     return client;
+  }
+
+  /** The first `count` of `attempts` to be answered, in the order they were: resolves as the last of them is. */
+  function firstAnswered(attempts: Array<Promise<PageResponse>>, count: number): Promise<PageResponse[]> {
+    const answered: PageResponse[] = [];
+    return new Promise((resolve, reject) => {
+      for (const attempt of attempts) {
+        attempt.then((answer) => {
+          answered.push(answer);
+          if (answered.length === count) resolve([...answered]);
+        }, reject);
+      }
+    });
   }
 
   /** Whether a promise has settled yet (after the turns that could settle it now). */
@@ -109,14 +123,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     const flood = await Promise.all(Array.from({ length: 10 }, () => browserAt(server, '127.0.2.2')));
     const attempts = flood.map((client, i) => client.post('/sign-in', { email: member.email, password: `parallel ${i}` }));
     assert.equal((await delayedAttempts(server, 1)).length, 1);
-    const answered: PageResponse[] = [];
-    for (const attempt of attempts) if (await settled(attempt)) answered.push(await attempt);
     // The nine come back without the clock moving: nothing of theirs waits.
-    while (answered.length < 9) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      answered.splice(0);
-      for (const attempt of attempts) if (await settled(attempt)) answered.push(await attempt);
-    }
+    const answered = await within(firstAnswered(attempts, 9), 15_000, 'nine attempts answered without the clock moving');
     assert.deepEqual(answered.map((r) => r.status), Array<number>(9).fill(429));
     assert.match(text(answered[0]!.body), /Too many sign-in attempts at once\. Try again in 1 second\./);
     assert.equal(answered[0]!.headers['retry-after'], '1');
@@ -135,11 +143,7 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     const delays = await delayedAttempts(proxied, MAX_WAITING);
     assert.equal(delays.length, MAX_WAITING);
     assert.ok(delays.every((d) => d > 0 && d <= MAX_DELAY_MS), 'each bounded');
-    let refused: PageResponse | undefined;
-    while (refused === undefined) {
-      for (const attempt of attempts) if (await settled(attempt)) refused = await attempt;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const refused = (await within(firstAnswered(attempts, 1), 15_000, 'the attempt over the limit to be answered without the clock moving'))[0]!;
     assert.equal(refused.status, 429);
     assert.match(text(refused.body), /Too many sign-in attempts at once\. Try again in 10 seconds\./);
     proxied.clock.advance(MAX_DELAY_MS);

@@ -217,6 +217,7 @@ const loop = async (start) => {
     const began = Date.now();
     await once(requests[i % requests.length]);
     if (attacks++ === 0) process.send('attacking');
+    // Real time is the point: the attacker's pace, one request per interval.
     const rest = intervalMs - (Date.now() - began);
     if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
   }

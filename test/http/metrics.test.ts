@@ -129,7 +129,7 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
   it('the event-loop delay is sampled every millisecond: an idle loop reads about 1 ms late, not 10 (issue 30 item 3)', async () => {
     // prom-client empties the delay histogram at every scrape: the next one covers only this wait.
     await scrape();
-    // Real time, not a test clock: the histogram samples the real event loop while it idles.
+    // Real time is the point: the histogram samples the real event loop while it idles (not a test clock).
     await new Promise((resolve) => setTimeout(resolve, 100));
     const scraped = await scrape();
     // Each sample includes the sampling interval: at prom-client's default of 10 ms no sample is

@@ -10,6 +10,8 @@ import { runCli, startCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
+import { within } from '../support/until.js';
+import { CHANGES_CHANNEL } from '../../src/storage/pg-notifications.js';
 
 const stores = (['sqlite', 'postgres'] as const).filter((s) => s === 'sqlite' || process.env.TEST_DATABASE_URL);
 
@@ -164,14 +166,26 @@ if (process.env.TEST_DATABASE_URL) {
       await refusedEverywhere(key);
     });
 
+    /** Resolves at the first acknowledgement of a command's marker on the changes channel (an instance has applied the change). */
+    async function firstAcknowledgement(): Promise<{ acknowledged: Promise<string>; end: () => Promise<void> }> {
+      const listener = new pg.Client({ connectionString: database.url });
+      await listener.connect();
+      await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
+      const acknowledged = new Promise<string>((resolve) => listener.on('notification', (m) => m.payload?.startsWith('ack ') && resolve(m.payload)));
+      return { acknowledged, end: () => listener.end() };
+    }
+
     it('a stalled instance holds the command back until it has resumed and applied the change', async () => {
       const { id, key } = await cachedKey();
       b.child.kill('SIGSTOP');
+      const listener = await firstAcknowledgement();
       try {
         const revoking = startCli(['key', 'revoke', id], env);
+        // A has confirmed the change: B's confirmation is all the command has left to wait for.
+        await within(listener.acknowledged, 20_000, "the running instance's acknowledgement");
         await whenRevokedInDatabase(id);
-        // B stays stopped for a second after the commit: a command that did not wait for it would
-        // have exited by then (it only closes its connections), one that waits exits after.
+        // Real time is the point: B stays stopped for a second after A confirmed; a command that did
+        // not wait for B would have exited by then (it only closes its connections), one that waits exits after.
         await new Promise((resolve) => setTimeout(resolve, 1000));
         const resumedAt = Date.now();
         b.child.kill('SIGCONT');
@@ -181,6 +195,7 @@ if (process.env.TEST_DATABASE_URL) {
         assert.ok(result.exitedAt >= resumedAt, 'the command waited for the stalled instance');
       } finally {
         b.child.kill('SIGCONT');
+        await listener.end();
       }
       await refusedEverywhere(key);
     });

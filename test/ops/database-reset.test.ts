@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { sql } from '#kysely';
@@ -9,6 +11,8 @@ import { freePort, isRunning, startServerProcess, waitFor, type ServerProcess } 
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall, listingLine, startTestServer, type TestServer } from '../support/server.js';
 import { cleanUpServerOnRedis, sleep, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
+import { until, within } from '../support/until.js';
 
 /**
  * Issue 40 item 1: losing PostgreSQL connections (an administrator ending them, a restart, a
@@ -35,6 +39,22 @@ async function terminateAll(databaseUrl: string): Promise<number> {
   const name = new URL(databaseUrl).pathname.slice(1);
   const { rows } = await adminQuery('select pg_terminate_backend(pid) as ended from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name]);
   return rows.filter((r) => r.ended === true).length;
+}
+
+/** The pids of the database's sessions but the caller's; `listeners`: only the instances' change listeners (one per serving process). */
+async function sessions(databaseUrl: string, listeners = false): Promise<number[]> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const like = listeners ? `${INSTANCE_APPLICATION_NAME}%` : '%';
+  const { rows } = await adminQuery('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid() and application_name like $2', [name, like]);
+  return rows.map((r) => r.pid as number);
+}
+
+/** This process's socket connected from `localPort` (a session's `inet_client_port()`): its 'close' is the client having read the end. */
+function socketFrom(localPort: number): Socket {
+  const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+  const socket = handles.find((h): h is Socket => h instanceof Socket && h.localPort === localPort);
+  assert.ok(socket, `a socket of this process from port ${localPort}`);
+  return socket;
 }
 
 interface Answer {
@@ -70,6 +90,7 @@ function steadyLoad(port: number, keys: string[], loops: number) {
     Array.from({ length: loops }, async (_, i) => {
       for (let n = 0; running; n++) {
         answers.push(await boundedGet(port, n % 3 === 0 ? '/v1/listings?page=2' : '/v1/listings', keys[(i + n) % keys.length]!, 5000));
+        // Real time is the point: a pace (about 200 requests a second per client), not a wait for anything.
         await sleep(5);
       }
     }),
@@ -80,6 +101,10 @@ function steadyLoad(port: number, keys: string[], loops: number) {
     async firstOkAfter(since: number, ms: number): Promise<Answer> {
       await waitFor(() => answers.some((a) => a.at > since && a.status === 200), 'a 200 after the fault', ms);
       return answers.find((a) => a.at > since && a.status === 200)!;
+    },
+    /** Resolves once `count` 200s have been answered after `since`: the load is being served. */
+    async servedAfter(since: number, count: number, what: string): Promise<void> {
+      await until(() => answers.filter((a) => a.at > since && a.status === 200).length >= count, { what, timeoutMs: 10_000 });
     },
     async stop(): Promise<Answer[]> {
       running = false;
@@ -141,11 +166,11 @@ describe('a connection lost while checked out of the pool (in-process server)', 
     // Between two statements of one connection (as in a transaction), the connection is ended by
     // the server. Without a listener on the checked-out client its 'error' event ends the process.
     await server.service.store.db.connection().execute(async (conn) => {
-      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
-      const pid = rows[0]!.pid;
-      await adminQuery('select pg_terminate_backend($1)', [pid]);
-      await waitFor(async () => (await adminQuery('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0, 'the session to end');
-      await sleep(100); // the client has read the server's goodbye by now
+      const { rows } = await sql<{ pid: number; port: number }>`select pg_backend_pid() as pid, inet_client_port() as port`.execute(conn);
+      const closed = once(socketFrom(rows[0]!.port), 'close');
+      await adminQuery('select pg_terminate_backend($1)', [rows[0]!.pid]);
+      // The client has read the server's goodbye (and told its 'error') when its socket closes.
+      await within(closed, 5000, "the client's socket to close after the session ended");
       await assert.rejects(sql`select 1`.execute(conn), 'the ended connection fails its next statement');
     });
     const res = await server.get('/v1/listings', { key });
@@ -178,16 +203,18 @@ describe('serve on PostgreSQL: sessions ended under load (pg_terminate_backend)'
 
   it(`no process dies (${workers.length > 0 ? 'two workers' : 'one process'}), every answer is 200 or a JSON 500, and 200s are back within a second each time`, async () => {
     const load = steadyLoad(server.port, keys, 4);
-    await load.firstOkAfter(0, 10_000);
+    let ok = await load.firstOkAfter(0, 10_000);
     for (let round = 0; round < 3; round++) {
-      await sleep(300);
+      // Served again, on connections of their own, before the next blow.
+      await load.servedAfter(ok.at, 10, `the load to be served before round ${round + 1}`);
+      await until(async () => (await sessions(database.url)).length >= 2, { what: 'the server to hold sessions again', timeoutMs: 10_000 });
       const ended = await terminateAll(database.url);
       const since = Date.now();
       assert.ok(ended >= 2, `sessions were ended (${ended})`);
-      const ok = await load.firstOkAfter(since, 5000);
+      ok = await load.firstOkAfter(since, 5000);
       assert.ok(ok.at - since <= 1000, `round ${round + 1}: a 200 ${ok.at - since} ms after the sessions ended`);
     }
-    await sleep(300);
+    await load.servedAfter(ok.at, 10, 'the load to be served after the last round');
     const answers = await load.stop();
     const unexpected = answers.filter((a) => !(a.status === 200 || (a.status === 500 && a.error === 'internal_error')));
     assert.deepEqual(unexpected, [], 'no refused connection, no hung request, no other status');
@@ -198,10 +225,19 @@ describe('serve on PostgreSQL: sessions ended under load (pg_terminate_backend)'
   });
 
   it('an idle process survives its sessions being ended, and answers at once', async () => {
-    await sleep(200);
-    await terminateAll(database.url);
-    await sleep(2000);
+    // Each serving process has its change listener back (the last test ended it), and its pool's connections are idle.
+    const processes = workers.length > 0 ? 2 : 1;
+    let listeners: number[] = [];
+    await until(async () => (listeners = await sessions(database.url, true)).length === processes, { what: 'a change listener per serving process', timeoutMs: 10_000 });
+    const crashes = () => server.output().match(/Unhandled 'error' event|exited unexpectedly|"level":60/g)?.length ?? 0;
+    const crashed = crashes();
+    assert.ok((await terminateAll(database.url)) > processes, 'idle pool connections were ended too');
+    // Each process reconnects its listener a second after it read the end of its sessions: it has
+    // read the end of its idle ones too by then (a process that could not would have died).
+    const renewed = async () => (await sessions(database.url, true)).filter((pid) => !listeners.includes(pid)).length === processes;
+    await until(renewed, { what: 'each process to reconnect its change listener', timeoutMs: 10_000 });
     assert.equal(server.child.exitCode, null);
+    assert.equal(crashes(), crashed, 'no process died');
     const answer = await boundedGet(server.port, '/v1/listings', keys[0]!, 1000);
     assert.equal(answer.status, 200);
   });
@@ -221,7 +257,8 @@ describe('serve on PostgreSQL through a link that goes down (a restart or a fail
     const proxied = await FaultProxy.inFrontOf(database.url);
     link = proxied.proxy;
     metricsPort = await freePort();
-    server = await startServerProcess({ DATABASE_URL: proxied.url, DATABASE_STATEMENT_TIMEOUT_MS: '1000', LOG_LEVEL: 'info', METRICS_PORT: String(metricsPort) });
+    // Debug: the webhook poller's failures during the outage are debug lines, which the test waits for.
+    server = await startServerProcess({ DATABASE_URL: proxied.url, DATABASE_STATEMENT_TIMEOUT_MS: '1000', LOG_LEVEL: 'debug', METRICS_PORT: String(metricsPort) });
   });
   after(async () => {
     await server?.stop();
@@ -234,7 +271,13 @@ describe('serve on PostgreSQL through a link that goes down (a restart or a fail
     await load.firstOkAfter(0, 10_000);
     link.down();
     const downAt = Date.now();
-    await sleep(2500);
+    const during = () => load.answers.filter((a) => a.at > downAt + 200);
+    // The outage has been seen by the requests and by the readiness check, and the webhook poller
+    // has needed the database meanwhile (it looks every second).
+    await until(() => during().length > 10 && logLines(server.output()).some((l) => l.level >= 40) && /webhook delivery: cannot read the endpoints/.test(server.output()), {
+      what: 'requests, the readiness check and the webhook poller to meet the outage',
+      timeoutMs: 10_000,
+    });
     const ready = await httpCall(server.port, '/readyz');
     assert.equal(ready.status, 503);
     assert.equal(sampleValue(await scrape(metricsPort), 'listings_ready'), 0);
@@ -242,12 +285,12 @@ describe('serve on PostgreSQL through a link that goes down (a restart or a fail
     const since = Date.now();
     const ok = await load.firstOkAfter(since, 5000);
     assert.ok(ok.at - since <= 1000, `a 200 ${ok.at - since} ms after the database came back`);
-    await sleep(500);
-    const answers = await load.stop();
-    const during = answers.filter((a) => a.at > downAt + 200 && a.at < since);
-    assert.ok(during.length > 10, 'requests were made during the outage');
-    assert.deepEqual(during.filter((a) => a.status !== 500 || a.error !== 'internal_error'), [], 'a JSON 500 each, never a refused or hung request');
-    assert.ok(during.every((a) => a.ms < 3000), 'each answered without waiting long');
+    await load.servedAfter(ok.at, 10, 'the load to be served after the return');
+    await load.stop();
+    const outage = during().filter((a) => a.at < since);
+    assert.ok(outage.length > 10, 'requests were made during the outage');
+    assert.deepEqual(outage.filter((a) => a.status !== 500 || a.error !== 'internal_error'), [], 'a JSON 500 each, never a refused or hung request');
+    assert.ok(outage.every((a) => a.ms < 3000), 'each answered without waiting long');
     await waitFor(async () => (await httpCall(server.port, '/readyz')).status === 200, 'ready again', 3000);
 
     // Issue 40 item 10: one warning for the outage and one line at its end, whatever else needed

@@ -277,6 +277,7 @@ for (const mode of modes) {
               outcome = (error as { code?: string }).code ?? String(error);
             }
             exchanges.push({ started, ended: Date.now(), outcome });
+            // Real time is the point: a refused client's pause before it tries again (a pace), not a wait for anything.
             if (outcome === 'ECONNREFUSED') await new Promise((resolve) => setTimeout(resolve, 10));
           }
         };

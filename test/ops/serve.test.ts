@@ -284,9 +284,12 @@ describe('serve: shutdown answers what it accepted and ends within SHUTDOWN_TIME
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.on('error', () => {});
     socket.write('GET /v1/listings HTTP/1.1\r\nHost: api.localhost\r\n');
-    const trickle = setInterval(() => socket.write('X-Slow: yes\r\n'), 100);
+    let trickled: () => void = () => {};
+    const trickling = new Promise<void>((resolve) => (trickled = resolve));
+    // Real time is the point: a header line every 100 ms, the client's own pace, through the drain.
+    const trickle = setInterval(() => socket.write('X-Slow: yes\r\n', () => trickled()), 100);
     try {
-      await new Promise((r) => setTimeout(r, 150));
+      await trickling;
       server.child.kill('SIGTERM');
       // Before: 25-40 s (until Node's own header timeout). Now: the drain limit, then exit 0.
       await waitFor(() => server.child.exitCode !== null, 'the process to exit', 8_000);
@@ -335,8 +338,13 @@ describe('serve: the log stream', () => {
 
   it('on a terminal the log is readable lines, not JSON; in a pipe it is JSON (issue 8, item 21)', { skip: spawnSync('script', ['--version']).status === 0 ? false : 'util-linux script(1) is not installed' }, async () => {
     const port = await freePort();
-    // script(1) gives the server a terminal for stdout; the test reads what it printed there.
-    const command = `PORT=${port} HOST=127.0.0.1 DATABASE_URL=${database.url} LOG_LEVEL=info timeout -s TERM 3 ${process.execPath} ${BIN} serve`;
+    // script(1) gives the server a terminal for stdout; the test reads what it printed there. The
+    // server is stopped once it answers /healthz (it has said it listens by then), not after a
+    // guessed 3 s that a slow machine could spend starting.
+    const healthy = `let t=Date.now();(function go(){require("http").get("http://127.0.0.1:${port}/healthz",(r)=>{r.resume();r.statusCode===200?process.exit(0):setTimeout(go,20)})
+      .on("error",()=>Date.now()-t<15000?setTimeout(go,20):process.exit(1))})()`.replace(/\n\s*/g, '');
+    const serve = `PORT=${port} HOST=127.0.0.1 DATABASE_URL=${database.url} LOG_LEVEL=info ${process.execPath} ${BIN} serve`;
+    const command = `${serve} & server=$!; ${process.execPath} -e '${healthy}'; kill -TERM $server; wait $server`;
     const result = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', timeout: 20_000 });
     const printed = result.stdout.replace(/\r/g, '');
     assert.match(printed, /INFO.*Server listening at http:\/\/127\.0\.0\.1:\d+/, printed);

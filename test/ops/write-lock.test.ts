@@ -51,7 +51,8 @@ describe('SQLite: another writer holding the database', { skip: process.env.TEST
         assert.equal((await server.get('/v1/listings?per_page=5', { key })).status, 200);
         assert.equal((await server.get('/v1/listings', { key: coldKey })).status, 200);
       }
-      await new Promise((r) => setTimeout(r, 300));
+      // A later marker: a dashboard page asked for after the revoke is answered while the revoke is not.
+      assert.equal((await client.get(dev(accountId, `keys/${victim.id}/revoke`))).status, 200);
       assert.equal(settled, false, 'the revoke is still waiting for its turn while the lock is held');
       delay.disable();
       // Before: a synchronous wait of up to 5 s per write; now the loop is never held for long.

@@ -6,6 +6,7 @@ import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '../support/process.js';
 import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 import { unfinishedRequest } from './helpers.js';
 
 /**
@@ -81,7 +82,9 @@ describe('example website: webhooks show a change at once', () => {
       // 700 MB announced: 413 before a byte of it is read.
       const huge = await unfinishedRequest(port, head({ ...signed, 'Content-Length': String(700 * 1024 * 1024) }), '{}', 1000);
       assert.equal(huge.status, 413, huge.text);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Each refusal is logged once the site has seen its connection end; then one turn, for what that set off.
+      await until(() => refusals.length >= 3, { what: 'the site to log its three refusals', timeoutMs: 5000 });
+      await new Promise((resolve) => setImmediate(resolve));
       assert.deepEqual(unhandled, []);
       assert.equal(refusals.length, 3, refusals.join('\n'));
       assert.match(refusals[1]!, /cut short/);

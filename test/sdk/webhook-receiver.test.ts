@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import { Webhook } from 'standardwebhooks';
 import { createWebhookHandler, WebhookVerificationError, type WebhookHandler, type WebhookHandlerOptions } from '@listings-api/sdk';
+import { until } from '../support/until.js';
 import { unendedPost, unfinishedRequest } from './helpers.js';
 
 /**
@@ -50,15 +51,25 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
       ...options,
     });
     const server = createServer(webhook.node);
+    const open = new Set<Socket>();
+    server.on('connection', (socket: Socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+    });
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     /** A whole, well-signed message: the receiver still works. */
     const deliver = async () => (await fetch(`http://127.0.0.1:${port}/webhooks/listings`, { method: 'POST', headers: signed(), body })).status;
-    return { port, changes, errors, deliver };
+    /** Resolves once the server has seen each of its connections close, and the event loop has run what that set off. */
+    const settled = async () => {
+      await until(() => open.size === 0, { what: 'the receiver to see its connections close', timeoutMs: 5000 });
+      await afterTurn();
+    };
+    return { port, changes, errors, deliver, settled };
   }
-  /** Lets the event loop run what a closed connection set off. */
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+  /** One turn of the event loop: rejections left unhandled by what ran before are told by then. */
+  const afterTurn = () => new Promise((resolve) => setImmediate(resolve));
   const reasons = (errors: unknown[]) => errors.map((e) => (e instanceof WebhookVerificationError ? e.reason : String(e)));
 
   it('`node` returns nothing (compile time and run time), so a server cannot drop a rejection', async () => {
@@ -74,28 +85,28 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
   });
 
   it('a body cut short (the client gives up mid-body) is reported, and the process carries on', async () => {
-    const { port, errors, deliver } = await receiver();
+    const { port, errors, deliver, settled } = await receiver();
     // Headers that pass, a Content-Length of 1000, two bytes, then the client is gone.
     const cut = await unfinishedRequest(port, head({ ...signed(), 'Content-Type': 'application/json', 'Content-Length': '1000' }), '{}', 200);
     assert.equal(cut.status, undefined, 'nothing to answer before the body is whole');
-    await settle();
+    await settled();
     assert.deepEqual(reasons(errors), ['incomplete_body']);
     // An onError that throws changes nothing either.
     const throwing = await receiver({ onError: () => { throw new Error('a logger that fails'); } });
     await unfinishedRequest(throwing.port, head({ ...signed(), 'Content-Length': '1000' }), '{}', 200);
-    await settle();
+    await throwing.settled();
     assert.deepEqual(unhandled, []);
     assert.equal(await deliver(), 204);
     assert.equal(await throwing.deliver(), 204);
   });
 
   it('the issue\'s curl (Content-Length 1000, 2 bytes sent, no signature headers) is a 400 at once, before the body', async () => {
-    const { port, errors, changes, deliver } = await receiver();
+    const { port, errors, changes, deliver, settled } = await receiver();
     const curl = await unfinishedRequest(port, head({ 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '1000' }), '{}', 1000);
     assert.equal(curl.status, 400, curl.text);
     assert.ok(curl.answeredAfterMs! < 1000, 'answered while the body was still coming');
     assert.match(curl.text, /"error":"missing_headers"/);
-    await settle();
+    await settled();
     assert.deepEqual(reasons(errors), ['missing_headers']);
     assert.deepEqual(unhandled, []);
     assert.equal(await deliver(), 204);
@@ -103,7 +114,7 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
   });
 
   it('missing or malformed signature headers, a stale timestamp or another method: refused before the body is read', async () => {
-    const { port, errors } = await receiver();
+    const { port, errors, settled } = await receiver();
     const good = signed();
     const cases: Array<[Record<string, string>, string, number, string]> = [
       [{ 'webhook-id': good['webhook-id']!, 'webhook-timestamp': good['webhook-timestamp']! }, 'POST', 400, 'missing_headers'],
@@ -121,19 +132,19 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
       assert.match(answer.text, /\r\nconnection: close\r\n/i, 'the unread body is not waited for');
     }
     assert.equal(errors.length, 5, 'each refused message is reported (not the 405)');
-    await settle();
+    await settled();
     assert.deepEqual(unhandled, []);
   });
 
   it('a body over the cap: 413 from its Content-Length before reading (700 MB), or as it streams; the cap is configurable', async () => {
-    const { port, errors, deliver } = await receiver();
+    const { port, errors, deliver, settled } = await receiver();
     const huge = await unfinishedRequest(port, head({ ...signed(), 'Content-Length': String(700 * 1024 * 1024) }), '{"type":', 1000);
     assert.equal(huge.status, 413, huge.text);
     assert.match(huge.text, /"error":"body_too_large"/);
     // No Content-Length (chunked): read up to the default cap, 1 MiB, then refused with the body
     // still unfinished (it never ends: a receiver that waited for its end would not answer).
     assert.equal(await unendedPost(port, '/webhooks/listings', signed(), 1024 * 1024 + 64 * 1024, 10_000), 413);
-    await settle();
+    await settled();
     assert.deepEqual(reasons(errors), ['body_too_large', 'body_too_large']);
     assert.equal(await deliver(), 204);
 
@@ -143,7 +154,8 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
     const under = await receiver({ maxBodyBytes: Buffer.byteLength(body) - 1 });
     assert.equal(await under.deliver(), 413);
     assert.throws(() => createWebhookHandler({ secret: SECRET, onChange: () => {}, maxBodyBytes: 0 }), /maxBodyBytes/);
-    await settle();
+    await until(() => under.errors.length === 1, { what: 'the refusal of one byte over the cap to be reported', timeoutMs: 5000 });
+    await afterTurn();
     assert.deepEqual(unhandled, []);
   });
 
@@ -185,6 +197,7 @@ describe('the webhook receiver on node:http, mounted as the README says (issue 4
       socket.write(`${head({ ...signed(text), 'Content-Length': String(bytes.length) })}\r\n\r\n`);
       socket.write(bytes.subarray(0, split));
       // Two reads on the server's side: the first ends one byte into a three-byte character.
+      // A deliberate gap between the two writes, so that they arrive as two reads.
       setTimeout(() => socket.write(bytes.subarray(split)), 100);
     });
     assert.equal(status, '204');

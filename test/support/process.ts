@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { BIN } from './cli.js';
 import { httpCall } from './server.js';
+import { until } from './until.js';
 
 /** Ports freePort has handed out in this process: the kernel may offer a just-released one again. */
 const handedOut = new Set<number>();
@@ -93,11 +94,7 @@ export async function startServerProcess(env: Record<string, string>, args: stri
 
 /** Polls `condition` (an observation of I/O, never a timing assertion) until it holds, or fails. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(condition, { what, timeoutMs: ms, everyMs: 50 });
 }
 
 export function isRunning(pid: number): boolean {

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply } from 'fastify';
 import { END_OF_TURN, sendAtEndOfTurn } from '../../src/http/v1/routes.js';
+import { within } from '../support/until.js';
 
 /** Answers ready in one turn go out together at its end (src/http/v1/routes.ts, issue 41). */
 describe('sendAtEndOfTurn', () => {
@@ -28,8 +29,12 @@ describe('sendAtEndOfTurn', () => {
       setImmediate(resolve);
     }));
     assert.deepEqual(log.slice(0, 3), ['a', 'b', 'c']);
-    sendAtEndOfTurn(replyRecording(log, 'd'), () => log.push('d'));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The next turn's answer: waited for itself, not for a guessed time.
+    const sent = new Promise<void>((resolve) => sendAtEndOfTurn(replyRecording(log, 'd'), () => {
+      log.push('d');
+      resolve();
+    }));
+    await within(sent, 5000, "the next turn's answer to be sent");
     assert.deepEqual(log.filter((entry) => entry !== 'timer'), ['a', 'b', 'c', 'd']);
   });
 

@@ -8,6 +8,7 @@ import { addWebhook, rotateWebhookSecret } from '../../src/webhooks/endpoints.js
 import { PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { within } from '../support/until.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 
 /**
@@ -69,6 +70,8 @@ describe('one attempt: what the timeout covers (issue 43 item 2)', () => {
   it('a 2xx status line is a delivery however slowly the body trickles in; the body is read to 16 KB, then dropped', async () => {
     let bodyWritten = 0;
     let closedAfter = 0;
+    let hungUp: (at: number) => void = () => {};
+    const closedAt = new Promise<number>((resolve) => (hungUp = resolve));
     const trickles: Array<NodeJS.Timeout> = [];
     const slow = createHttpServer((req, res) => {
       req.resume();
@@ -83,6 +86,7 @@ describe('one attempt: what the timeout covers (issue 43 item 2)', () => {
       res.on('close', () => {
         clearInterval(timer);
         closedAfter = bodyWritten;
+        hungUp(Date.now());
       });
     });
     const port = await listen(slow);
@@ -91,9 +95,11 @@ describe('one attempt: what the timeout covers (issue 43 item 2)', () => {
       const outcome = await sendAttempt(`http://127.0.0.1:${port}/x`, {}, '{}', { allowPrivate: true, timeoutMs });
       assert.equal(outcome.status, 200, JSON.stringify(outcome));
       assert.equal(outcome.error, undefined);
-      assert.ok(Date.now() - started < timeoutMs, 'the outcome came with the status line, not after the body');
+      const outcomeAt = Date.now();
+      assert.ok(outcomeAt - started < timeoutMs, 'the outcome came with the status line, not after the body');
       // The sender hangs up after 16 KB or at the timeout, whichever first: here the timeout (a kilobyte per 50 ms).
-      await new Promise((resolve) => setTimeout(resolve, timeoutMs + 200));
+      const hungUpAt = await within(closedAt, 10_000, 'the sender to hang up');
+      assert.ok(hungUpAt - outcomeAt < timeoutMs + 200, `hung up ${hungUpAt - outcomeAt} ms after the outcome: at the timeout`);
       assert.ok(closedAfter > 0 && closedAfter <= 16 * 1024, `the connection was closed after ${closedAfter} bytes`);
     } finally {
       for (const t of trickles) clearInterval(t);
