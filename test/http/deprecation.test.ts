@@ -41,7 +41,8 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
 
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: FEED, since: SINCE, sunset: SUNSET, link: LINK }]) });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: FEED, since: SINCE, sunset: SUNSET, link: LINK }]), DASHBOARD_PORT: 'off' });
     const org = await server.createAccount();
     await server.addListings(org, [{ id: 'b0000000-0000-4000-8000-000000000001' }]);
     await server.allowOrigin(org, origin);
@@ -159,7 +160,8 @@ describe('a deprecation without a sunset, covering every endpoint (D29)', () => 
   let server: TestServer;
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: '/v1', since: '2026-12-01', link: 'https://developers.example.com/v2' }]) });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: '/v1', since: '2026-12-01', link: 'https://developers.example.com/v2' }]), DASHBOARD_PORT: 'off' });
   }
 
   it('Deprecation and Link on every /v1 answer, no Sunset; the document marks every operation and documents no Sunset', async (t) => {

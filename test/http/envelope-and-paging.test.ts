@@ -21,7 +21,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
     // Rate limiting is tested in rate-limit.test.ts; here many requests share a key.
-    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     const big = await server.createAccount();
     bigKey = (await server.createKey(big)).key;
     await server.addListings(big, Array.from({ length: 105 }, (_, i) => ({ created_at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString() })));

@@ -19,7 +19,8 @@ describe('change feed (D22)', () => {
 
   /** Each test's own world (issue 42): a fresh server, an account, and its key with a limit no test reaches. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     owner = await server.createAccount();
     ({ key, id: keyId } = await server.createKey(owner));
     await server.service.store.keys.setRateLimit(keyId, 1_000_000);

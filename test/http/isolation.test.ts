@@ -40,7 +40,8 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
   /** Each test's own world (issue 42): a fresh server with the plan's owners, listings and keys. */
   async function world(t: TestContext): Promise<void> {
     // Isolation, not rate limiting, is under test here: many requests per key.
-    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     hidden.length = 0;
     for (const owner of Object.values(owners)) Object.assign(owner, { visible: {}, keys: [] });
     for (const [name, owner] of Object.entries(owners) as Array<[keyof typeof owners, Owner]>) {

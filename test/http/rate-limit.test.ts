@@ -54,7 +54,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
 
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     await server.addListings(orgId, [{ id: listingId }]);
     await server.allowOrigin(orgId, 'https://shop.example.com');
@@ -273,7 +274,8 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
 
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     await server.addListings(orgId, [{}]);
   }
@@ -390,7 +392,8 @@ describe('RATE_LIMIT_PER_MINUTE sets the default per-key limit (OPERATIONS, D14)
   let server: TestServer;
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '5' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '5', DASHBOARD_PORT: 'off' });
   }
 
   it('keys without their own limit get the configured default; a per-key limit overrides it', async (t) => {

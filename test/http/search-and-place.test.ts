@@ -54,7 +54,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
 
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     const accountId = await server.createAccount();
     const rand = prng(2628);
     const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;

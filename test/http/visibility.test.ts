@@ -33,7 +33,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
   /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
   async function world(t: TestContext): Promise<void> {
     // Rate limiting is tested in rate-limit.test.ts; here many requests share a key.
-    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     myKey = (await server.createKey(orgId, 'my')).key;
