@@ -9,6 +9,7 @@ import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../su
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { readCounts } from '../support/read-counts.js';
 import { httpCall, LogCapture, startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 import { atEnd } from '../support/world.js';
 
 /**
@@ -190,6 +191,8 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
     assert.equal(page.json.total, BIG);
     assert.equal((await readCounts(server)).indexBuilds, 2, 'the first page of the big tenant built nothing');
     assert.equal((await server.get('/v1/listings', { key: tenants.unread.key })).status, 200);
-    assert.equal((await readCounts(server)).indexBuilds, 3, 'a tenant not read recently is built on its first request, as before');
+    // On PostgreSQL that first page may be read from the database while the index builds in the
+    // background (cold reads, issue 44 item 2): the build it started is waited for, not started here.
+    await until(async () => (await readCounts(server)).indexBuilds === 3, { what: 'a tenant not read recently built on its first request, as before', timeoutMs: 10_000 });
   });
 });
