@@ -4,10 +4,9 @@ import { tenantOf } from '../../src/core/tenant.js';
 import { startTestServer, type TestResponse } from '../support/server.js';
 
 /**
- * A cached answer is written at the end of its turn straight to the response (src/http/v1/routes.ts
- * `answer`, docs/design/end-of-turn-answers.md), not through Fastify's send as an answer read from
- * the database is. Whichever way it went, the client must get the same answer: status, headers and
- * body. Both ways are compared here.
+ * A cached answer waits for the end of its turn (src/http/v1/routes.ts `sendAtEndOfTurn`,
+ * docs/design/end-of-turn-answers.md); an answer read from the database is sent as soon as it is
+ * read. Whichever way it went, the client must get the same answer: status, headers and body.
  */
 async function world(t: TestContext) {
   const server = await startTestServer();
@@ -27,19 +26,19 @@ function comparable(res: TestResponse): Record<string, unknown> {
   return headers;
 }
 
-describe('answers written at the end of the turn (issue 41)', () => {
+describe('answers sent at the end of the turn (issue 41)', () => {
   it('a page from memory has the status, headers and body of the same page read from the database', async (t) => {
     const { server, key, account } = await world(t);
     const origin = { origin: 'https://example.com' };
-    // A tenant's first page waits for the database (its index is not built yet), and Fastify sends
-    // it once read; the later ones are in memory, and are written at the end of their turn.
+    // A tenant's first page waits for the database (its index is not built yet), and is sent once
+    // read; the later ones are in memory, and are sent at the end of their turn.
     const other = await server.createAccount();
     await server.addListings(other, [{ title: 'Clinic in Novena' }]);
     assert.ok(server.service.reads.listPage(tenantOf(other, 'sg'), 1, 20) instanceof Promise, 'a first page is read, not at hand');
     const fromDatabase = await server.get('/v1/listings', { key, headers: origin });
     await server.service.reads.warm(tenantOf(account, 'sg'));
     const fromCache = await server.get('/v1/listings', { key, headers: origin });
-    assert.ok(!(server.service.reads.listPage(tenantOf(account, 'sg'), 1, 20) instanceof Promise), 'now at hand: written at the end of its turn');
+    assert.ok(!(server.service.reads.listPage(tenantOf(account, 'sg'), 1, 20) instanceof Promise), 'now at hand: sent at the end of its turn');
     assert.equal(fromCache.status, 200);
     assert.equal(fromDatabase.status, 200);
     assert.deepEqual(comparable(fromCache), comparable(fromDatabase));

@@ -11,9 +11,8 @@ describe('sendAtEndOfTurn', () => {
   /** A reply as the queue uses it: only `send`, for an answer that could not be sent. */
   const replyRecording = (log: string[], name: string) => ({ send: (error: Error) => log.push(`${name}: error answer (${error.message})`) }) as unknown as FastifyReply;
 
-  it('writes through the raw response unless LISTINGS_END_OF_TURN says off or reply (the A/B switches)', () => {
-    const asked = process.env.LISTINGS_END_OF_TURN;
-    assert.equal(END_OF_TURN, asked === 'off' || asked === 'reply' ? asked : 'raw');
+  it('is on unless LISTINGS_END_OF_TURN=off', () => {
+    assert.equal(END_OF_TURN, process.env.LISTINGS_END_OF_TURN !== 'off');
   });
 
   it('sends nothing during the turn, then every answer of the turn in order, once, before timers and the next turn\'s', async () => {

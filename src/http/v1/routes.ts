@@ -1,4 +1,3 @@
-import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteHandlerMethod } from 'fastify';
 import type { TObject } from 'typebox';
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
@@ -309,45 +308,22 @@ function answer(
     const settled = settleRateLimit(request, reply, limiter);
     if (settled instanceof Promise) return settled.then(() => send(200));
   }
-  if (!readyAtOnce || END_OF_TURN === 'off') return send(200);
-  if (END_OF_TURN === 'reply') sendAtEndOfTurn(reply, () => send(200));
-  else writeAtEndOfTurn(reply, body);
+  if (!readyAtOnce || !END_OF_TURN) return send(200);
+  sendAtEndOfTurn(reply, () => send(200));
   return undefined;
 }
 
 /**
- * A cached 200 written at the end of the turn as Fastify's send would write a Buffer with no onSend
- * hook (the API has none): status and headers, then the bytes, with nothing else between this
- * answer's write and the next one's. A header Node refuses throws in `writeHead` before anything
- * is written or the reply is hijacked, and the reply's error answer follows (`sendAll`).
- */
-function writeAtEndOfTurn(reply: FastifyReply, body: Body): void {
-  reply.header('etag', body.etag);
-  reply.header('cache-control', CACHE_CONTROL);
-  reply.header('content-type', JSON_TYPE);
-  reply.header('content-length', body.bytes.length);
-  sendAtEndOfTurn(reply, () => {
-    const raw = reply.raw;
-    raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
-    reply.hijack();
-    raw.end(body.bytes);
-  });
-}
-
-/**
- * Answers that are ready in the same turn of the event loop are sent together at its end, from one
- * `setImmediate` per turn: the turn's answers reach the kernel back to back, so the clients' side
- * is woken once for the batch rather than once per answer as each is made (issue 41;
- * docs/design/end-of-turn-answers.md has the invariant and the A/B). A cached 200 is written there
- * with the response's own `writeHead` and `end` after `reply.hijack()` (Fastify's public way to
- * write the response itself), so that nothing but Node's `end` runs between two answers' writes.
- * Only answers ready at once are deferred; one that waited for I/O is sent when it is ready.
+ * Answers that are ready in the same turn of the event loop are sent together at its end, through
+ * Fastify's public `reply.send`, from one `setImmediate` per turn: the turn's answers reach the
+ * kernel back to back, so the clients' side is woken once for the batch rather than once per
+ * answer as each is made (issue 41; docs/design/end-of-turn-answers.md has the invariant and the
+ * A/B). Only answers ready at once are deferred; one that waited for I/O is sent when it is ready.
  *
- * The switches of the design record's A/B (read once, at start; not operator settings):
- * `LISTINGS_END_OF_TURN=reply` sends the deferred answers through Fastify's `reply.send` instead,
- * `LISTINGS_END_OF_TURN=off` sends each answer at once.
+ * `LISTINGS_END_OF_TURN=off` (read once, at start) sends each answer at once: the switch of the
+ * design record's A/B, not an operator setting.
  */
-export const END_OF_TURN: 'raw' | 'reply' | 'off' = process.env.LISTINGS_END_OF_TURN === 'off' ? 'off' : process.env.LISTINGS_END_OF_TURN === 'reply' ? 'reply' : 'raw';
+export const END_OF_TURN = process.env.LISTINGS_END_OF_TURN !== 'off';
 
 const ready: Array<{ reply: FastifyReply; send: () => void }> = [];
 let scheduled = false;
