@@ -1,30 +1,28 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { sql } from '#kysely';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ABSOLUTE_MS, IDLE_MS } from '../../src/dashboard/sessions.js';
 import { PER_ADDRESS, PER_EMAIL_AND_ADDRESS, WINDOW_MS } from '../../src/dashboard/throttle.js';
 import { dom, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { freshServer } from '../support/world.js';
 import { addMember, DashboardClient, dev, PASSWORD, setCookie, text } from './helpers.js';
 
 describe('dashboard sign-in, sessions and sign-out', () => {
   let server: TestServer;
   let accountId: string;
 
-  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
-  async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+  before(async () => {
+    server = await startTestServer();
     accountId = await server.createAccount();
-  }
+  });
+  after(() => server.close());
 
   const sessionCount = async () =>
     Number((await sql<{ n: number }>`select count(*) as n from dashboard_sessions`.execute(server.service.store.db)).rows[0]!.n);
 
-  it('signed out, every page leads to the sign-in form (no account data)', async (t) => {
-    await world(t);
+  it('signed out, every page leads to the sign-in form (no account data)', async () => {
     const client = new DashboardClient(server.dashboardPort!);
     for (const path of ['/', dev(accountId), dev(accountId, 'keys'), dev(accountId, 'origins'), dev(accountId, 'activity')]) {
       const res = await client.get(path);
@@ -44,8 +42,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.doesNotMatch(cookie, /Secure/, 'plain http: no Secure attribute');
   });
 
-  it('right email and password: a session cookie (HttpOnly, SameSite) and the keys page; only the session id hash is stored', async (t) => {
-    await world(t);
+  it('right email and password: a session cookie (HttpOnly, SameSite) and the keys page; only the session id hash is stored', async () => {
     const member = await addMember(server, accountId, 'Ada@Example.com');
     const client = new DashboardClient(server.dashboardPort!);
     const res = await client.signIn('  ada@EXAMPLE.com ', member.password);
@@ -70,8 +67,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(user?.last_sign_in_at, new Date(server.clock.now()).toISOString());
   });
 
-  it('a wrong password and an unknown email get the same 401 answer, and no session', async (t) => {
-    await world(t);
+  it('a wrong password and an unknown email get the same 401 answer, and no session', async () => {
     const member = await addMember(server, accountId);
     const before = await sessionCount();
     const wrong = await new DashboardClient(server.dashboardPort!).signIn(member.email, 'not the password at all');
@@ -89,8 +85,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(await sessionCount(), before);
   });
 
-  it('CSRF: a sign-in without the form token, with a wrong one, or from another site is 403 and signs no one in', async (t) => {
-    await world(t);
+  it('CSRF: a sign-in without the form token, with a wrong one, or from another site is 403 and signs no one in', async () => {
     const member = await addMember(server, accountId);
     const before = await sessionCount();
     const client = new DashboardClient(server.dashboardPort!);
@@ -115,8 +110,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await client.post('/sign-in', { email: member.email, password: member.password }, { origin: `http://localhost:${server.dashboardPort}` })).status, 303);
   });
 
-  it(`throttles failed sign-ins: after ${PER_EMAIL_AND_ADDRESS} failures for an email from an address, even the right password from it is refused (429, Retry-After) until the window passes`, async (t) => {
-    await world(t);
+  it(`throttles failed sign-ins: after ${PER_EMAIL_AND_ADDRESS} failures for an email from an address, even the right password from it is refused (429, Retry-After) until the window passes`, async () => {
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await client.signIn(member.email, `wrong password ${i}`)).status, 401);
@@ -140,8 +134,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await fresh.signIn(member.email, member.password)).status, 303);
   });
 
-  it(`throttles by client address too: ${PER_ADDRESS} failures from one address, whatever the emails, block it`, async (t) => {
-    await world(t);
+  it(`throttles by client address too: ${PER_ADDRESS} failures from one address, whatever the emails, block it`, async () => {
     // A separate server, so that this address's failures do not disturb the other tests.
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
@@ -161,8 +154,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it(`issue 29 item 3: TRUST_PROXY=1 counts the address the proxy appended, not the client's own X-Forwarded-For entries (${PER_ADDRESS} then 429)`, async (t) => {
-    await world(t);
+  it(`issue 29 item 3: TRUST_PROXY=1 counts the address the proxy appended, not the client's own X-Forwarded-For entries (${PER_ADDRESS} then 429)`, async () => {
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const account = await own.createAccount();
@@ -187,8 +179,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async (t) => {
-    await world(t);
+  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async () => {
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const client = new DashboardClient(own.dashboardPort!);
@@ -220,8 +211,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async (t) => {
-    await world(t);
+  it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async () => {
     // 127.0.0.2 is the proxy (the test connects from it); 127.0.0.1 reaches the service directly.
     const own = await startTestServer({ TRUST_PROXY: '127.0.0.2, 10.0.0.0/8' });
     try {
@@ -262,8 +252,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it(`a session ends after ${IDLE_MS / 3_600_000} h without requests, and ${ABSOLUTE_MS / 3_600_000} h after sign-in however busy (injected clock)`, async (t) => {
-    await world(t);
+  it(`a session ends after ${IDLE_MS / 3_600_000} h without requests, and ${ABSOLUTE_MS / 3_600_000} h after sign-in however busy (injected clock)`, async () => {
     const member = await addMember(server, accountId);
     const idle = new DashboardClient(server.dashboardPort!);
     assert.equal((await idle.signIn(member.email, member.password)).status, 303);
@@ -286,8 +275,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await busy.get(dev(accountId, 'keys'))).location, '/sign-in', 'the absolute lifetime is over');
   });
 
-  it('sign-out needs the CSRF token, ends the session in the database and clears the cookie', async (t) => {
-    await world(t);
+  it('sign-out needs the CSRF token, ends the session in the database and clears the cookie', async () => {
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     await client.signIn(member.email, member.password);
@@ -312,8 +300,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(await server.service.store.db.selectFrom('dashboard_sessions').select('id_hash').where('id_hash', '=', hash).executeTakeFirst(), undefined);
   });
 
-  it('a forged or malformed session cookie signs no one in', async (t) => {
-    await world(t);
+  it('a forged or malformed session cookie signs no one in', async () => {
     for (const value of ['', 'abc', 'x'.repeat(43), `${'A'.repeat(42)}%`]) {
       const client = new DashboardClient(server.dashboardPort!);
       client.cookies.set('dashboard_session', value);
@@ -321,8 +308,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('behind https (TRUST_PROXY, X-Forwarded-Proto): cookies are Secure and __Host- prefixed', async (t) => {
-    await world(t);
+  it('behind https (TRUST_PROXY, X-Forwarded-Proto): cookies are Secure and __Host- prefixed', async () => {
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const account = await own.createAccount();
@@ -346,8 +332,7 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('pages are not cached and cannot be framed; the log has no password, cookie or token', async (t) => {
-    await world(t);
+  it('pages are not cached and cannot be framed; the log has no password, cookie or token', async () => {
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     await client.signIn(member.email, member.password);
@@ -366,13 +351,12 @@ describe('dashboard sign-in, sessions and sign-out', () => {
 
 describe('dashboard static files and error pages', () => {
   let server: TestServer;
-  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
-  async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
-  }
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
 
-  it('serves its one stylesheet and one script; nothing else under /static', async (t) => {
-    await world(t);
+  it('serves its one stylesheet and one script; nothing else under /static', async () => {
     const client = new DashboardClient(server.dashboardPort!);
     const css = await client.get('/static/dashboard.css');
     assert.equal(css.status, 200);
@@ -386,8 +370,7 @@ describe('dashboard static files and error pages', () => {
     }
   });
 
-  it('unknown pages get an HTML 404; a JSON body is refused (415), not parsed', async (t) => {
-    await world(t);
+  it('unknown pages get an HTML 404; a JSON body is refused (415), not parsed', async () => {
     const client = new DashboardClient(server.dashboardPort!);
     const missing = await client.get('/does-not-exist');
     assert.equal(missing.status, 404);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { checksum, generateKey } from '../../src/auth/key-format.js';
 import { runCli } from '../support/cli.js';
-import type { TestServer } from '../support/server.js';
-import { freshServer } from '../support/world.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { assertError, header } from './helpers.js';
 
 /** A key with one character of the secret changed, so that its checksum no longer matches. */
@@ -20,28 +19,26 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
   let myKey: string;
   let ukKey: string;
 
-  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
-  async function world(t: TestContext): Promise<void> {
-    server = await freshServer(t);
+  before(async () => {
+    server = await startTestServer();
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     myKey = (await server.createKey(orgId, 'my')).key;
     ukKey = (await server.createKey(orgId, 'uk')).key;
     await server.addListings(orgId, [{}, { country: 'my', currency: 'MYR' }, { country: 'uk', currency: 'GBP' }]);
-  }
+  });
+  after(() => server.close());
 
   const call = (authorization: string | undefined, host?: string) =>
     server.get('/v1/listings', { host, headers: authorization === undefined ? {} : { authorization } });
 
-  it('a valid key is accepted: Authorization: Bearer <key> (spec 5 rule 1)', async (t) => {
-    await world(t);
+  it('a valid key is accepted: Authorization: Bearer <key> (spec 5 rule 1)', async () => {
     const res = await call(`Bearer ${key}`);
     assert.equal(res.status, 200);
     assert.equal(res.json.total, 1);
   });
 
-  it('a missing or non-Bearer Authorization header gives 401 unauthorized (spec 5 rule 7)', async (t) => {
-    await world(t);
+  it('a missing or non-Bearer Authorization header gives 401 unauthorized (spec 5 rule 7)', async () => {
     for (const authorization of [undefined, '', 'Bearer', 'Bearer ', key, `Basic ${Buffer.from(`${key}:`).toString('base64')}`, `Token ${key}`, `Bearer: ${key}`, `Bearer${key}`, `Bearer ${key} extra`]) {
       const res = await call(authorization);
       assertError(res, 401, 'unauthorized', String(authorization));
@@ -49,8 +46,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     }
   });
 
-  it('malformed keys give 401: wrong shape, wrong environment, unknown country, truncated, padded (D2)', async (t) => {
-    await world(t);
+  it('malformed keys give 401: wrong shape, wrong environment, unknown country, truncated, padded (D2)', async () => {
     const secret = key.slice('sg_live_'.length);
     const malformed = [
       'sg_live_', 'sg_live_short', `sg_test_${secret}`, `xx_live_${secret}`, `SG_live_${secret}`, `sg_LIVE_${secret}`,
@@ -60,8 +56,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     for (const bad of malformed) assertError(await call(`Bearer ${bad}`), 401, 'unauthorized', bad);
   });
 
-  it('a mistyped key (bad checksum) gives 401 (D2)', async (t) => {
-    await world(t);
+  it('a mistyped key (bad checksum) gives 401 (D2)', async () => {
     for (const at of [-1, -3, -6, 'sg_live_'.length, 'sg_live_'.length + 10]) {
       const bad = mistype(key, at);
       assert.notEqual(bad, key);
@@ -69,8 +64,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     }
   });
 
-  it('a well-formed key with a valid checksum that was never issued gives 401 (spec 5 rule 7)', async (t) => {
-    await world(t);
+  it('a well-formed key with a valid checksum that was never issued gives 401 (spec 5 rule 7)', async () => {
     for (const unknown of [generateKey('sg'), generateKey('sg')]) {
       const body = unknown.slice(0, -6);
       assert.equal(unknown.slice(-6), checksum(body), 'the key is well formed');
@@ -79,15 +73,13 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     assertError(await call(`Bearer ${generateKey('my')}`, 'api.my.localhost'), 401, 'unauthorized');
   });
 
-  it('an organisation may hold several keys; each works (spec 5 rule 5)', async (t) => {
-    await world(t);
+  it('an organisation may hold several keys; each works (spec 5 rule 5)', async () => {
     const second = (await server.createKey(orgId, 'sg', 'second')).key;
     assert.equal((await call(`Bearer ${second}`)).status, 200);
     assert.equal((await call(`Bearer ${key}`)).status, 200);
   });
 
-  it('a key revoked through the store while the server runs gets 401 on its very next request; other keys keep working (D4)', async (t) => {
-    await world(t);
+  it('a key revoked through the store while the server runs gets 401 on its very next request; other keys keep working (D4)', async () => {
     const victim = await server.createKey(orgId, 'sg', 'to revoke');
     const survivor = await server.createKey(orgId, 'sg', 'survivor');
     // Warm every cache first.
@@ -99,8 +91,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     assert.equal((await call(`Bearer ${survivor.key}`)).status, 200);
   });
 
-  it('a key revoked with the real CLI (`key revoke`) against the same database gets 401 on its next request (D4)', async (t) => {
-    await world(t);
+  it('a key revoked with the real CLI (`key revoke`) against the same database gets 401 on its next request (D4)', async () => {
     const victim = await server.createKey(orgId, 'sg', 'cli revoke');
     for (let i = 0; i < 3; i++) assert.equal((await call(`Bearer ${victim.key}`)).status, 200);
     const revoked = runCli(['key', 'revoke', victim.id, '--json'], { DATABASE_URL: server.databaseUrl });
@@ -114,8 +105,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     assert.equal((await call(`Bearer ${key}`)).status, 200);
   });
 
-  it('a key works only on its own country\'s host; elsewhere 401 (spec 4.1, D3)', async (t) => {
-    await world(t);
+  it('a key works only on its own country\'s host; elsewhere 401 (spec 4.1, D3)', async () => {
     assert.equal((await call(`Bearer ${myKey}`, 'api.my.localhost')).status, 200);
     assert.equal((await call(`Bearer ${ukKey}`, 'api.uk.localhost')).status, 200);
     assertError(await call(`Bearer ${key}`, 'api.my.localhost'), 401, 'unauthorized', 'sg key on my');
@@ -128,8 +118,7 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     assert.match(detail.json.message, /for country "my" and cannot be used on the "sg" host\. Call the "my" host with it, or create a key for "sg" in the dashboard \(Settings > Developer\)/);
   });
 
-  it('a 401 for an unknown or revoked key points at the dashboard, where keys and failed requests are (issue 12)', async (t) => {
-    await world(t);
+  it('a 401 for an unknown or revoked key points at the dashboard, where keys and failed requests are (issue 12)', async () => {
     const victim = await server.createKey(orgId, 'sg', 'revoked for the message');
     await server.service.store.keys.revoke(victim.id, new Date(server.clock.now()).toISOString());
     // Revoked, and well-formed but never issued.
@@ -141,16 +130,14 @@ describe('authentication (spec 5; D2, D3, D4)', () => {
     }
   });
 
-  it('a host that serves no country gives 404 not_found, with or without a key (D3)', async (t) => {
-    await world(t);
+  it('a host that serves no country gives 404 not_found, with or without a key (D3)', async () => {
     for (const host of ['api.xx.localhost', 'api.sg.localhost', 'localhost', '127.0.0.1', 'example.com', 'api.my.localhost.evil.com', 'www.localhost', 'api.my.my.localhost']) {
       assertError(await call(`Bearer ${key}`, host), 404, 'not_found', host);
       assertError(await call(undefined, host), 404, 'not_found', `${host} without key`);
     }
   });
 
-  it('the host is matched without its port and case-insensitively (D3)', async (t) => {
-    await world(t);
+  it('the host is matched without its port and case-insensitively (D3)', async () => {
     for (const host of ['API.LOCALHOST', 'Api.Localhost', `api.localhost:${server.port}`, 'api.localhost:1']) {
       const res = await call(`Bearer ${key}`, host);
       assert.equal(res.status, 200, host);
@@ -167,18 +154,20 @@ describe('country hosts follow COUNTRIES and API_DOMAIN (OPERATIONS, D3)', () =>
   const keys: Record<string, string> = {};
   const domainKeys: Record<string, string> = {};
 
-  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
-  async function world(t: TestContext): Promise<void> {
-    restricted = await freshServer(t, { COUNTRIES: 'sg,my' });
+  before(async () => {
+    restricted = await startTestServer({ COUNTRIES: 'sg,my' });
     const org = await restricted.createAccount();
     for (const cc of ['sg', 'my', 'uk'] as const) keys[cc] = (await restricted.createKey(org, cc)).key;
-    domain = await freshServer(t, { API_DOMAIN: 'Listings.Example.TEST' });
+    domain = await startTestServer({ API_DOMAIN: 'Listings.Example.TEST' });
     const org2 = await domain.createAccount();
     for (const cc of ['sg', 'my', 'nz'] as const) domainKeys[cc] = (await domain.createKey(org2, cc)).key;
-  }
+  });
+  after(async () => {
+    await restricted.close();
+    await domain.close();
+  });
 
-  it('COUNTRIES: only the listed countries are served; another country\'s host is 404 even with its valid key', async (t) => {
-    await world(t);
+  it('COUNTRIES: only the listed countries are served; another country\'s host is 404 even with its valid key', async () => {
     assert.equal((await restricted.get('/v1/listings', { key: keys.sg })).status, 200);
     assert.equal((await restricted.get('/v1/listings', { key: keys.my, host: 'api.my.localhost' })).status, 200);
     assertError(await restricted.get('/v1/listings', { key: keys.uk, host: 'api.uk.localhost' }), 404, 'not_found');
@@ -187,8 +176,7 @@ describe('country hosts follow COUNTRIES and API_DOMAIN (OPERATIONS, D3)', () =>
     assertError(await restricted.get('/v1/listings', { key: keys.uk }), 401, 'unauthorized');
   });
 
-  it('API_DOMAIN: sg at api.D and every other country at api.cc.D; the default domain is no longer served', async (t) => {
-    await world(t);
+  it('API_DOMAIN: sg at api.D and every other country at api.cc.D; the default domain is no longer served', async () => {
     assert.equal((await domain.get('/v1/listings', { key: domainKeys.sg, host: 'api.listings.example.test' })).status, 200);
     assert.equal((await domain.get('/v1/listings', { key: domainKeys.my, host: 'api.my.listings.example.test' })).status, 200);
     assert.equal((await domain.get('/v1/listings', { key: domainKeys.nz, host: 'API.NZ.Listings.Example.Test:8443' })).status, 200);

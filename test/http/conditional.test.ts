@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
-import { freshServer } from '../support/world.js';
 import { assertError, header } from './helpers.js';
 
 /**
@@ -17,24 +16,22 @@ describe('conditional requests (D21)', () => {
   let key: string;
   let listingId: string;
 
-  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
-  async function world(t: TestContext): Promise<void> {
-    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
-    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
+  before(async () => {
+    server = await startTestServer();
     accountId = await server.createAccount();
     await server.addListings(accountId, Array.from({ length: 7 }, (_, i) => ({ title: `Unit ${i}` })));
     listingId = (await server.get('/v1/listings?per_page=1', { key: (await server.createKey(accountId)).key })).json.items[0].id;
     ({ key } = await server.createKey(accountId));
     await server.allowOrigin(accountId, ORIGIN);
-  }
+  });
+  after(() => server.close());
 
   const paths = () => ['/v1/listings', '/v1/listings?page=2&per_page=3', `/v1/listings/${listingId}`];
   const conditional = (path: string, ifNoneMatch: string, extra: Record<string, string> = {}) =>
     server.get(path, { key, headers: { 'if-none-match': ifNoneMatch, ...extra } });
   const remaining = (res: TestResponse) => Number(header(res, 'x-ratelimit-remaining'));
 
-  it('every 200 carries a strong ETag and Cache-Control: private, no-cache; HEAD too', async (t) => {
-    await world(t);
+  it('every 200 carries a strong ETag and Cache-Control: private, no-cache; HEAD too', async () => {
     for (const path of paths()) {
       const res = await server.get(path, { key });
       assert.equal(res.status, 200);
@@ -47,8 +44,7 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('the same body has the same ETag; a different body a different one', async (t) => {
-    await world(t);
+  it('the same body has the same ETag; a different body a different one', async () => {
     const seen = new Map<string, string>();
     for (const path of [...paths(), '/v1/listings?per_page=100', '/v1/listings?page=9']) {
       const res = await server.get(path, { key });
@@ -63,8 +59,7 @@ describe('conditional requests (D21)', () => {
     assert.equal(seen.size, 5, 'five different bodies, five tags');
   });
 
-  it('If-None-Match with the tag, weak, in a list, or * gives 304: no body, the tag, Cache-Control, request id, rate-limit and CORS headers', async (t) => {
-    await world(t);
+  it('If-None-Match with the tag, weak, in a list, or * gives 304: no body, the tag, Cache-Control, request id, rate-limit and CORS headers', async () => {
     for (const path of paths()) {
       const etag = header(await server.get(path, { key }), 'etag')!;
       for (const ifNoneMatch of [etag, `W/${etag}`, `"nope", ${etag}`, `"a","b" ,W/${etag}`, '*']) {
@@ -84,8 +79,7 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('a tag that does not match is an ordinary request: 200 with the body, counted', async (t) => {
-    await world(t);
+  it('a tag that does not match is an ordinary request: 200 with the body, counted', async () => {
     const path = paths()[0]!;
     const before = remaining(await server.get(path, { key }));
     const res = await conditional(path, '"not-this-one", W/"nor-this"');
@@ -94,8 +88,7 @@ describe('conditional requests (D21)', () => {
     assert.equal(remaining(res), before - 1);
   });
 
-  it('a 304 is free: it does not count, and is given even when the key has no request left', async (t) => {
-    await world(t);
+  it('a 304 is free: it does not count, and is given even when the key has no request left', async () => {
     const limited = await server.createKey(accountId, 'sg', 'limited');
     await server.service.store.keys.setRateLimit(limited.id, 3);
     const path = paths()[2]!;
@@ -121,8 +114,7 @@ describe('conditional requests (D21)', () => {
     assert.ok(Number(header(refused, 'retry-after')) >= 1);
   });
 
-  it('If-None-Match on a request that ends in an error changes nothing: 401, 403, 400, 404 as D5 says, counted', async (t) => {
-    await world(t);
+  it('If-None-Match on a request that ends in an error changes nothing: 401, 403, 400, 404 as D5 says, counted', async () => {
     const etag = header(await server.get(paths()[0]!, { key }), 'etag')!;
     assertError(await server.get(paths()[0]!, { key: 'sg_live_nope', headers: { 'if-none-match': etag } }), 401, 'unauthorized');
     const before = remaining(await server.get(paths()[0]!, { key }));
@@ -141,8 +133,7 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('a change to the data changes the tag of what it changed, not of the rest', async (t) => {
-    await world(t);
+  it('a change to the data changes the tag of what it changed, not of the rest', async () => {
     const list = await server.get('/v1/listings?per_page=100', { key });
     const other = list.json.items.find((l: { id: string }) => l.id !== listingId).id as string;
     const detail = await server.get(`/v1/listings/${listingId}`, { key });

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
 import { createService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { AccountKind } from '../../src/storage/index.js';
-import { createMigratedTestDatabase } from './database.js';
+import { createTestDatabase } from './database.js';
 
 /** A clock tests move by hand (inject, never sleep). */
 export class TestClock {
@@ -172,8 +172,7 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
 /**
  * Starts the real service on a fresh database, listening on a free port, with
  * an injected clock and captured logs. The database is the suite's store (support/database.ts):
- * SQLite, or a fresh PostgreSQL database when the runner asks for it; already migrated (a copy of
- * a template migrated once per process), unless `env.DATABASE_URL` names one of the test's own.
+ * SQLite, or a fresh PostgreSQL database when the runner asks for it.
  */
 export async function startTestServer(
   env: Record<string, string> = {},
@@ -181,7 +180,7 @@ export async function startTestServer(
   options: { servingLogger?: boolean; readiness?: ServiceOptions['readiness']; manualWebhooks?: boolean; webhookResolve?: ServiceOptions['webhookResolve'] } = {},
 ): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
-  const database = env.DATABASE_URL === undefined ? await createMigratedTestDatabase() : undefined;
+  const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
@@ -197,7 +196,6 @@ export async function startTestServer(
   const { store } = service;
   const { importListings } = await import('../../src/import/import.js');
   const { Readable } = await import('node:stream');
-  let closing: Promise<void> | undefined;
 
   return {
     port,
@@ -231,14 +229,10 @@ export async function startTestServer(
       // As the CLI does: return once the change has been broadcast to every instance (PostgreSQL).
       await store.broadcastSettled();
     },
-    // Once, however often it is called: a test that closes its server itself, and then the fixture.
-    close() {
-      closing ??= (async () => {
-        await service.close();
-        await database?.drop();
-        rmSync(dir, { recursive: true, force: true });
-      })();
-      return closing;
+    async close() {
+      await service.close();
+      await database?.drop();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
