@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Country } from '../../src/core/countries.js';
 import { createService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { AccountKind } from '../../src/storage/index.js';
-import { createTestDatabase } from './database.js';
+import { createMigratedTestDatabase } from './database.js';
 
 /** A clock tests move by hand (inject, never sleep). */
 export class TestClock {
@@ -172,7 +172,8 @@ export function listingLine(ownerAccountId: string, overrides: Record<string, un
 /**
  * Starts the real service on a fresh database, listening on a free port, with
  * an injected clock and captured logs. The database is the suite's store (support/database.ts):
- * SQLite, or a fresh PostgreSQL database when the runner asks for it.
+ * SQLite, or a fresh PostgreSQL database when the runner asks for it; already migrated (a copy of
+ * a template migrated once per process), unless `env.DATABASE_URL` names one of the test's own.
  */
 export async function startTestServer(
   env: Record<string, string> = {},
@@ -180,7 +181,7 @@ export async function startTestServer(
   options: { servingLogger?: boolean; readiness?: ServiceOptions['readiness']; manualWebhooks?: boolean; webhookResolve?: ServiceOptions['webhookResolve'] } = {},
 ): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'listings-test-'));
-  const database = env.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
+  const database = env.DATABASE_URL === undefined ? await createMigratedTestDatabase() : undefined;
   const databaseUrl = env.DATABASE_URL ?? database!.url;
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DASHBOARD_PORT: '0', ...env, DATABASE_URL: databaseUrl });
   const logs = new LogCapture();
