@@ -197,6 +197,7 @@ export async function startTestServer(
   const { store } = service;
   const { importListings } = await import('../../src/import/import.js');
   const { Readable } = await import('node:stream');
+  let closing: Promise<void> | undefined;
 
   return {
     port,
@@ -230,10 +231,14 @@ export async function startTestServer(
       // As the CLI does: return once the change has been broadcast to every instance (PostgreSQL).
       await store.broadcastSettled();
     },
-    async close() {
-      await service.close();
-      await database?.drop();
-      rmSync(dir, { recursive: true, force: true });
+    // Once, however often it is called: a test that closes its server itself, and then the fixture.
+    close() {
+      closing ??= (async () => {
+        await service.close();
+        await database?.drop();
+        rmSync(dir, { recursive: true, force: true });
+      })();
+      return closing;
     },
   };
 }
