@@ -3,7 +3,7 @@ import { importListings } from '../../src/import/import.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createReadModel, type ListingReads } from '../../src/readmodel/index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
-import { createTestDatabase } from './database.js';
+import { createMigratedTestDatabase } from './database.js';
 import { listingLine, ndjsonStream, type TestClock } from './server.js';
 
 /** A real store of the suite's engine (migrated, following changes) and the read model over it. */
@@ -19,7 +19,7 @@ export interface ReadModelOnStore {
 const MIB = 1024 * 1024;
 
 export async function openReadModelOnStore(clock: TestClock, cacheTtlMs: number): Promise<ReadModelOnStore> {
-  const database = await createTestDatabase();
+  const database = await createMigratedTestDatabase();
   const store = openStore(database.url, { listenForChanges: true });
   await store.migrate();
   await store.start();
