@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { tenantOf } from '../../src/core/tenant.js';
-import { startTestServer, type TestResponse } from '../support/server.js';
+import type { TestResponse } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * A cached answer waits for the end of its turn (src/http/v1/routes.ts `sendAtEndOfTurn`,
@@ -9,8 +10,7 @@ import { startTestServer, type TestResponse } from '../support/server.js';
  * read. Whichever way it went, the client must get the same answer: status, headers and body.
  */
 async function world(t: TestContext) {
-  const server = await startTestServer();
-  t.after(() => server.close());
+  const server = await freshServer(t, { DASHBOARD_PORT: 'off' });
   const account = await server.createAccount();
   await server.addListings(account, [{ title: 'Shophouse on Club Street' }, { title: 'Office at Raffles Place' }]);
   const { key } = await server.createKey(account);
