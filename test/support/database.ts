@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openStore } from '../../src/storage/index.js';
+import { isRunning } from './pids.js';
 
 /**
  * Which store the suites run on: SQLite by default; PostgreSQL when the runner sets
@@ -111,15 +112,6 @@ async function dropTemplatesOfEndedProcesses(adminUrl: string): Promise<void> {
   for (const name of names) {
     const pid = Number(name.slice('listings_template_'.length));
     if (Number.isInteger(pid) && pid !== process.pid && !isRunning(pid)) await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

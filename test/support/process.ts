@@ -97,11 +97,4 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
   await until(condition, { what, timeoutMs: ms, everyMs: 50 });
 }
 
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { isRunning } from './pids.js';
