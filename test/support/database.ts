@@ -122,8 +122,10 @@ interface PostgresTemplate {
   sequences: Array<{ sequence: string; start: string }>;
 }
 
-const SCHEMA_FINGERPRINT = `SELECT md5(coalesce((SELECT string_agg(table_name || '.' || column_name || ':' || data_type || ':' || is_nullable || ':' || coalesce(column_default, ''), ',' ORDER BY table_name, column_name)
-  FROM information_schema.columns WHERE table_schema = 'public'), '') || coalesce((SELECT string_agg(indexdef, ',' ORDER BY indexdef) FROM pg_indexes WHERE schemaname = 'public'), '')) AS schema`;
+/** The tables, indexes and columns (name, type, not null) of the public schema, as one hash. */
+const SCHEMA_FINGERPRINT = `SELECT md5(string_agg(c.relname || '.' || a.attname || ':' || format_type(a.atttypid, a.atttypmod) || ':' || a.attnotnull, ',' ORDER BY c.relname, a.attnum)) AS schema
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
+  WHERE n.nspname = 'public' AND a.attnum > 0 AND NOT a.attisdropped`;
 
 async function readTemplate(client: pg.Client): Promise<Omit<PostgresTemplate, 'name'>> {
   const schema = (await client.query<{ schema: string }>(SCHEMA_FINGERPRINT)).rows[0]!.schema;
@@ -153,15 +155,14 @@ async function giveBack(adminUrl: string, name: string, template: PostgresTempla
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     if ((await client.query<{ schema: string }>(SCHEMA_FINGERPRINT)).rows[0]!.schema !== template.schema) return false;
-    await client.query('BEGIN');
-    // Foreign keys are not checked while emptying and refilling (a superuser's session setting).
-    await client.query('SET LOCAL session_replication_role = replica');
+    // One round trip. Foreign keys are not checked while emptying and refilling (a superuser's session setting).
+    const statements = ['BEGIN', 'SET LOCAL session_replication_role = replica'];
     for (const { table, rows } of template.tables) {
-      await client.query(`DELETE FROM ${table}`);
-      if (rows !== '[]') await client.query(`INSERT INTO ${table} SELECT * FROM json_populate_recordset(null::${table}, $1)`, [rows]);
+      statements.push(`DELETE FROM ${table}`);
+      if (rows !== '[]') statements.push(`INSERT INTO ${table} SELECT * FROM json_populate_recordset(null::${table}, ${client.escapeLiteral(rows)})`);
     }
-    for (const { sequence, start } of template.sequences) await client.query('SELECT setval($1, $2, false)', [sequence, start]);
-    await client.query('COMMIT');
+    for (const { sequence, start } of template.sequences) statements.push(`SELECT setval(${client.escapeLiteral(sequence)}, ${Number(start)}, false)`);
+    await client.query([...statements, 'COMMIT'].join(';\n'));
     return true;
   }).catch(() => false);
   if (emptied) spareDatabases.push(name);
