@@ -67,6 +67,7 @@ describe('dashboard in a real browser (Chromium): sign in, create a key, use it,
   const dashboard = (path = '') => `http://localhost:${server.dashboardPort}${path}`;
   const api = () => `http://api.localhost:${server.port}`;
 
+  // Shared on purpose (issue 42): one Chromium session runs these tests; a browser per test would cost seconds each.
   before(async () => {
     server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' });
     accountId = await server.createAccount();

@@ -32,6 +32,7 @@ describe('API reference at /docs in a real browser (Chromium): offline, rendered
   /** The page's Content-Security-Policy violations, as the browser reports them to the page. */
   const violations: string[] = [];
 
+  // Shared on purpose (issue 42): one Chromium session runs these tests; a browser per test would cost seconds each.
   before(async () => {
     server = await startTestServer();
     const accountId = await server.createAccount();

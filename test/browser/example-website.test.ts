@@ -70,6 +70,7 @@ describe('example website in a real browser (Chromium): listings, images, search
   const buildings = [[1.2801, 103.8545], [1.2812, 103.8486], [1.3005, 103.8395]] as const;
   const raffles = PLACES.sg.find((p) => p.id === 'raffles-place')!;
 
+  // Shared on purpose (issue 42): one Chromium session runs these tests; a browser per test would cost seconds each.
   before(async () => {
     server = await startTestServer();
     const accountId = await server.createAccount();

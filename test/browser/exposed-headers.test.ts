@@ -39,6 +39,7 @@ describe('headers browser code can read, in a real browser (Chromium): rate limi
   let key: string;
   let limited: string;
 
+  // Shared on purpose (issue 42): one Chromium session runs these tests; a browser per test would cost seconds each.
   before(async () => {
     server = await startTestServer({
       API_DEPRECATIONS: JSON.stringify([{ prefix: '/v1/listings/changes', since: '2026-11-01', sunset: '2027-12-01', link: 'https://developers.example.com/changelog' }]),

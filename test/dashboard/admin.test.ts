@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { GROUPS_PER_PAGE } from '../../src/dashboard/failures/routes.js';
 import { ACTIVITY_PAGE } from '../../src/dashboard/activity/routes.js';
 import { chartScale } from '../../src/dashboard/usage/views.js';
 import { TEST_STORE } from '../support/database.js';
 import { dom, named, only } from '../support/html.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
 
 /**
@@ -31,18 +32,48 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
   };
   const axisMax = (body: string, id: string) => Number(only(dom(body), `svg#${id}`).getAttribute('data-axis-max'));
 
-  before(async () => {
-    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { USAGE_FLUSH_INTERVAL_MS: '60000' });
     accountId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'One' }]);
     ({ client } = await signedIn(server, accountId));
-  });
-  after(() => server?.close());
+  }
 
-  it('Usage: the axis follows the traffic, not the limit: a 1,000/min key with 150 requests gets an axis of 200 and its limit in words', async () => {
+  /** A 1,000/min key with 150 requests. */
+  async function busySite(): Promise<void> {
     const busy = await server.createKey(accountId, 'sg', 'Busy site');
     await limit(busy.id, 1000);
     for (let i = 0; i < 150; i++) await server.get('/v1/listings', { key: busy.key });
+  }
+
+  /** Five minutes on, a 5/min key sent three bursts of 7 two minutes apart: 5 answered and 2 refused in each. */
+  async function smallWidget(): Promise<{ id: string; statuses: number[] }> {
+    server.clock.advance(5 * 60_000);
+    const small = await server.createKey(accountId, 'sg', 'Small widget');
+    await limit(small.id, 5);
+    const statuses: number[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      for (let i = 0; i < 7; i++) statuses.push((await server.get('/v1/listings', { key: small.key })).status);
+      server.clock.advance(2 * 60_000);
+    }
+    return { id: small.id, statuses };
+  }
+
+  /** A 1,000/min key with 300 requests, then revoked, and one more request with it (a 401). */
+  async function oldSite(): Promise<string> {
+    const old = await server.createKey(accountId, 'sg', 'Old site');
+    await limit(old.id, 1000);
+    for (let i = 0; i < 300; i++) await server.get('/v1/listings', { key: old.key });
+    await server.service.store.keys.revoke(old.id, new Date(server.clock.now()).toISOString());
+    await server.service.store.broadcastSettled();
+    assert.equal((await server.get('/v1/listings', { key: old.key })).status, 401);
+    return old.id;
+  }
+
+  it('Usage: the axis follows the traffic, not the limit: a 1,000/min key with 150 requests gets an axis of 200 and its limit in words', async (t) => {
+    await world(t);
+    await busySite();
     await flush();
     const res = await usage();
     assert.equal(axisMax(res.body, 'chart-24h'), 200);
@@ -52,19 +83,13 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(text(res.body), /Success rate 100 %/);
   });
 
-  it('Usage: a 5/min key near its limit has the line at the bars\' scale, labelled as such, and its 429s under it explained', async () => {
-    server.clock.advance(5 * 60_000);
-    const small = await server.createKey(accountId, 'sg', 'Small widget');
-    await limit(small.id, 5);
+  it('Usage: a 5/min key near its limit has the line at the bars\' scale, labelled as such, and its 429s under it explained', async (t) => {
+    await world(t);
     // Three bursts of 7 within one five minutes, two minutes apart: 5 answered and 2 refused in each.
-    const statuses: number[] = [];
-    for (let burst = 0; burst < 3; burst++) {
-      for (let i = 0; i < 7; i++) statuses.push((await server.get('/v1/listings', { key: small.key })).status);
-      server.clock.advance(2 * 60_000);
-    }
+    const { id: smallId, statuses } = await smallWidget();
     assert.deepEqual(statuses.filter((s) => s === 429).length, 6);
     await flush();
-    const res = await usage(`?key=${small.id}`);
+    const res = await usage(`?key=${smallId}`);
     const chart = only(dom(res.body), 'svg#chart-24h');
     assert.equal(axisMax(res.body, 'chart-24h'), 25, 'the axis reaches the limit of 25 per five minutes');
     only(chart, 'line.limit');
@@ -74,19 +99,17 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(page, /a burst within one minute gets 429 s even when its five minutes stays under the line/);
     assert.match(page, /Small widget .* Success rate: 71\.4 %/);
     // 7 days: per hour, the line at 300 for a busiest hour of 21 is off the chart.
-    const week = await usage(`?range=7d&key=${small.id}`);
+    const week = await usage(`?range=7d&key=${smallId}`);
     assert.equal(axisMax(week.body, 'chart-7d'), 25);
     assert.match(text(week.body), /The limit, 300 per hour at this scale \(5\/min × 60\), is off this chart: the busiest hour had 21 \(7 % of it\)/);
     assert.equal(named(dom(week.body), 'a', 'Last 7 days').getAttribute('aria-current'), 'page');
   });
 
-  it('Usage: every key together with a breakdown per key and the success rate; it opens on the busiest active key, never a revoked one', async () => {
-    const old = await server.createKey(accountId, 'sg', 'Old site');
-    await limit(old.id, 1000);
-    for (let i = 0; i < 300; i++) await server.get('/v1/listings', { key: old.key });
-    await server.service.store.keys.revoke(old.id, new Date(server.clock.now()).toISOString());
-    await server.service.store.broadcastSettled();
-    assert.equal((await server.get('/v1/listings', { key: old.key })).status, 401);
+  it('Usage: every key together with a breakdown per key and the success rate; it opens on the busiest active key, never a revoked one', async (t) => {
+    await world(t);
+    await busySite();
+    await smallWidget();
+    const oldId = await oldSite();
     await flush();
     const res = await usage();
     const page = text(res.body);
@@ -100,14 +123,19 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(breakdown, /Old site sg_live_\w{4}…\w{4} Revoked Singapore sg 301 99\.6 % 1 1,000\/min Show/);
     assert.match(breakdown, /Small widget sg_live_\w{4}…\w{4} Singapore sg 21 71\.4 % 6 5\/min Show/);
     // The period is kept when another key is shown, and the key when the period changes.
-    assert.match(res.body, new RegExp(`href="${dev(accountId, 'usage')}\\?key=${old.id}#chart-heading"`));
-    const month = await usage(`?range=30d&key=${old.id}`);
-    assert.match(month.body, new RegExp(`href="${dev(accountId, 'usage')}\\?range=7d&amp;key=${old.id}" *>Last 7 days`));
+    assert.match(res.body, new RegExp(`href="${dev(accountId, 'usage')}\\?key=${oldId}#chart-heading"`));
+    const month = await usage(`?range=30d&key=${oldId}`);
+    assert.match(month.body, new RegExp(`href="${dev(accountId, 'usage')}\\?range=7d&amp;key=${oldId}" *>Last 7 days`));
     assert.equal(axisMax(month.body, 'chart-account'), 500);
     for (const bad of ['?range=1y', '?range=24h&key=nope']) assert.equal((await client.get(`${dev(accountId, 'usage')}${bad}`)).status, 404, bad);
   });
 
-  it('Usage: the account-wide chart reads stored buckets only (a GROUP BY), the same numbers as the keys summed', async () => {
+  it('Usage: the account-wide chart reads stored buckets only (a GROUP BY), the same numbers as the keys summed', async (t) => {
+    await world(t);
+    await busySite();
+    await smallWidget();
+    await oldSite();
+    await flush();
     const rows = await server.service.store.usage.series(accountId, { span: 3600, since: '2026-10-01T00:00:00.000Z', byDay: true });
     const byOutcome = new Map<string, number>();
     for (const r of rows) byOutcome.set(r.outcome, (byOutcome.get(r.outcome) ?? 0) + r.n);
@@ -119,7 +147,8 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.deepEqual(chartScale(12, 25), { max: 20, limitShown: false });
   });
 
-  it('Failed requests: eleven alike 429s are one group with its count, first and last seen, and each request listed under it', async () => {
+  it('Failed requests: eleven alike 429s are one group with its count, first and last seen, and each request listed under it', async (t) => {
+    await world(t);
     const poller = await server.createKey(accountId, 'sg', 'Poller');
     await limit(poller.id, 1);
     assert.equal((await server.get('/v1/listings', { key: poller.key })).status, 200);
@@ -143,7 +172,8 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(text(res.body), /11 failed requests in 1 group\./);
   });
 
-  it('Failed requests: paged by groups (an SQL GROUP BY with LIMIT and OFFSET), filters kept from page to page', async () => {
+  it('Failed requests: paged by groups (an SQL GROUP BY with LIMIT and OFFSET), filters kept from page to page', async (t) => {
+    await world(t);
     const key = await server.createKey(accountId, 'sg', 'Many origins');
     const at = (i: number) => new Date(server.clock.now() + i * 1000).toISOString();
     const origins = GROUPS_PER_PAGE + 7;
@@ -175,7 +205,8 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.equal(groups.total, origins);
   });
 
-  it('Allow this origin says whether a browser sent the request: a forged curl Origin is told apart from a real page', async () => {
+  it('Allow this origin says whether a browser sent the request: a forged curl Origin is told apart from a real page', async (t) => {
+    await world(t);
     const key = await server.createKey(accountId, 'sg', 'Shop');
     const fromCurl = await server.get('/v1/listings', { key: key.key, headers: { origin: 'https://evil.example' } });
     const fromPage = await server.get('/v1/listings', { key: key.key, headers: { origin: 'https://shop.example', ...FROM_A_PAGE } });
@@ -199,7 +230,8 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.equal(stored?.sec_fetch, 'cross-site cors empty');
   });
 
-  it('after Allow this origin the confirmation is at the top of the page, and the redirect takes the browser to it', async () => {
+  it('after Allow this origin the confirmation is at the top of the page, and the redirect takes the browser to it', async (t) => {
+    await world(t);
     await client.get(dev(accountId, 'failures'));
     const res = await client.post(`${dev(accountId, 'failures')}/allow-origin`, { country: 'sg', origin: 'https://shop.example', back: `${dev(accountId, 'failures')}?page=1` });
     assert.equal(res.status, 303);
@@ -210,7 +242,10 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(notice.text, /^Allowed https:\/\/shop\.example for Singapore\./);
   });
 
-  it('Keys: each key\'s limit and a link to its usage; the revoke page shows the last use to the second, before it is written', async () => {
+  it('Keys: each key\'s limit and a link to its usage; the revoke page shows the last use to the second, before it is written', async (t) => {
+    await world(t);
+    // A key of the default limit beside it.
+    await server.createKey(accountId, 'sg', 'Default limit');
     const key = await server.createKey(accountId, 'sg', 'Used just now');
     await limit(key.id, 250);
     assert.equal((await server.get('/v1/listings', { key: key.key })).status, 200);
@@ -240,7 +275,8 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.match(text((await client.get(`${dev(accountId, 'keys')}/${unused.id}/revoke`)).body), /Last used Never/);
   });
 
-  it(`Activity pages back past 200 entries, ${ACTIVITY_PAGE} a page, to the first`, async () => {
+  it(`Activity pages back past 200 entries, ${ACTIVITY_PAGE} a page, to the first`, async (t) => {
+    await world(t);
     const own = await server.createAccount();
     const { client: member } = await signedIn(server, own);
     const entries = 230;
@@ -265,6 +301,10 @@ describe(`dashboard for the admin on ${TEST_STORE} (issue 33 item 7)`, () => {
     assert.equal(pages, Math.ceil(entries / ACTIVITY_PAGE));
     assert.deepEqual(seen, Array.from({ length: entries }, (_, i) => String(entries - 1 - i)), 'every entry once, newest first');
     // Another account's entry as the cursor, or no entry: 404, as for anything that does not exist.
+    await server.service.store.audit.record({
+      account_id: accountId, at: new Date(server.clock.now()).toISOString(), actor_user_id: null, actor_email: 'operator (CLI)',
+      action: 'origin.added', key_id: null, key_display: null, key_label: null, previous_label: null, country: 'sg', origin: 'https://shop.example',
+    });
     const theirs = (await server.service.store.audit.listForAccount(accountId, 1))[0]!;
     for (const cursor of [theirs.id, randomUUID(), 'nope']) assert.equal((await member.get(`${dev(own, 'activity')}?before=${cursor}`)).status, 404, cursor);
   });

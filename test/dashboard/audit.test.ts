@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dom, named } from '../support/html.js';
 import { activityItems, dev, revealedKey, signedIn, text } from './helpers.js';
 
@@ -8,13 +9,14 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
   let server: TestServer;
   let accountId: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     accountId = await server.createAccount();
-  });
-  after(() => server.close());
+  }
 
-  it('records every change with actor, action, target and time (never the full key), and lists them newest first', async () => {
+  it('records every change with actor, action, target and time (never the full key), and lists them newest first', async (t) => {
+    await world(t);
     const alice = await signedIn(server, accountId);
     const bob = await signedIn(server, accountId);
     const activity = await alice.client.get(dev(accountId, 'activity'));
@@ -34,15 +36,15 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
 
     const rows = await server.service.store.audit.listForAccount(accountId, 100);
     const display = `${key.prefix}…${key.last4}`;
-    const t = (minutes: number) => new Date(Date.parse('2026-11-22T10:00:00.000Z') + minutes * 60_000).toISOString();
+    const minute = (minutes: number) => new Date(Date.parse('2026-11-22T10:00:00.000Z') + minutes * 60_000).toISOString();
     assert.deepEqual(rows.map((r) => [
       r.at, r.actor_email, r.actor_user_id, r.action, r.key_id, r.key_display, r.key_label, r.previous_label, r.country, r.origin,
     ]), [
-      [t(4), alice.email, alice.userId, 'key.revoked', key.id, display, 'Website (prod)', null, 'sg', null],
-      [t(3), bob.email, bob.userId, 'origin.removed', null, null, null, null, 'sg', 'https://www.example.com'],
-      [t(2), alice.email, alice.userId, 'origin.added', null, null, null, null, 'sg', 'https://www.example.com'],
-      [t(1), bob.email, bob.userId, 'key.relabelled', key.id, display, 'Website (prod)', 'Website', 'sg', null],
-      [t(0), alice.email, alice.userId, 'key.created', key.id, display, 'Website', null, 'sg', null],
+      [minute(4), alice.email, alice.userId, 'key.revoked', key.id, display, 'Website (prod)', null, 'sg', null],
+      [minute(3), bob.email, bob.userId, 'origin.removed', null, null, null, null, 'sg', 'https://www.example.com'],
+      [minute(2), alice.email, alice.userId, 'origin.added', null, null, null, null, 'sg', 'https://www.example.com'],
+      [minute(1), bob.email, bob.userId, 'key.relabelled', key.id, display, 'Website (prod)', 'Website', 'sg', null],
+      [minute(0), alice.email, alice.userId, 'key.created', key.id, display, 'Website', null, 'sg', null],
     ]);
     assert.ok(!JSON.stringify(rows).includes(fullKey.slice(12)), 'no full key in the audit log (D20)');
 
@@ -61,7 +63,8 @@ describe('dashboard audit log: who created, relabelled or revoked which key, who
     assert.equal(named(dom(keys.body), 'a', 'All activity').getAttribute('href'), dev(accountId, 'activity'));
   });
 
-  it('entries of the same millisecond keep their order', async () => {
+  it('entries of the same millisecond keep their order', async (t) => {
+    await world(t);
     const member = await signedIn(server, accountId);
     for (let i = 0; i < 20; i++) await member.client.post(dev(accountId, 'origins'), { country: 'my', origin: `https://site${i}.example.com` });
     const rows = await server.service.store.audit.listForAccount(accountId, 20);

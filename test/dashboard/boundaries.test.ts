@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dev, revealedKey, signedIn, text, type DashboardClient } from './helpers.js';
 
 /**
@@ -16,8 +17,9 @@ describe("dashboard boundaries: a member sees and changes only their own account
   let aKeyId: string;
   let bSnapshot: () => Promise<string>;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     a = await server.createAccount();
     b = await server.createAccount();
     await server.addListings(b, [{ title: 'B listing' }]);
@@ -38,28 +40,30 @@ describe("dashboard boundaries: a member sees and changes only their own account
       origins: await server.service.store.origins.listForAccount(b),
       audit: await server.service.store.audit.listForAccount(b, 100),
     });
-  });
-  after(() => server.close());
+  }
 
   const assertRefused = (res: { status: number; body: string }, what: string) => {
     assert.ok(res.status === 404 || res.status === 403, `${what}: got ${res.status}`);
     assert.ok(!res.body.includes('B production key') && !res.body.includes('b.example.com') && !res.body.includes(bKey.key.slice(0, 12)), `${what}: nothing of B shown`);
   };
 
-  it("reading B's pages by putting B's account id in the URL: 404, nothing of B shown", async () => {
+  it("reading B's pages by putting B's account id in the URL: 404, nothing of B shown", async (t) => {
+    await world(t);
     for (const page of ['', 'keys', 'origins', 'activity', `keys/${bKey.id}/revoke`]) {
       assertRefused(await mallory.get(dev(b, page)), `GET ${dev(b, page)}`);
     }
   });
 
-  it("reading B's key through A's own URLs (B's key id): 404", async () => {
+  it("reading B's key through A's own URLs (B's key id): 404", async (t) => {
+    await world(t);
     assertRefused(await mallory.get(`${dev(a, 'keys')}/${bKey.id}/revoke`), 'revoke confirmation of B key');
     const list = await mallory.get(`${dev(a, 'keys')}?revoked=${bKey.id}&relabelled=${bKey.id}`);
     assert.equal(list.status, 200);
     assertRefused({ status: 404, body: list.body }, 'notice for B key');
   });
 
-  it("revoking B's key, with B's key id in A's URL or with B's account id in the URL: 404, and the key still works", async () => {
+  it("revoking B's key, with B's key id in A's URL or with B's account id in the URL: 404, and the key still works", async (t) => {
+    await world(t);
     const before = await bSnapshot();
     for (const path of [`${dev(a, 'keys')}/${bKey.id}/revoke`, `${dev(b, 'keys')}/${bKey.id}/revoke`]) {
       assertRefused(await mallory.post(path, {}), `POST ${path}`);
@@ -68,7 +72,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await server.get('/v1/listings', { key: bKey.key })).status, 200);
   });
 
-  it("relabelling B's key either way: 404, the label is unchanged", async () => {
+  it("relabelling B's key either way: 404, the label is unchanged", async (t) => {
+    await world(t);
     const before = await bSnapshot();
     for (const path of [`${dev(a, 'keys')}/${bKey.id}/label`, `${dev(b, 'keys')}/${bKey.id}/label`]) {
       assertRefused(await mallory.post(path, { label: 'Owned' }), `POST ${path}`);
@@ -77,7 +82,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal(await bSnapshot(), before);
   });
 
-  it("creating a key in B, or acting on A's key through B's URL: 404, nothing created or changed", async () => {
+  it("creating a key in B, or acting on A's key through B's URL: 404, nothing created or changed", async (t) => {
+    await world(t);
     const before = await bSnapshot();
     await mallory.get(dev(a, 'keys'));
     // Even with a good single-use form token (of A's page).
@@ -87,7 +93,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await server.service.store.keys.get(aKeyId))!.revoked_at, null);
   });
 
-  it("adding or removing B's origins through B's URL, or removing B's origin through A's: 404 or 403, nothing changed", async () => {
+  it("adding or removing B's origins through B's URL, or removing B's origin through A's: 404 or 403, nothing changed", async (t) => {
+    await world(t);
     const before = await bSnapshot();
     assertRefused(await mallory.post(dev(b, 'origins'), { country: 'sg', origin: 'https://evil.example.com' }), 'add to B');
     assertRefused(await mallory.post(`${dev(b, 'origins')}/remove`, { country: 'sg', origin: 'https://b.example.com' }), 'remove from B via B URL');
@@ -105,7 +112,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await server.get('/v1/listings', { key: bKey.key, headers: { origin: 'https://b.example.com' } })).status, 200);
   });
 
-  it("with B's CSRF token (another session), A's URL still refuses: 403", async () => {
+  it("with B's CSRF token (another session), A's URL still refuses: 403", async (t) => {
+    await world(t);
     const bob = await signedIn(server, b);
     const res = await mallory.post(`${dev(a, 'keys')}/${aKeyId}/label`, { label: 'x', _csrf: bob.client.csrf! });
     assert.equal(res.status, 403);
@@ -114,7 +122,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.equal((await server.service.store.keys.get(aKeyId))!.revoked_at, null);
   });
 
-  it("A's pages list only A's keys, origins and activity", async () => {
+  it("A's pages list only A's keys, origins and activity", async (t) => {
+    await world(t);
     for (const page of ['keys', 'origins', 'activity']) {
       const res = await mallory.get(dev(a, page));
       assert.equal(res.status, 200);
@@ -125,7 +134,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     assert.doesNotMatch(activity, /shop\.b\.example\.com/);
   });
 
-  it('unknown and malformed ids are 404 too', async () => {
+  it('unknown and malformed ids are 404 too', async (t) => {
+    await world(t);
     for (const path of [
       `${dev(a, 'keys')}/00000000-0000-4000-8000-000000000000/revoke`,
       `${dev(a, 'keys')}/not-a-uuid/revoke`,
@@ -140,7 +150,8 @@ describe("dashboard boundaries: a member sees and changes only their own account
     }
   });
 
-  it('ids are compared as UUIDs, in either case, as everywhere else: an uppercase id of an own key is that key', async () => {
+  it('ids are compared as UUIDs, in either case, as everywhere else: an uppercase id of an own key is that key', async (t) => {
+    await world(t);
     const res = await mallory.get(`${dev(a, 'keys')}/${aKeyId.toUpperCase()}/revoke`);
     assert.equal(res.status, 200);
     assert.match(text(res.body), /A key/);

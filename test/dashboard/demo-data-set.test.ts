@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { COUNTRY_CODES } from '../../src/core/countries.js';
 import { DEMO_ORG_ID, ensureDemo } from '../../src/demo/demo-data.js';
 import { demoImage } from '../../src/http/demo-images.js';
 import { USAGE_TAXONOMY } from '../../src/listings/taxonomy.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 interface Listing {
   id: string;
@@ -26,9 +27,11 @@ describe('demo data set: every usage type, country and state a page needs, photo
   let base: string;
   const everywhere: Listing[] = [];
 
-  before(async () => {
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000' });
     base = `http://api.localhost:${server.port}`;
+    everywhere.length = 0;
     await ensureDemo(server.service.store, new Date(server.clock.now()), base);
     for (const country of COUNTRY_CODES) {
       const key = (await server.createKey(DEMO_ORG_ID, country)).key;
@@ -38,10 +41,10 @@ describe('demo data set: every usage type, country and state a page needs, photo
       assert.ok(res.json.total >= 2, `${country}: ${res.json.total} listings`);
       everywhere.push(...res.json.items);
     }
-  });
-  after(() => server.close());
+  }
 
-  it('about 60 visible listings, over every row of the taxonomy', () => {
+  it('about 60 visible listings, over every row of the taxonomy', async (t) => {
+    await world(t);
     assert.ok(everywhere.length >= 55 && everywhere.length <= 70, `${everywhere.length}`);
     const rows = new Set(everywhere.map((l) => l.usage_types.join(' / ')));
     for (const [main, subs] of Object.entries(USAGE_TAXONOMY)) {
@@ -49,7 +52,8 @@ describe('demo data set: every usage type, country and state a page needs, photo
     }
   });
 
-  it('featured and takeover listings; with and without price, price basis (D25), size and photos', () => {
+  it('featured and takeover listings; with and without price, price basis (D25), size and photos', async (t) => {
+    await world(t);
     const some = (what: string, test: (l: Listing) => boolean) => assert.ok(everywhere.some(test), `no demo listing ${what}`);
     some('featured', (l) => l.is_featured);
     some('not featured', (l) => !l.is_featured);
@@ -63,7 +67,8 @@ describe('demo data set: every usage type, country and state a page needs, photo
     some('with several photos', (l) => l.images.length > 1);
   });
 
-  it('every photo is served by this program, with no key: an SVG image, cached', async () => {
+  it('every photo is served by this program, with no key: an SVG image, cached', async (t) => {
+    await world(t);
     const photos = new Set(everywhere.flatMap((l) => l.images));
     assert.ok(photos.size > 10);
     for (const url of photos) {
@@ -82,7 +87,8 @@ describe('demo data set: every usage type, country and state a page needs, photo
     assert.equal(demoImage('../cafe-1.svg'), undefined);
   });
 
-  it("the README's examples return something meaningful with the sg demo key", async () => {
+  it("the README's examples return something meaningful with the sg demo key", async (t) => {
+    await world(t);
     const key = (await server.createKey(DEMO_ORG_ID, 'sg')).key;
     const all = await server.get('/v1/listings?page=1&per_page=20', { key });
     assert.ok(all.json.total >= 25 && all.json.pages >= 2, `${all.json.total} sg listings`);
@@ -96,7 +102,8 @@ describe('demo data set: every usage type, country and state a page needs, photo
     }
   });
 
-  it('a data set made for another address (or by an earlier release) is imported again, so its photos load from this server', async () => {
+  it('a data set made for another address (or by an earlier release) is imported again, so its photos load from this server', async (t) => {
+    await world(t);
     const store = server.service.store;
     const elsewhere = 'http://api.localhost:4999';
     const again = await ensureDemo(store, new Date(server.clock.now()), elsewhere);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dom, only } from '../support/html.js';
 import { addMember, DashboardClient, dev, signedIn, text } from './helpers.js';
 
@@ -15,20 +16,18 @@ describe(`dashboard: at most MAX_KEYS_PER_ACCOUNT_COUNTRY (${CAP} here) active k
   let first: TestServer;
   let second: TestServer;
 
-  before(async () => {
-    first = await startTestServer({ MAX_KEYS_PER_ACCOUNT_COUNTRY: String(CAP) });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    first = await freshServer(t, { MAX_KEYS_PER_ACCOUNT_COUNTRY: String(CAP) });
     // A second instance on the same database, as a scaled-out deployment runs it.
-    second = await startTestServer({ MAX_KEYS_PER_ACCOUNT_COUNTRY: String(CAP), DATABASE_URL: first.databaseUrl }, first.clock);
-  });
-  after(async () => {
-    await second?.close();
-    await first?.close();
-  });
+    second = await freshServer(t, { MAX_KEYS_PER_ACCOUNT_COUNTRY: String(CAP), DATABASE_URL: first.databaseUrl }, { clock: first.clock });
+  }
 
   const active = async (accountId: string, country: string) =>
     (await first.service.store.keys.listForAccount(accountId)).filter((k) => k.country === country && k.revoked_at === null);
 
-  it('the form says the cap; the key past it is refused on the form (409) and nothing is written; other countries and accounts are not affected; a revoke makes room', async () => {
+  it('the form says the cap; the key past it is refused on the form (409) and nothing is written; other countries and accounts are not affected; a revoke makes room', async (t) => {
+    await world(t);
     const accountId = await first.createAccount();
     const { client } = await signedIn(first, accountId);
     const page = await client.get(dev(accountId, 'keys'));
@@ -61,7 +60,8 @@ describe(`dashboard: at most MAX_KEYS_PER_ACCOUNT_COUNTRY (${CAP} here) active k
     assert.equal((await active(accountId, 'sg')).length, CAP);
   });
 
-  it(`creates sent at once, half to each of two instances: exactly ${CAP} are made, every other one is refused on the form`, async () => {
+  it(`creates sent at once, half to each of two instances: exactly ${CAP} are made, every other one is refused on the form`, async (t) => {
+    await world(t);
     const accountId = await first.createAccount();
     const member = await addMember(first, accountId);
     // Twelve browsers of the member, signed in, each holding a create form, spread over both instances.

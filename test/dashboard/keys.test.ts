@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.js';
 import { dom, named, only } from '../support/html.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dev, revealedKey, signedIn, text, type DashboardClient } from './helpers.js';
 
 describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
@@ -11,19 +12,20 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
   let client: DashboardClient;
   let email: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     accountId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'Corner shop' }, { country: 'my', currency: 'MYR', title: 'KL office' }]);
     ({ client, email } = await signedIn(server, accountId));
-  });
-  after(() => server.close());
+  }
 
   const keys = () => server.service.store.keys.listForAccount(accountId);
   /** Opens the keys page and submits its create form (with the form's single-use token). */
   const create = (label: string, country = 'sg') => client.createKey(accountId, { label, country });
 
-  it('with no keys, the page says what to do next', async () => {
+  it('with no keys, the page says what to do next', async (t) => {
+    await world(t);
     const page = await client.get(dev(accountId, 'keys'));
     assert.equal(page.status, 200);
     const words = text(page.body);
@@ -33,7 +35,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.ok(createForm, 'a form that posts to the keys page (create)');
   });
 
-  it('creating a key shows the full key once, with a copy button, a plain warning and a working curl line; the API accepts it (200)', async () => {
+  it('creating a key shows the full key once, with a copy button, a plain warning and a working curl line; the API accepts it (200)', async (t) => {
+    await world(t);
     const res = await create('Website (production)', 'sg');
     assert.equal(res.status, 201);
     const key = revealedKey(res.body);
@@ -64,7 +67,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.equal(stored!.last4, key.slice(-4));
   });
 
-  it('the list shows label, country, display prefix and last four, created, last used and status, and never the full key again', async () => {
+  it('the list shows label, country, display prefix and last four, created, last used and status, and never the full key again', async (t) => {
+    await world(t);
     const res = await create('Staging server', 'my');
     const key = revealedKey(res.body);
     assert.equal((await server.get('/v1/listings', { key, host: 'api.my.localhost' })).status, 200);
@@ -86,7 +90,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.deepEqual(headers.slice(0, 6), ['Label', 'Country', 'Key', 'Created', 'Last used', 'Status']);
   });
 
-  it('an empty, overlong or multi-line label, or a country this deployment does not serve, is refused next to the field; nothing is created', async () => {
+  it('an empty, overlong or multi-line label, or a country this deployment does not serve, is refused next to the field; nothing is created', async (t) => {
+    await world(t);
     const before = (await keys()).length;
     for (const [label, country, field, message] of [
       ['', 'sg', 'label', /enter a label/],
@@ -109,7 +114,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.equal((await keys()).length, before);
   });
 
-  it('labels are escaped: markup in a label is shown as text, never run', async () => {
+  it('labels are escaped: markup in a label is shown as text, never run', async (t) => {
+    await world(t);
     const res = await create('<script>alert(1)</script> & "quotes"', 'sg');
     assert.equal(res.status, 201);
     const page = await client.get(dev(accountId, 'keys'));
@@ -117,7 +123,9 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.ok(page.body.includes('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;'));
   });
 
-  it('relabel: the new label is listed and the change is in the activity log', async () => {
+  it('relabel: the new label is listed and the change is in the activity log', async (t) => {
+    await world(t);
+    assert.equal((await create('Staging server')).status, 201);
     const key = (await keys()).find((k) => k.label === 'Staging server')!;
     const res = await client.post(`${dev(accountId, 'keys')}/${key.id}/label`, { label: '  Staging (EU) ' });
     assert.equal(res.status, 303);
@@ -136,7 +144,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.equal((await server.service.store.keys.get(key.id))!.label, 'Staging (EU)');
   });
 
-  it('revoke asks for confirmation first; confirmed, the API refuses the key on the very next request (D4) and the key stays listed as revoked', async () => {
+  it('revoke asks for confirmation first; confirmed, the API refuses the key on the very next request (D4) and the key stays listed as revoked', async (t) => {
+    await world(t);
     const created = await create('To revoke', 'sg');
     const key = revealedKey(created.body);
     const record = (await keys()).find((k) => k.label === 'To revoke')!;
@@ -175,7 +184,9 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.match(text((await client.get(`${dev(accountId, 'keys')}/${record.id}/revoke`)).body), /is revoked/);
   });
 
-  it('CSRF: create, relabel and revoke without the token, with a wrong one, or from another site are 403 and change nothing', async () => {
+  it('CSRF: create, relabel and revoke without the token, with a wrong one, or from another site are 403 and change nothing', async (t) => {
+    await world(t);
+    assert.equal((await create('Website')).status, 201);
     const active = (await keys()).find((k) => k.revoked_at === null)!;
     // What a forged form could change (not last_used_at, which the API's background writes move).
     const keyState = async () => JSON.stringify((await keys()).map(({ last_used_at: _used, ...rest }) => rest));
@@ -218,7 +229,8 @@ describe('dashboard: API keys page (spec 5 rules 4-6, D2, D4, D20)', () => {
     assert.equal((await server.service.store.keys.get(active.id))!.label, active.label);
   });
 
-  it('the full key is nowhere but the one response: not in the database, the audit log, a redirect or the server log (D20)', async () => {
+  it('the full key is nowhere but the one response: not in the database, the audit log, a redirect or the server log (D20)', async (t) => {
+    await world(t);
     const res = await create('Secret keeper', 'sg');
     const key = revealedKey(res.body);
     assert.equal(res.location, undefined);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { PER_EMAIL_AND_ADDRESS } from '../../src/dashboard/throttle.js';
 import { TEST_STORE } from '../support/database.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { holdWriteLock } from '../support/sqlite-lock.js';
 import { addMember, DashboardClient, dev, signedIn } from './helpers.js';
 
@@ -23,13 +24,14 @@ describe(`dashboard answers and sign-ins in the metrics on ${TEST_STORE} (issue 
     return parseScrape(res.body);
   };
 
-  before(async () => {
-    server = await startTestServer({ METRICS_PORT: '0' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { METRICS_PORT: '0' });
     accountId = await server.createAccount();
-  });
-  after(() => server?.close());
+  }
 
-  it('every sign-in result starts at zero, so that the first failure shows in rate()', async () => {
+  it('every sign-in result starts at zero, so that the first failure shows in rate()', async (t) => {
+    await world(t);
     const scraped = await scrape();
     for (const result of ['succeeded', 'failed', 'throttled']) {
       assert.equal(sampleValue(scraped, 'listings_dashboard_sign_ins_total', { result }), 0, result);
@@ -37,7 +39,8 @@ describe(`dashboard answers and sign-ins in the metrics on ${TEST_STORE} (issue 
     }
   });
 
-  it('counts answers by method, route and status, and sign-ins: failed, throttled, succeeded', async () => {
+  it('counts answers by method, route and status, and sign-ins: failed, throttled, succeeded', async (t) => {
+    await world(t);
     const before = await scrape();
     const client = new DashboardClient(server.dashboardPort!);
     const guessed = `nobody-${randomUUID().slice(0, 8)}@example.com`;
@@ -71,7 +74,8 @@ describe(`dashboard answers and sign-ins in the metrics on ${TEST_STORE} (issue 
     assert.equal(sampleValue(after, 'listings_http_requests_total') - sampleValue(before, 'listings_http_requests_total'), 0);
   });
 
-  it('a 503 while the database is busy is counted (SQLite: another writer holds the lock)', { skip: TEST_STORE === 'postgres' ? 'SQLite only' : false }, async () => {
+  it('a 503 while the database is busy is counted (SQLite: another writer holds the lock)', { skip: TEST_STORE === 'postgres' ? 'SQLite only' : false }, async (t) => {
+    await world(t);
     const quick = await startTestServer({ DATABASE_URL: server.databaseUrl, DATABASE_BUSY_TIMEOUT_MS: '200', METRICS_PORT: '0' });
     try {
       const { client } = await signedIn(quick, accountId);

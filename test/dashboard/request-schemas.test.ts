@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { requireDeclaredSchema } from '../../src/dashboard/schemas.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dev, DashboardClient, signedIn, text } from './helpers.js';
 
 /**
@@ -16,8 +17,9 @@ describe('dashboard request schemas (issue 42, item 3)', () => {
   let member: DashboardClient;
   let snapshot: () => Promise<string>;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     account = await server.createAccount();
     ({ client: member } = await signedIn(server, account));
     await member.get(dev(account, 'origins'));
@@ -26,8 +28,7 @@ describe('dashboard request schemas (issue 42, item 3)', () => {
       keys: await server.service.store.keys.listForAccount(account),
       audit: await server.service.store.audit.listForAccount(account, 100),
     });
-  });
-  after(() => server.close());
+  }
 
   /** A form body with `name` sent twice, and the member's CSRF token. */
   const twice = (fields: Record<string, string>, name: string, second: string) => {
@@ -36,7 +37,8 @@ describe('dashboard request schemas (issue 42, item 3)', () => {
     return form.toString();
   };
 
-  it('a form field sent twice: the 400 page "Request not accepted", as HTML, and nothing changed', async () => {
+  it('a form field sent twice: the 400 page "Request not accepted", as HTML, and nothing changed', async (t) => {
+    await world(t);
     const before = await snapshot();
     const body = twice({ country: 'sg', origin: 'https://www.example.com' }, 'origin', 'https://evil.example.com');
     const res = await member.request('POST', dev(account, 'origins'), { body });
@@ -49,7 +51,8 @@ describe('dashboard request schemas (issue 42, item 3)', () => {
     assert.notEqual(await snapshot(), before);
   });
 
-  it('a query parameter sent twice: the 400 page', async () => {
+  it('a query parameter sent twice: the 400 page', async (t) => {
+    await world(t);
     for (const page of ['failures?code=unauthorized&code=rate_limited', 'usage?range=24h&range=7d', 'webhooks/secret?id=a&id=b', 'activity?before=x&before=y']) {
       const res = await member.get(dev(account, page));
       assert.equal(res.status, 400, page);
@@ -57,7 +60,8 @@ describe('dashboard request schemas (issue 42, item 3)', () => {
     }
   });
 
-  it('the guard answers before the schema: signed out, another account, no CSRF token', async () => {
+  it('the guard answers before the schema: signed out, another account, no CSRF token', async (t) => {
+    await world(t);
     const stranger = new DashboardClient(server.dashboardPort!);
     const signedOut = await stranger.get(dev(account, 'usage?range=24h&range=7d'));
     assert.equal(signedOut.status, 303);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { displayPrefix } from '../../src/auth/key-format.js';
 import { DEMO_ORG_ID } from '../../src/demo/demo-data.js';
 import { openStore } from '../../src/storage/index.js';
 import { TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, type TestDatabase } from '../support/database.js';
+import { atEnd } from '../support/world.js';
 import { freePort, startServerProcess, waitFor } from '../support/process.js';
 import { dom, named } from '../support/html.js';
 import { httpCall } from '../support/server.js';
@@ -35,12 +36,14 @@ function demoKey(output: string): string {
 
 describe('serve --demo (npm start): prints the dashboard URL and a demo login that works', () => {
   let database: TestDatabase;
-  before(async () => {
-    database = await createTestDatabase();
-  });
-  after(() => database.drop());
+  /** Each test's own world (issue 42): a new, migrated database, without any account yet. */
+  async function world(t: TestContext): Promise<void> {
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
+  }
 
-  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and key, and the old ones stop working', async () => {
+  it('signs in with the printed login at the printed URL, sees the demo keys; a restart prints a new password and key, and the old ones stop working', async (t) => {
+    await world(t);
     const dashboardPort = await freePort();
     const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
     const first = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, ['--demo']);
@@ -90,7 +93,8 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
     }
   });
 
-  it('a plain serve after serve --demo ends the demo sign-in and names the demo key that still works, loudly (issue 40 item 11)', async () => {
+  it('a plain serve after serve --demo ends the demo sign-in and names the demo key that still works, loudly (issue 40 item 11)', async (t) => {
+    await world(t);
     const dashboardPort = await freePort();
     const env = { DATABASE_URL: database.url, DASHBOARD_PORT: String(dashboardPort) };
     const demo = await startServerProcess(env, ['--demo']);
@@ -136,7 +140,8 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
     }
   });
 
-  it('DASHBOARD_PORT=off: no dashboard, and nothing printed about it', async () => {
+  it('DASHBOARD_PORT=off: no dashboard, and nothing printed about it', async (t) => {
+    await world(t);
     const server = await startServerProcess({ DATABASE_URL: database.url, DASHBOARD_PORT: 'off' }, ['--demo']);
     try {
       const deadline = Date.now() + 10_000;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { DashboardClient, addMember, revealedKey } from './helpers.js';
 
 /**
@@ -13,21 +14,23 @@ describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
   let accountId: string;
   let client: DashboardClient;
 
-  before(async () => {
-    server = await startTestServer({ DASHBOARD_PORT: '' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { DASHBOARD_PORT: '' });
     accountId = await server.createAccount();
     await addMember(server, accountId, 'admin@acme.example', 'a long enough password');
     client = new DashboardClient(server.port, `dashboard.localhost:${server.port}`);
-  });
-  after(() => server.close());
+  }
 
-  it('has no port of its own; its URL is http://dashboard.localhost:PORT', () => {
+  it('has no port of its own; its URL is http://dashboard.localhost:PORT', async (t) => {
+    await world(t);
     assert.equal(server.config.dashboardPort, 'shared');
     assert.equal(server.dashboardPort, server.port);
     assert.equal(server.service.dashboard!.url(), `http://dashboard.localhost:${server.port}`);
   });
 
-  it('signs in, creates a key that works on the API of the same port, on the dashboard host only', async () => {
+  it('signs in, creates a key that works on the API of the same port, on the dashboard host only', async (t) => {
+    await world(t);
     assert.equal((await client.signIn('admin@acme.example', 'a long enough password')).status, 303);
     const created = await client.createKey(accountId, { label: 'Website', country: 'sg' });
     assert.equal(created.status, 201);
@@ -36,7 +39,8 @@ describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
     assert.equal((await server.get('/v1/listings', { key })).status, 200);
   });
 
-  it('the API hosts never reach the dashboard, and the dashboard host never reaches the API', async () => {
+  it('the API hosts never reach the dashboard, and the dashboard host never reaches the API', async (t) => {
+    await world(t);
     const apiSignIn = await server.get('/sign-in');
     assert.equal(apiSignIn.status, 404);
     assert.equal(apiSignIn.json.error, 'not_found');
@@ -48,7 +52,8 @@ describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
     assert.equal((await server.get('/sign-in', { headers: { 'x-forwarded-host': 'dashboard.localhost' } })).status, 404);
   });
 
-  it('DASHBOARD_HOST names another host; with TRUST_PROXY the proxy\'s X-Forwarded-Host decides', async () => {
+  it('DASHBOARD_HOST names another host; with TRUST_PROXY the proxy\'s X-Forwarded-Host decides', async (t) => {
+    await world(t);
     const other = await startTestServer({ DASHBOARD_PORT: '', DASHBOARD_HOST: 'developers.localhost', TRUST_PROXY: '1' });
     try {
       assert.equal((await new DashboardClient(other.port, `developers.localhost:${other.port}`).get('/sign-in')).status, 200);
@@ -59,7 +64,8 @@ describe('dashboard on the API port under DASHBOARD_HOST (the default)', () => {
     }
   });
 
-  it('issue 29 item 3: with TRUST_PROXY as addresses, only a listed proxy\'s X-Forwarded-Host reaches the dashboard', async () => {
+  it('issue 29 item 3: with TRUST_PROXY as addresses, only a listed proxy\'s X-Forwarded-Host reaches the dashboard', async (t) => {
+    await world(t);
     const other = await startTestServer({ DASHBOARD_PORT: '', TRUST_PROXY: '127.0.0.2' });
     try {
       const viaHeader = { host: 'lb.internal', headers: { 'x-forwarded-host': 'dashboard.localhost' } };

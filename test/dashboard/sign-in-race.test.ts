@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import pg from 'pg';
 import { PER_EMAIL_AND_ADDRESS } from '../../src/dashboard/throttle.js';
 import { TEST_STORE } from '../support/database.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
+import { freshServer } from '../support/world.js';
 import { addMember, DashboardClient } from './helpers.js';
 
 /**
@@ -17,16 +18,13 @@ describe('sign-in throttle under parallel bursts', () => {
   let second: TestServer;
   let accountId: string;
 
-  before(async () => {
-    first = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    first = await freshServer(t);
     // A second instance on the same database, as a scaled-out deployment runs it.
-    second = await startTestServer({ DATABASE_URL: first.databaseUrl }, first.clock);
+    second = await freshServer(t, { DATABASE_URL: first.databaseUrl }, { clock: first.clock });
     accountId = await first.createAccount();
-  });
-  after(async () => {
-    await second.close();
-    await first.close();
-  });
+  }
 
   /** Clients that each hold a sign-in form (cookie and token), spread over the instances. */
   async function readyClients(count: number, servers: TestServer[]): Promise<DashboardClient[]> {
@@ -35,7 +33,8 @@ describe('sign-in throttle under parallel bursts', () => {
     return clients;
   }
 
-  it(`40 at once for one email, the right password last: exactly ${PER_EMAIL_AND_ADDRESS} reach the password check`, async () => {
+  it(`40 at once for one email, the right password last: exactly ${PER_EMAIL_AND_ADDRESS} reach the password check`, async (t) => {
+    await world(t);
     const member = await addMember(first, accountId, 'burst@example.com', 'the right password!');
     const clients = await readyClients(40, [first]);
     const statuses = await Promise.all(clients.map((client, i) =>
@@ -45,7 +44,8 @@ describe('sign-in throttle under parallel bursts', () => {
     assert.equal(statuses.filter((s) => s === 429).length, 40 - PER_EMAIL_AND_ADDRESS);
   });
 
-  it(`150 wrong ones at once over two instances: exactly ${PER_EMAIL_AND_ADDRESS} checks, the rest 429`, async () => {
+  it(`150 wrong ones at once over two instances: exactly ${PER_EMAIL_AND_ADDRESS} checks, the rest 429`, async (t) => {
+    await world(t);
     const member = await addMember(first, accountId, 'spread@example.com', 'the right password!');
     const clients = await readyClients(150, [first, second]);
     const statuses = await Promise.all(clients.map((client, i) =>
@@ -57,7 +57,8 @@ describe('sign-in throttle under parallel bursts', () => {
     assert.equal(recorded.length, PER_EMAIL_AND_ADDRESS);
   });
 
-  it('a burst while the failures table is slow to write: never a 500 for want of a pool connection (PostgreSQL)', { skip: TEST_STORE !== 'postgres' && 'PostgreSQL: its pool and locks' }, async () => {
+  it('a burst while the failures table is slow to write: never a 500 for want of a pool connection (PostgreSQL)', { skip: TEST_STORE !== 'postgres' && 'PostgreSQL: its pool and locks' }, async (t) => {
+    await world(t);
     const member = await addMember(first, accountId, 'slow@example.com', 'the right password!');
     const clients = await readyClients(60, [first]);
     // Another session holds the table against writes (reads go on) for longer than the pool's
@@ -86,7 +87,8 @@ describe('sign-in throttle under parallel bursts', () => {
     assert.equal(all.filter((s) => s === 429).length, 60 - PER_EMAIL_AND_ADDRESS, `statuses: ${all.join(' ')}`);
   });
 
-  it('a right password takes its reservation back: it does not count as a failure', async () => {
+  it('a right password takes its reservation back: it does not count as a failure', async (t) => {
+    await world(t);
     const member = await addMember(first, accountId, 'fine@example.com', 'the right password!');
     const client = (await readyClients(1, [first]))[0]!;
     assert.equal((await client.post('/sign-in', { email: member.email, password: member.password })).status, 303);

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { FIRST_DELAY_MS, MAX_DELAY_MS, MAX_WAITING, PER_ADDRESS, PER_EMAIL_AND_ADDRESS, SLOW_AFTER } from '../../src/dashboard/throttle.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
 import { within } from '../support/until.js';
+import { freshServer } from '../support/world.js';
 import { addMember, DashboardClient, text, type PageResponse } from './helpers.js';
 
 /**
@@ -16,16 +17,16 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
   let proxied: TestServer;
   let accountId: string;
 
-  before(async () => {
-    server = await startTestServer();
-    // Behind one proxy: the client is the address it appends to X-Forwarded-For.
-    proxied = await startTestServer({ TRUST_PROXY: '1' });
+  /** Each test's own world (issue 42): a fresh server and an account. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     accountId = await server.createAccount();
-  });
-  after(async () => {
-    await proxied?.close();
-    await server?.close();
-  });
+  }
+
+  /** The world of the tests of a server behind one proxy: the client is the address it appends to X-Forwarded-For. */
+  async function proxiedWorld(t: TestContext): Promise<void> {
+    proxied = await freshServer(t, { TRUST_PROXY: '1' });
+  }
 
   /** Resolves once the server holds `count` delayed attempts; fails, rather than hangs, when it never does. */
   async function delayedAttempts(on: TestServer, count: number): Promise<number[]> {
@@ -71,7 +72,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
 
   const failuresOf = (on: TestServer, email: string) => on.service.store.signInFailures.since({ email }, new Date(on.clock.now() - 3_600_000).toISOString());
 
-  it(`${PER_EMAIL_AND_ADDRESS} wrong passwords from address A: A is refused, the right password from address B signs in after ${FIRST_DELAY_MS} ms, without holding up other requests`, async () => {
+  it(`${PER_EMAIL_AND_ADDRESS} wrong passwords from address A: A is refused, the right password from address B signs in after ${FIRST_DELAY_MS} ms, without holding up other requests`, async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const guesser = await browserAt(server, '127.0.0.2');
     for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await guesser.post('/sign-in', { email: member.email, password: `guess ${i}` })).status, 401);
@@ -96,7 +98,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     assert.equal((await failuresOf(server, member.email)).length, PER_EMAIL_AND_ADDRESS);
   });
 
-  it(`the delay grows with the failures from other addresses, and stops at ${MAX_DELAY_MS} ms: the owner still signs in`, async () => {
+  it(`the delay grows with the failures from other addresses, and stops at ${MAX_DELAY_MS} ms: the owner still signs in`, async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const delays: number[] = [];
     // Guessers at addresses 127.0.1.x, one wrong password each once the account is slowed.
@@ -116,7 +119,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     assert.equal((await owner).status, 303);
   });
 
-  it('parallel attempts from one address while the account is slowed: one waits, the others get 429 at once and are not counted', async () => {
+  it('parallel attempts from one address while the account is slowed: one waits, the others get 429 at once and are not counted', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const guesser = await browserAt(server, '127.0.2.1');
     for (let i = 0; i < SLOW_AFTER; i++) assert.equal((await guesser.post('/sign-in', { email: member.email, password: `guess ${i}` })).status, 401);
@@ -133,7 +137,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     assert.equal((await failuresOf(server, member.email)).length, SLOW_AFTER + 1, 'only the one that was checked counts');
   });
 
-  it(`at most ${MAX_WAITING} delayed attempts at once on a process: one more is answered 429 at once, not counted`, async () => {
+  it(`at most ${MAX_WAITING} delayed attempts at once on a process: one more is answered 429 at once, not counted`, async (t) => {
+    await proxiedWorld(t);
     const member = await addMember(proxied, await proxied.createAccount());
     const at = (n: number) => ({ 'x-forwarded-for': `198.51.${Math.floor(n / 250)}.${(n % 250) + 1}` });
     const client = await browserAt(proxied);
@@ -152,7 +157,8 @@ describe('sign-in throttle: nobody can lock a member out from another address (i
     assert.equal((await failuresOf(proxied, member.email)).length, SLOW_AFTER + MAX_WAITING);
   });
 
-  it(`with TRUST_PROXY, IPv6 addresses of one /64 (from X-Forwarded-For) are one client: ${PER_ADDRESS} failures from it, whatever the addresses, block the /64, not the next one`, async () => {
+  it(`with TRUST_PROXY, IPv6 addresses of one /64 (from X-Forwarded-For) are one client: ${PER_ADDRESS} failures from it, whatever the addresses, block the /64, not the next one`, async (t) => {
+    await proxiedWorld(t);
     const member = await addMember(proxied, await proxied.createAccount());
     const client = await browserAt(proxied);
     const from = (address: string) => ({ 'x-forwarded-for': address });

@@ -1,28 +1,30 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { sql } from '#kysely';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ABSOLUTE_MS, IDLE_MS } from '../../src/dashboard/sessions.js';
 import { PER_ADDRESS, PER_EMAIL_AND_ADDRESS, WINDOW_MS } from '../../src/dashboard/throttle.js';
 import { dom, only } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { addMember, DashboardClient, dev, PASSWORD, setCookie, text } from './helpers.js';
 
 describe('dashboard sign-in, sessions and sign-out', () => {
   let server: TestServer;
   let accountId: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     accountId = await server.createAccount();
-  });
-  after(() => server.close());
+  }
 
   const sessionCount = async () =>
     Number((await sql<{ n: number }>`select count(*) as n from dashboard_sessions`.execute(server.service.store.db)).rows[0]!.n);
 
-  it('signed out, every page leads to the sign-in form (no account data)', async () => {
+  it('signed out, every page leads to the sign-in form (no account data)', async (t) => {
+    await world(t);
     const client = new DashboardClient(server.dashboardPort!);
     for (const path of ['/', dev(accountId), dev(accountId, 'keys'), dev(accountId, 'origins'), dev(accountId, 'activity')]) {
       const res = await client.get(path);
@@ -42,7 +44,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.doesNotMatch(cookie, /Secure/, 'plain http: no Secure attribute');
   });
 
-  it('right email and password: a session cookie (HttpOnly, SameSite) and the keys page; only the session id hash is stored', async () => {
+  it('right email and password: a session cookie (HttpOnly, SameSite) and the keys page; only the session id hash is stored', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId, 'Ada@Example.com');
     const client = new DashboardClient(server.dashboardPort!);
     const res = await client.signIn('  ada@EXAMPLE.com ', member.password);
@@ -67,7 +70,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(user?.last_sign_in_at, new Date(server.clock.now()).toISOString());
   });
 
-  it('a wrong password and an unknown email get the same 401 answer, and no session', async () => {
+  it('a wrong password and an unknown email get the same 401 answer, and no session', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const before = await sessionCount();
     const wrong = await new DashboardClient(server.dashboardPort!).signIn(member.email, 'not the password at all');
@@ -85,7 +89,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(await sessionCount(), before);
   });
 
-  it('CSRF: a sign-in without the form token, with a wrong one, or from another site is 403 and signs no one in', async () => {
+  it('CSRF: a sign-in without the form token, with a wrong one, or from another site is 403 and signs no one in', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const before = await sessionCount();
     const client = new DashboardClient(server.dashboardPort!);
@@ -110,7 +115,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await client.post('/sign-in', { email: member.email, password: member.password }, { origin: `http://localhost:${server.dashboardPort}` })).status, 303);
   });
 
-  it(`throttles failed sign-ins: after ${PER_EMAIL_AND_ADDRESS} failures for an email from an address, even the right password from it is refused (429, Retry-After) until the window passes`, async () => {
+  it(`throttles failed sign-ins: after ${PER_EMAIL_AND_ADDRESS} failures for an email from an address, even the right password from it is refused (429, Retry-After) until the window passes`, async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await client.signIn(member.email, `wrong password ${i}`)).status, 401);
@@ -134,7 +140,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await fresh.signIn(member.email, member.password)).status, 303);
   });
 
-  it(`throttles by client address too: ${PER_ADDRESS} failures from one address, whatever the emails, block it`, async () => {
+  it(`throttles by client address too: ${PER_ADDRESS} failures from one address, whatever the emails, block it`, async (t) => {
+    await world(t);
     // A separate server, so that this address's failures do not disturb the other tests.
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
@@ -154,7 +161,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it(`issue 29 item 3: TRUST_PROXY=1 counts the address the proxy appended, not the client's own X-Forwarded-For entries (${PER_ADDRESS} then 429)`, async () => {
+  it(`issue 29 item 3: TRUST_PROXY=1 counts the address the proxy appended, not the client's own X-Forwarded-For entries (${PER_ADDRESS} then 429)`, async (t) => {
+    await world(t);
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const account = await own.createAccount();
@@ -179,7 +187,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async () => {
+  it('issue 29 item 3: an X-Forwarded-For entry that is not an address is not counted (no 500 on PostgreSQL); a port is not part of the address', async (t) => {
+    await world(t);
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const client = new DashboardClient(own.dashboardPort!);
@@ -211,7 +220,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async () => {
+  it('issue 29 item 3: TRUST_PROXY as addresses: only a listed peer\'s X-Forwarded-For and X-Forwarded-Proto count; the client is the right-most unlisted entry', async (t) => {
+    await world(t);
     // 127.0.0.2 is the proxy (the test connects from it); 127.0.0.1 reaches the service directly.
     const own = await startTestServer({ TRUST_PROXY: '127.0.0.2, 10.0.0.0/8' });
     try {
@@ -252,7 +262,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it(`a session ends after ${IDLE_MS / 3_600_000} h without requests, and ${ABSOLUTE_MS / 3_600_000} h after sign-in however busy (injected clock)`, async () => {
+  it(`a session ends after ${IDLE_MS / 3_600_000} h without requests, and ${ABSOLUTE_MS / 3_600_000} h after sign-in however busy (injected clock)`, async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const idle = new DashboardClient(server.dashboardPort!);
     assert.equal((await idle.signIn(member.email, member.password)).status, 303);
@@ -275,7 +286,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal((await busy.get(dev(accountId, 'keys'))).location, '/sign-in', 'the absolute lifetime is over');
   });
 
-  it('sign-out needs the CSRF token, ends the session in the database and clears the cookie', async () => {
+  it('sign-out needs the CSRF token, ends the session in the database and clears the cookie', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     await client.signIn(member.email, member.password);
@@ -300,7 +312,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     assert.equal(await server.service.store.db.selectFrom('dashboard_sessions').select('id_hash').where('id_hash', '=', hash).executeTakeFirst(), undefined);
   });
 
-  it('a forged or malformed session cookie signs no one in', async () => {
+  it('a forged or malformed session cookie signs no one in', async (t) => {
+    await world(t);
     for (const value of ['', 'abc', 'x'.repeat(43), `${'A'.repeat(42)}%`]) {
       const client = new DashboardClient(server.dashboardPort!);
       client.cookies.set('dashboard_session', value);
@@ -308,7 +321,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('behind https (TRUST_PROXY, X-Forwarded-Proto): cookies are Secure and __Host- prefixed', async () => {
+  it('behind https (TRUST_PROXY, X-Forwarded-Proto): cookies are Secure and __Host- prefixed', async (t) => {
+    await world(t);
     const own = await startTestServer({ TRUST_PROXY: '1' });
     try {
       const account = await own.createAccount();
@@ -332,7 +346,8 @@ describe('dashboard sign-in, sessions and sign-out', () => {
     }
   });
 
-  it('pages are not cached and cannot be framed; the log has no password, cookie or token', async () => {
+  it('pages are not cached and cannot be framed; the log has no password, cookie or token', async (t) => {
+    await world(t);
     const member = await addMember(server, accountId);
     const client = new DashboardClient(server.dashboardPort!);
     await client.signIn(member.email, member.password);
@@ -351,12 +366,13 @@ describe('dashboard sign-in, sessions and sign-out', () => {
 
 describe('dashboard static files and error pages', () => {
   let server: TestServer;
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(() => server.close());
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
+  }
 
-  it('serves its one stylesheet and one script; nothing else under /static', async () => {
+  it('serves its one stylesheet and one script; nothing else under /static', async (t) => {
+    await world(t);
     const client = new DashboardClient(server.dashboardPort!);
     const css = await client.get('/static/dashboard.css');
     assert.equal(css.status, 200);
@@ -370,7 +386,8 @@ describe('dashboard static files and error pages', () => {
     }
   });
 
-  it('unknown pages get an HTML 404; a JSON body is refused (415), not parsed', async () => {
+  it('unknown pages get an HTML 404; a JSON body is refused (415), not parsed', async (t) => {
+    await world(t);
     const client = new DashboardClient(server.dashboardPort!);
     const missing = await client.get('/does-not-exist');
     assert.equal(missing.status, 404);

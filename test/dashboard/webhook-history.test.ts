@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { REPLAY_HEADER } from '../../src/webhooks/deliverer.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import type { WebhookEndpoint } from '../../src/storage/index.js';
 import { dom, named, only } from '../support/html.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
+import { atEnd, freshServer } from '../support/world.js';
 import { activityItems, dev, signedIn, type DashboardClient } from './helpers.js';
 
 /**
@@ -19,22 +20,21 @@ describe('dashboard: webhook replay, events and attempt log (issue 43)', () => {
   let receiver: Receiver;
   let endpoint: WebhookEndpoint;
 
-  before(async () => {
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: new TestClock(Date.now()), manualWebhooks: true });
     accountId = await server.createAccount();
     ({ client } = await signedIn(server, accountId));
     receiver = await startReceiver();
+    atEnd(t, () => receiver.close());
     endpoint = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: receiver.url });
-  });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  }
 
   const tick = () => server.service.webhooks.tick();
   const card = async () => only(dom((await client.get(dev(accountId, 'webhooks'))).body), `#webhook-${endpoint.id}`);
 
-  it('the card says what the endpoint is told of, and links to Replay, Choose events and every attempt', async () => {
+  it('the card says what the endpoint is told of, and links to Replay, Choose events and every attempt', async (t) => {
+    await world(t);
     await server.addListings(accountId, [{}]);
     await tick();
     const root = await card();
@@ -44,7 +44,11 @@ describe('dashboard: webhook replay, events and attempt log (issue 43)', () => {
     assert.ok(named(root, 'a', 'Every attempt of the last 7 days'));
   });
 
-  it('Replay from a time without an offset (read as UTC): the messages again, marked; audited', async () => {
+  it('Replay from a time without an offset (read as UTC): the messages again, marked; audited', async (t) => {
+    await world(t);
+    // A change, told to the endpoint: what the replay sends again.
+    await server.addListings(accountId, [{}]);
+    await tick();
     const since = new Date(server.clock.now() - 60_000).toISOString().slice(0, 16);
     const form = dom((await client.get(`${dev(accountId, 'webhooks/replay')}?id=${endpoint.id}`)).body);
     assert.ok(named(form, 'button', 'Replay'));
@@ -63,7 +67,8 @@ describe('dashboard: webhook replay, events and attempt log (issue 43)', () => {
     assert.ok(activity.some(([action, words]) => action === 'webhook.replayed' && /asked for the messages of webhook .* again/.test(words)), JSON.stringify(activity));
   });
 
-  it('a replay that cannot be served is explained next to the field; nothing is asked for', async () => {
+  it('a replay that cannot be served is explained next to the field; nothing is asked for', async (t) => {
+    await world(t);
     for (const [since, reason] of [['2999-01-01T00:00Z', /in the future/], ['soon', /not issued by this API/]] as const) {
       const res = await client.post(dev(accountId, 'webhooks/replay'), { id: endpoint.id, since });
       assert.equal(res.status, 400);
@@ -73,7 +78,8 @@ describe('dashboard: webhook replay, events and attempt log (issue 43)', () => {
     assert.equal((await server.service.store.webhooks.get(endpoint.id))!.replay_from, null);
   });
 
-  it('Choose events: the kind of change and usage types, ticked as saved; an unknown one is refused', async () => {
+  it('Choose events: the kind of change and usage types, ticked as saved; an unknown one is refused', async (t) => {
+    await world(t);
     const res = await client.post(dev(accountId, 'webhooks/filters'), { id: endpoint.id, changes: 'upserted', usage_types: ['Office', 'Cafe'] });
     assert.equal(res.status, 303);
     assert.match((await card()).text, /Told of upserts only, listings of Office, Cafe\./);
@@ -90,7 +96,8 @@ describe('dashboard: webhook replay, events and attempt log (issue 43)', () => {
     assert.match((await card()).text, /Told of every change\./);
   });
 
-  it('every attempt, 25 a page, newest first, back to the oldest kept', async () => {
+  it('every attempt, 25 a page, newest first, back to the oldest kept', async (t) => {
+    await world(t);
     // Thirty failed attempts of one message, the newest of the log.
     for (let n = 1; n <= 30; n++) {
       await server.service.store.webhooks.recordAttempt({

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { dom, named, only } from '../support/html.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 import { freePort } from '../support/process.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
+import { atEnd, freshServer } from '../support/world.js';
 import { dev, signedIn, text, type DashboardClient } from './helpers.js';
 
 /**
@@ -27,30 +28,35 @@ describe('dashboard: webhooks page (D24)', () => {
   let received: Receiver['received'];
   let url = '';
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // Real time: the receiver checks signatures' timestamps against its own clock.
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true, webhookResolve: resolve });
+    server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: new TestClock(Date.now()), manualWebhooks: true, webhookResolve: resolve });
     accountId = await server.createAccount();
     ({ client } = await signedIn(server, accountId));
     receiver = await startReceiver();
+    atEnd(t, () => receiver.close());
     ({ received, url } = receiver);
-  });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  }
 
   const page = async () => dom((await client.get(dev(accountId, 'webhooks'))).body);
   const secretOf = (body: string) => only(dom(body), '#webhook-secret').text.trim();
 
-  it('empty: says what a webhook is and how to verify it; the tab is in the navigation', async () => {
+  it('empty: says what a webhook is and how to verify it; the tab is in the navigation', async (t) => {
+    await world(t);
     const root = await page();
     assert.equal(named(root, 'nav a', 'Webhooks').getAttribute('aria-current'), 'page');
     assert.match(text(root.toString()), /No webhook endpoints yet\./);
     assert.ok(named(root, 'button', 'Add endpoint'));
   });
 
-  it('a refused URL is explained next to the field, and nothing is added', async () => {
+  /** An endpoint added on the page, as the adding test does: what the tests of an endpoint act on. */
+  async function added(): Promise<void> {
+    assert.equal((await client.post(dev(accountId, 'webhooks'), { country: 'sg', url })).status, 201);
+  }
+
+  it('a refused URL is explained next to the field, and nothing is added', async (t) => {
+    await world(t);
     const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url: 'http://example.com/hook' });
     assert.equal(res.status, 400);
     assert.match(only(dom(res.body), '#webhook-url-error').text, /use https/);
@@ -58,7 +64,8 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.deepEqual(await server.service.store.webhooks.listForAccount(accountId), []);
   });
 
-  it('adding shows the secret once with a copy button; the list shows it enabled and up to date; audited', async () => {
+  it('adding shows the secret once with a copy button; the list shows it enabled and up to date; audited', async (t) => {
+    await world(t);
     const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url });
     assert.equal(res.status, 201);
     const secret = secretOf(res.body);
@@ -73,7 +80,9 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.match(activity, new RegExp(`added webhook ${url.replace(/[./]/g, '\\$&')} for Singapore`));
   });
 
-  it('Send test event delivers a signed webhook.test and lists the attempt; a failure says why', async () => {
+  it('Send test event delivers a signed webhook.test and lists the attempt; a failure says why', async (t) => {
+    await world(t);
+    await added();
     const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
     let res = await client.post(dev(accountId, 'webhooks/test'), { id: endpoint!.id });
     assert.match(text(res.body), /Test event delivered to .* HTTP 204/);
@@ -89,7 +98,8 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.match(rows[0]!.text, /HTTP 503/);
   });
 
-  it('Send test event to an address that fails at once or a closed port: the category only, no error name, no timing (issue 40 items 0, 8)', async () => {
+  it('Send test event to an address that fails at once or a closed port: the category only, no error name, no timing (issue 40 items 0, 8)', async (t) => {
+    await world(t);
     const other = await server.createAccount();
     const { client: member } = await signedIn(server, other);
     const closed = await freePort();
@@ -114,13 +124,16 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.equal((await member.get('/healthz')).status, 200, 'the process goes on');
   });
 
-  it('an address no deployment may send to is refused when added (issue 40 item 0)', async () => {
+  it('an address no deployment may send to is refused when added (issue 40 item 0)', async (t) => {
+    await world(t);
     const res = await client.post(dev(accountId, 'webhooks'), { country: 'sg', url: 'https://224.0.0.1/hook' });
     assert.equal(res.status, 400);
     assert.match(only(dom(res.body), '#webhook-url-error').text, /special-purpose range "multicast"/);
   });
 
-  it('a failing endpoint shows since when and how far behind; a disabled one can be enabled', async () => {
+  it('a failing endpoint shows since when and how far behind; a disabled one can be enabled', async (t) => {
+    await world(t);
+    await added();
     const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
     receiver.answerWith(500);
     await server.addListings(accountId, [{ title: 'New shop' }]);
@@ -139,7 +152,9 @@ describe('dashboard: webhooks page (D24)', () => {
     assert.match(only(await page(), 'section.webhook').text, /Up to date/);
   });
 
-  it('Show secret and Rotate secret (confirmed first): the new secret is shown, both sign for a day', async () => {
+  it('Show secret and Rotate secret (confirmed first): the new secret is shown, both sign for a day', async (t) => {
+    await world(t);
+    await added();
     const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
     assert.equal(secretOf((await client.get(`${dev(accountId, 'webhooks/secret')}?id=${endpoint!.id}`)).body), endpoint!.secret);
     const confirm = dom((await client.get(`${dev(accountId, 'webhooks/rotate')}?id=${endpoint!.id}`)).body);
@@ -151,7 +166,9 @@ describe('dashboard: webhooks page (D24)', () => {
     for (const secret of [rotated, endpoint!.secret]) assert.ok(new Webhook(secret).verify(message.body, message.headers as Record<string, string>));
   });
 
-  it('Remove asks first, then removes; another account\'s endpoint is a 404; CSRF is required', async () => {
+  it('Remove asks first, then removes; another account\'s endpoint is a 404; CSRF is required', async (t) => {
+    await world(t);
+    await added();
     const [endpoint] = await server.service.store.webhooks.listForAccount(accountId);
     const other = await server.createAccount();
     const { client: stranger } = await signedIn(server, other);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header } from './helpers.js';
 
 /**
@@ -16,22 +17,24 @@ describe('conditional requests (D21)', () => {
   let key: string;
   let listingId: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     accountId = await server.createAccount();
     await server.addListings(accountId, Array.from({ length: 7 }, (_, i) => ({ title: `Unit ${i}` })));
     listingId = (await server.get('/v1/listings?per_page=1', { key: (await server.createKey(accountId)).key })).json.items[0].id;
     ({ key } = await server.createKey(accountId));
     await server.allowOrigin(accountId, ORIGIN);
-  });
-  after(() => server.close());
+  }
 
   const paths = () => ['/v1/listings', '/v1/listings?page=2&per_page=3', `/v1/listings/${listingId}`];
   const conditional = (path: string, ifNoneMatch: string, extra: Record<string, string> = {}) =>
     server.get(path, { key, headers: { 'if-none-match': ifNoneMatch, ...extra } });
   const remaining = (res: TestResponse) => Number(header(res, 'x-ratelimit-remaining'));
 
-  it('every 200 carries a strong ETag and Cache-Control: private, no-cache; HEAD too', async () => {
+  it('every 200 carries a strong ETag and Cache-Control: private, no-cache; HEAD too', async (t) => {
+    await world(t);
     for (const path of paths()) {
       const res = await server.get(path, { key });
       assert.equal(res.status, 200);
@@ -44,7 +47,8 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('the same body has the same ETag; a different body a different one', async () => {
+  it('the same body has the same ETag; a different body a different one', async (t) => {
+    await world(t);
     const seen = new Map<string, string>();
     for (const path of [...paths(), '/v1/listings?per_page=100', '/v1/listings?page=9']) {
       const res = await server.get(path, { key });
@@ -59,7 +63,8 @@ describe('conditional requests (D21)', () => {
     assert.equal(seen.size, 5, 'five different bodies, five tags');
   });
 
-  it('If-None-Match with the tag, weak, in a list, or * gives 304: no body, the tag, Cache-Control, request id, rate-limit and CORS headers', async () => {
+  it('If-None-Match with the tag, weak, in a list, or * gives 304: no body, the tag, Cache-Control, request id, rate-limit and CORS headers', async (t) => {
+    await world(t);
     for (const path of paths()) {
       const etag = header(await server.get(path, { key }), 'etag')!;
       for (const ifNoneMatch of [etag, `W/${etag}`, `"nope", ${etag}`, `"a","b" ,W/${etag}`, '*']) {
@@ -79,7 +84,8 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('a tag that does not match is an ordinary request: 200 with the body, counted', async () => {
+  it('a tag that does not match is an ordinary request: 200 with the body, counted', async (t) => {
+    await world(t);
     const path = paths()[0]!;
     const before = remaining(await server.get(path, { key }));
     const res = await conditional(path, '"not-this-one", W/"nor-this"');
@@ -88,7 +94,8 @@ describe('conditional requests (D21)', () => {
     assert.equal(remaining(res), before - 1);
   });
 
-  it('a 304 is free: it does not count, and is given even when the key has no request left', async () => {
+  it('a 304 is free: it does not count, and is given even when the key has no request left', async (t) => {
+    await world(t);
     const limited = await server.createKey(accountId, 'sg', 'limited');
     await server.service.store.keys.setRateLimit(limited.id, 3);
     const path = paths()[2]!;
@@ -114,7 +121,8 @@ describe('conditional requests (D21)', () => {
     assert.ok(Number(header(refused, 'retry-after')) >= 1);
   });
 
-  it('If-None-Match on a request that ends in an error changes nothing: 401, 403, 400, 404 as D5 says, counted', async () => {
+  it('If-None-Match on a request that ends in an error changes nothing: 401, 403, 400, 404 as D5 says, counted', async (t) => {
+    await world(t);
     const etag = header(await server.get(paths()[0]!, { key }), 'etag')!;
     assertError(await server.get(paths()[0]!, { key: 'sg_live_nope', headers: { 'if-none-match': etag } }), 401, 'unauthorized');
     const before = remaining(await server.get(paths()[0]!, { key }));
@@ -133,7 +141,8 @@ describe('conditional requests (D21)', () => {
     }
   });
 
-  it('a change to the data changes the tag of what it changed, not of the rest', async () => {
+  it('a change to the data changes the tag of what it changed, not of the rest', async (t) => {
+    await world(t);
     const list = await server.get('/v1/listings?per_page=100', { key });
     const other = list.json.items.find((l: { id: string }) => l.id !== listingId).id as string;
     const detail = await server.get(`/v1/listings/${listingId}`, { key });

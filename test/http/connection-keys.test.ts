@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it, type TestContext } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.js';
 import { runCli } from '../support/cli.js';
 import { readCounts } from '../support/read-counts.js';
 import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError } from './helpers.js';
 
 /**
@@ -19,14 +20,14 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
   let orgB: string;
   let agent: Agent;
 
-  before(async () => {
-    server = await startTestServer({ METRICS_PORT: '0' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { METRICS_PORT: '0' });
     orgA = await server.createAccount();
     orgB = await server.createAccount();
     await server.addListings(orgA, [{ title: 'A1' }, { title: 'A2' }]);
     await server.addListings(orgB, [{ title: 'B1' }]);
-  });
-  after(() => server.close());
+  }
   beforeEach(() => {
     agent = new Agent({ keepAlive: true, maxSockets: 1 });
   });
@@ -63,7 +64,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     return first;
   }
 
-  it('after a look-up in the cache, the next requests with the same header on the connection do not look the key up, and are answered the same', async () => {
+  it('after a look-up in the cache, the next requests with the same header on the connection do not look the key up, and are answered the same', async (t) => {
+    await world(t);
     const { key } = await server.createKey(orgA);
     // The first look-up waits for the database, so it is not remembered; the second is found in the cache, and is.
     const first = await onConnection(key);
@@ -81,14 +83,16 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assert.equal(await keyLookups(), lookups + 1);
   });
 
-  it('a key revoked through the store gets 401 on the next request of the same connection (D4)', async () => {
+  it('a key revoked through the store gets 401 on the next request of the same connection (D4)', async (t) => {
+    await world(t);
     const victim = await server.createKey(orgA, 'sg', 'to revoke');
     await rememberedOnConnection(victim.key, 'recalled before the change');
     await server.service.store.keys.revoke(victim.id, new Date(server.clock.now()).toISOString());
     assertError(await onConnection(victim.key), 401, 'unauthorized');
   });
 
-  it('a key revoked with the real CLI (another process) gets 401 on the next request of the same connection (D4)', async () => {
+  it('a key revoked with the real CLI (another process) gets 401 on the next request of the same connection (D4)', async (t) => {
+    await world(t);
     const victim = await server.createKey(orgA, 'sg', 'cli revoke');
     await rememberedOnConnection(victim.key, 'recalled before the change');
     const revoked = runCli(['key', 'revoke', victim.id, '--json'], { DATABASE_URL: server.databaseUrl });
@@ -96,7 +100,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assertError(await onConnection(victim.key), 401, 'unauthorized');
   });
 
-  it("a key's new rate limit applies from the next request of the same connection (D4, D14)", async () => {
+  it("a key's new rate limit applies from the next request of the same connection (D4, D14)", async (t) => {
+    await world(t);
     const { id, key } = await server.createKey(orgA, 'sg', 'limit change');
     const before = await rememberedOnConnection(key, 'recalled before the change');
     assert.equal(before.headers['x-ratelimit-limit'], String(server.config.rateLimitPerMinute));
@@ -107,7 +112,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assert.equal(after.headers['x-ratelimit-limit'], '7');
   });
 
-  it("another key on the same connection is that key, with its own organisation's listings; then the first again", async () => {
+  it("another key on the same connection is that key, with its own organisation's listings; then the first again", async (t) => {
+    await world(t);
     const a = await server.createKey(orgA);
     const b = await server.createKey(orgB);
     const titles = (res: TestResponse) => res.json.items.map((item: { title: string }) => item.title).sort();
@@ -120,7 +126,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assertError(await onConnection(typo), 401, 'unauthorized');
   });
 
-  it("a recalled key is still refused on another country's host (D3)", async () => {
+  it("a recalled key is still refused on another country's host (D3)", async (t) => {
+    await world(t);
     const { key } = await server.createKey(orgA, 'sg');
     await rememberedOnConnection(key, 'recalled on its own host');
     const elsewhere = await onConnection(key, { host: 'api.my.localhost' });
@@ -129,7 +136,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assert.equal((await onConnection(key)).status, 200);
   });
 
-  it("a key is looked up again once its cached record's refresh-ahead is due (3/4 of READ_CACHE_TTL_MS after its read), which reads it again in the background", async () => {
+  it("a key is looked up again once its cached record's refresh-ahead is due (3/4 of READ_CACHE_TTL_MS after its read), which reads it again in the background", async (t) => {
+    await world(t);
     const { key } = await server.createKey(orgA);
     const ttl = server.config.readCacheTtlMs;
     const read = server.clock.now(); // the record is read from the database now
@@ -155,7 +163,8 @@ describe('keys recalled on a keep-alive connection (D3, D4, READ_CACHE_TTL_MS)',
     assert.equal((await readCounts(server)).keys.misses, misses, 'the refreshed record, not a miss');
   });
 
-  it('with READ_CACHE_TTL_MS=0 every request looks its key up', async () => {
+  it('with READ_CACHE_TTL_MS=0 every request looks its key up', async (t) => {
+    await world(t);
     const uncached = await startTestServer({ DATABASE_URL: server.databaseUrl, READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' }, server.clock);
     try {
       const { key } = await server.createKey(orgA);

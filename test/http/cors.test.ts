@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { RequestOptions, TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header } from './helpers.js';
 
 /** D18, D21 and D29: what browser code may read (the IETF rate-limit fields and the deprecation headers included). */
@@ -35,8 +36,10 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
   let otherKey: string;
   const listingId = 'c0000000-0000-4000-8000-000000000001';
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were two thirds of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     myKey = (await server.createKey(orgId, 'my')).key;
@@ -51,8 +54,7 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
     await add(orgId, 'sg', 'http://localhost:5173');
     await add(orgId, 'my', 'https://my.example.com');
     await add(other, 'sg', 'https://other.example.org');
-  });
-  after(() => server.close());
+  }
 
   const browser = (origin: string, options: RequestOptions = {}, path = '/v1/listings') =>
     server.get(path, { key, ...options, headers: { origin, ...options.headers } });
@@ -69,7 +71,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
         },
       });
 
-    it('is answered 204 for any origin, without a key, with every preflight header', async () => {
+    it('is answered 204 for any origin, without a key, with every preflight header', async (t) => {
+      await world(t);
       for (const origin of ['https://shop.example.com', 'https://never-registered.example.net', 'http://localhost:3000']) {
         for (const path of ['/v1/listings', `/v1/listings/${listingId}`, '/v1/listings/not-a-uuid']) {
           const res = await preflight(origin, 'authorization', path);
@@ -87,7 +90,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assertBrowserReadable(my, 'https://my.example.com', 'my preflight');
     });
 
-    it('grants Authorization always, other requested headers only when safe', async () => {
+    it('grants Authorization always, other requested headers only when safe', async (t) => {
+      await world(t);
       const res = await preflight('https://shop.example.com', 'X-Request-Id, Accept, cookie, x-forwarded-host, X-Custom-Thing, authorization, Content-Type');
       const granted = list(header(res, 'access-control-allow-headers'));
       assert.ok(granted.includes('authorization'));
@@ -99,14 +103,16 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assert.deepEqual(list(header(none, 'access-control-allow-headers')), ['authorization']);
     });
 
-    it('never grants the literal origin "null" anything', async () => {
+    it('never grants the literal origin "null" anything', async (t) => {
+      await world(t);
       const res = await preflight('null', 'authorization');
       assertNoCors(res, 'null preflight');
     });
   });
 
   describe('D17 the real request enforces the exact origin', () => {
-    it('a registered origin gets 200 with the data; browser code can read it', async () => {
+    it('a registered origin gets 200 with the data; browser code can read it', async (t) => {
+      await world(t);
       for (const origin of ['https://shop.example.com', 'https://staging.example.com:8443', 'http://localhost:5173']) {
         const res = await browser(origin);
         assert.equal(res.status, 200, origin);
@@ -118,7 +124,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       }
     });
 
-    it('host compared case-insensitively, default port ignored', async () => {
+    it('host compared case-insensitively, default port ignored', async (t) => {
+      await world(t);
       for (const origin of ['https://SHOP.Example.COM', 'https://shop.example.com:443', 'HTTPS://shop.example.com', 'http://LOCALHOST:5173', 'https://Staging.Example.Com:8443']) {
         const res = await browser(origin);
         assert.equal(res.status, 200, origin);
@@ -126,7 +133,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       }
     });
 
-    it('anything but the exact origin gets 403 origin_not_allowed, readable by the browser (spec 5 rule 8)', async () => {
+    it('anything but the exact origin gets 403 origin_not_allowed, readable by the browser (spec 5 rule 8)', async (t) => {
+      await world(t);
       const refused = [
         'http://shop.example.com', // scheme
         'https://shop.example.com:8443', // port
@@ -150,7 +158,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       }
     });
 
-    it('origins are per country: the my origin works for the my key on the my host only', async () => {
+    it('origins are per country: the my origin works for the my key on the my host only', async (t) => {
+      await world(t);
       const ok = await browser('https://my.example.com', { key: myKey, host: 'api.my.localhost' });
       assert.equal(ok.status, 200);
       assertBrowserReadable(ok, 'https://my.example.com', 'my');
@@ -158,12 +167,14 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assertError(await browser('https://my.example.com'), 403, 'origin_not_allowed');
     });
 
-    it('origins are per account: another account\'s registered origin is refused, its own works', async () => {
+    it('origins are per account: another account\'s registered origin is refused, its own works', async (t) => {
+      await world(t);
       assertError(await browser('https://shop.example.com', { key: otherKey }), 403, 'origin_not_allowed');
       assert.equal((await browser('https://other.example.org', { key: otherKey })).status, 200);
     });
 
-    it('the literal origin "null" is never allowed and gets no CORS headers at all (D17, D18)', async () => {
+    it('the literal origin "null" is never allowed and gets no CORS headers at all (D17, D18)', async (t) => {
+      await world(t);
       const res = await browser('null');
       assertError(res, 403, 'origin_not_allowed');
       assertNoCors(res, 'null');
@@ -172,7 +183,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assertNoCors(unauthorized, 'null 401');
     });
 
-    it('a request without Origin is a server call and is not checked', async () => {
+    it('a request without Origin is a server call and is not checked', async (t) => {
+      await world(t);
       const res = await server.get('/v1/listings', { key });
       assert.equal(res.status, 200);
       assertNoCors(res, 'server call');
@@ -180,7 +192,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assert.equal((await server.get('/v1/listings', { key: myKey, host: 'api.my.localhost' })).status, 200);
     });
 
-    it('an origin removed while the server runs is refused on the next request', async () => {
+    it('an origin removed while the server runs is refused on the next request', async (t) => {
+      await world(t);
       const origin = 'https://temporary.example.com';
       await server.allowOrigin(orgId, origin);
       assert.equal((await browser(origin)).status, 200);
@@ -193,7 +206,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
   describe('D18 every response to a browser is readable, errors included', () => {
     const origin = 'https://shop.example.com';
 
-    it('401, 404 (route, listing, host), 405, 400 and 403 carry ACAO, Vary and Expose-Headers, never credentials', async () => {
+    it('401, 404 (route, listing, host), 405, 400 and 403 carry ACAO, Vary and Expose-Headers, never credentials', async (t) => {
+      await world(t);
       const cases: Array<[number, Promise<TestResponse>]> = [
         [401, server.get('/v1/listings', { headers: { origin } })],
         [401, server.get('/v1/listings', { key: 'sg_live_nope', headers: { origin } })],
@@ -215,7 +229,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       }
     });
 
-    it('429 carries them too, so that the browser sees rate_limited and Retry-After', async () => {
+    it('429 carries them too, so that the browser sees rate_limited and Retry-After', async (t) => {
+      await world(t);
       const limited = await server.createKey(orgId);
       await server.service.store.keys.setRateLimit(limited.id, 1);
       assert.equal((await server.get('/v1/listings', { key: limited.key, headers: { origin } })).status, 200);
@@ -225,7 +240,8 @@ describe('browser access: CORS (spec 4.4, 5 rules 8-9; D16, D17, D18)', () => {
       assert.ok(header(res, 'retry-after'));
     });
 
-    it('the ACAO is the request\'s own origin, never a wildcard', async () => {
+    it('the ACAO is the request\'s own origin, never a wildcard', async (t) => {
+      await world(t);
       for (const o of ['https://shop.example.com', 'http://localhost:5173', 'https://unregistered.example.net']) {
         const res = await server.get('/v1/listings', { key, headers: { origin: o } });
         assert.equal(header(res, 'access-control-allow-origin'), o);

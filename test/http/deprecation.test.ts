@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { RequestOptions, TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { header } from './helpers.js';
 
 /**
@@ -38,8 +39,10 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
   /** Answers of the feed seen by the tests, by documented status, for the OpenAPI check. */
   const feedAnswers: Array<[string, TestResponse]> = [];
 
-  before(async () => {
-    server = await startTestServer({ API_DEPRECATIONS: JSON.stringify([{ prefix: FEED, since: SINCE, sunset: SUNSET, link: LINK }]) });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: FEED, since: SINCE, sunset: SUNSET, link: LINK }]), DASHBOARD_PORT: 'off' });
     const org = await server.createAccount();
     await server.addListings(org, [{ id: 'b0000000-0000-4000-8000-000000000001' }]);
     await server.allowOrigin(org, origin);
@@ -47,8 +50,7 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
     const limited = await server.createKey(org);
     await server.service.store.keys.setRateLimit(limited.id, 1);
     limitedKey = limited.key;
-  });
-  after(() => server?.close());
+  }
 
   const feed = async (path: string, options: RequestOptions, status: number, documentedAs = String(status)) => {
     const res = await server.get(path, options);
@@ -57,7 +59,8 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
     return res;
   };
 
-  it('every answer of the deprecated endpoint carries Deprecation, Sunset and Link: 200, 304, HEAD, 400, 401, 403, 404, 405, 429, preflight', async () => {
+  it('every answer of the deprecated endpoint carries Deprecation, Sunset and Link: 200, 304, HEAD, 400, 401, 403, 404, 405, 429, preflight', async (t) => {
+    await world(t);
     const ok = await feed(FEED, { key }, 200);
     assertDeprecated(ok, '200');
     assert.ok(header(ok, 'ratelimit'), 'with the rate-limit fields, as any answer past the key check');
@@ -80,14 +83,16 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
     assertDeprecated(preflight, 'preflight');
   });
 
-  it('the route decides, not the spelling of the path: a percent-encoded path that reaches the feed is deprecated too', async () => {
+  it('the route decides, not the spelling of the path: a percent-encoded path that reaches the feed is deprecated too', async (t) => {
+    await world(t);
     const encoded = await server.get('/v1/listings/%63hanges', { key });
     assert.equal(encoded.status, 200, encoded.body);
     assert.ok(Array.isArray(encoded.json.items), 'it is the feed');
     assertDeprecated(encoded, 'percent-encoded');
   });
 
-  it('nothing else is deprecated: /v1/listings, a listing (even one whose id starts like the feed), /openapi.json', async () => {
+  it('nothing else is deprecated: /v1/listings, a listing (even one whose id starts like the feed), /openapi.json', async (t) => {
+    await world(t);
     const cases: Array<[string, RequestOptions, number]> = [
       ['/v1/listings', { key }, 200],
       ['/v1/listings?per_page=x', { key }, 400],
@@ -105,7 +110,8 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
     }
   });
 
-  it('the served OpenAPI document marks the feed, and only it, deprecated, and documents the very headers each of its answers carries', async () => {
+  it('the served OpenAPI document marks the feed, and only it, deprecated, and documents the very headers each of its answers carries', async (t) => {
+    await world(t);
     const res = await server.get('/openapi.json');
     assert.equal(res.status, 200);
     const doc = res.json;
@@ -139,7 +145,8 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
     // The committed document (no configuration) marks nothing: test/http/openapi.test.ts.
   });
 
-  it('browser code may read them: Access-Control-Expose-Headers lists Deprecation, Sunset and Link (and the D29 rate-limit fields)', async () => {
+  it('browser code may read them: Access-Control-Expose-Headers lists Deprecation, Sunset and Link (and the D29 rate-limit fields)', async (t) => {
+    await world(t);
     const res = await server.get(FEED, { key, headers: { origin } });
     assert.equal(res.status, 200);
     assertDeprecated(res, 'a browser call');
@@ -151,12 +158,14 @@ describe('a deprecated path prefix over HTTP (D29)', () => {
 
 describe('a deprecation without a sunset, covering every endpoint (D29)', () => {
   let server: TestServer;
-  before(async () => {
-    server = await startTestServer({ API_DEPRECATIONS: JSON.stringify([{ prefix: '/v1', since: '2026-12-01', link: 'https://developers.example.com/v2' }]) });
-  });
-  after(() => server?.close());
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { API_DEPRECATIONS: JSON.stringify([{ prefix: '/v1', since: '2026-12-01', link: 'https://developers.example.com/v2' }]), DASHBOARD_PORT: 'off' });
+  }
 
-  it('Deprecation and Link on every /v1 answer, no Sunset; the document marks every operation and documents no Sunset', async () => {
+  it('Deprecation and Link on every /v1 answer, no Sunset; the document marks every operation and documents no Sunset', async (t) => {
+    await world(t);
     for (const path of ['/v1/listings', FEED, '/v1/listings/b0000000-0000-4000-8000-000000000001', '/v1/nothing']) {
       const res = await server.get(path);
       assert.equal(header(res, 'deprecation'), '@1796083200', path);

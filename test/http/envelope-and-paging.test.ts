@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header, readAll } from './helpers.js';
 
 const ENVELOPE = ['items', 'page', 'per_page', 'total', 'pages'];
@@ -17,9 +18,11 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
   let orderKey: string;
   let expectedOrder: string[];
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // Rate limiting is tested in rate-limit.test.ts; here many requests share a key.
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     const big = await server.createAccount();
     bigKey = (await server.createKey(big)).key;
     await server.addListings(big, Array.from({ length: 105 }, (_, i) => ({ created_at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString() })));
@@ -57,12 +60,12 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
         (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0) ||
         (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .map((r) => r.id);
-  });
-  after(() => server.close());
+  }
 
   const list = (query: string, key = bigKey) => server.get(`/v1/listings${query}`, { key });
 
-  it('the envelope has items, page, per_page, total, pages; defaults page 1 and per_page 20 (2.3, 4.2)', async () => {
+  it('the envelope has items, page, per_page, total, pages; defaults page 1 and per_page 20 (2.3, 4.2)', async (t) => {
+    await world(t);
     const res = await list('');
     assert.equal(res.status, 200);
     assert.match(header(res, 'content-type') ?? '', /^application\/json\b/);
@@ -77,7 +80,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.equal(last.json.page, 6);
   });
 
-  it('D7: base-10 integers are accepted, with an optional leading "+" raw or as %2B, and leading zeros', async () => {
+  it('D7: base-10 integers are accepted, with an optional leading "+" raw or as %2B, and leading zeros', async (t) => {
+    await world(t);
     const cases: Array<[string, number, number]> = [
       ['?page=2&per_page=10', 2, 10],
       ['?page=+2&per_page=+10', 2, 10],
@@ -99,7 +103,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.deepEqual(plus.json, plain.json);
   });
 
-  it('D7: malformed values give 400 bad_request: whitespace, decimals, exponent, signs, zero, too large, empty, not a number', async () => {
+  it('D7: malformed values give 400 bad_request: whitespace, decimals, exponent, signs, zero, too large, empty, not a number', async (t) => {
+    await world(t);
     const bad = [
       'page=abc', 'page=', 'page=%202', 'page=2%20', 'page=%092', 'page=2%0A', 'page=+%202', 'page=%20',
       'page=1.0', 'page=1.5', 'page=2.', 'page=1e1', 'page=1E2', 'page=0x10', 'page=1_000', 'page=%EF%BC%92' /* fullwidth 2 */,
@@ -113,7 +118,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     }
   });
 
-  it('D7: 2^31-1 is the largest accepted value; a page that far is empty with the true total and pages', async () => {
+  it('D7: 2^31-1 is the largest accepted value; a page that far is empty with the true total and pages', async (t) => {
+    await world(t);
     const page = await list('?page=2147483647');
     assert.equal(page.status, 200, page.body);
     assert.deepEqual(page.json, { items: [], page: 2147483647, per_page: 20, total: 105, pages: 6 });
@@ -122,13 +128,15 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.equal(perPage.json.per_page, 100);
   });
 
-  it('D7: a parameter given twice gives 400, even with equal values', async () => {
+  it('D7: a parameter given twice gives 400, even with equal values', async (t) => {
+    await world(t);
     for (const query of ['page=1&page=2', 'page=1&page=1', 'per_page=10&per_page=10', 'page=1&per_page=5&page=1', 'per_page=5&per_page=']) {
       assertError(await list(`?${query}`), 400, 'bad_request', query);
     }
   });
 
-  it('D7: unknown parameters are ignored, repeated or not', async () => {
+  it('D7: unknown parameters are ignored, repeated or not', async (t) => {
+    await world(t);
     const plain = await list('?page=2&per_page=5');
     for (const query of ['?page=2&per_page=5&order=price', '?foo=1&foo=2&page=2&per_page=5', '?page=2&per_page=5&Page=9&PER_PAGE=x', '?page=2&per_page=5&&x', '?page=2&per_page=5&status=leased']) {
       const res = await list(query);
@@ -141,7 +149,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.equal(none.json.per_page, 20);
   });
 
-  it('per_page above 100 is clamped to 100 and the envelope reports 100 (spec 8, D7)', async () => {
+  it('per_page above 100 is clamped to 100 and the envelope reports 100 (spec 8, D7)', async (t) => {
+    await world(t);
     for (const value of ['101', '150', '1000', '+500', '2147483647']) {
       const res = await list(`?per_page=${value}`);
       assert.equal(res.status, 200, value);
@@ -154,7 +163,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.equal(second.json.page, 2);
   });
 
-  it('a page beyond the last gives 200 with items [] and the true total and pages (D7)', async () => {
+  it('a page beyond the last gives 200 with items [] and the true total and pages (D7)', async (t) => {
+    await world(t);
     for (const [query, pages] of [['?page=7', 6], ['?page=1000&per_page=50', 3], ['?page=3&per_page=100', 2]] as const) {
       const res = await list(query);
       assert.equal(res.status, 200, query);
@@ -164,7 +174,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     }
   });
 
-  it('D8: pages = max(1, ceil(total / per_page)), never 0, total 0 included; the read-all loop ends', async () => {
+  it('D8: pages = max(1, ceil(total / per_page)), never 0, total 0 included; the read-all loop ends', async (t) => {
+    await world(t);
     const empty = await list('', emptyKey);
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.json, { items: [], page: 1, per_page: 20, total: 0, pages: 1 });
@@ -185,7 +196,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.equal(exact.json.pages, 2);
   });
 
-  it('D9: featured first, then newest first, then id ascending', async () => {
+  it('D9: featured first, then newest first, then id ascending', async (t) => {
+    await world(t);
     const res = await list('?per_page=100', orderKey);
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.items.map((l: { id: string }) => l.id), expectedOrder);
@@ -194,7 +206,8 @@ describe('page envelope and paging (spec 2.3, 4.2, 8; D7, D8, D9)', () => {
     assert.ok(firstPlain > 0 && items.slice(firstPlain).every((l) => !l.is_featured), 'featured listings come first');
   });
 
-  it('D9: the read-all loop sees every listing exactly once, in the same order, at any page size', async () => {
+  it('D9: the read-all loop sees every listing exactly once, in the same order, at any page size', async (t) => {
+    await world(t);
     for (const perPage of [1, 2, 3, 5, 7, 16, 31, 100]) {
       const { ids, total, pages } = await readAll(server, orderKey, perPage);
       assert.equal(total, expectedOrder.length);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { prng } from '../support/random.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * D22's promise, as a randomised test: a mirror built by replaying the change feed equals, object
@@ -32,22 +33,20 @@ describe(`change feed mirror (D22): ${ROUNDS} seeded rounds over two instances`,
   let landlord: string;
   let key: string;
 
-  before(async () => {
-    a = await startTestServer();
-    b = await startTestServer({ DATABASE_URL: a.databaseUrl }, a.clock);
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    a = await freshServer(t);
+    b = await freshServer(t, { DATABASE_URL: a.databaseUrl }, { clock: a.clock });
     owner = await a.createAccount('organisation');
     other = await a.createAccount('organisation');
     landlord = await a.createAccount('individual');
     const created = await a.createKey(owner);
     key = created.key;
     await a.service.store.keys.setRateLimit(created.id, 100_000_000);
-  });
-  after(async () => {
-    await b.close();
-    await a.close();
-  });
+  }
 
-  it('replaying the feed always gives exactly the listed set and objects', async () => {
+  it('replaying the feed always gives exactly the listed set and objects', async (t) => {
+    await world(t);
     const rand = prng(SEED);
     const chance = (p: number) => rand() < p;
     const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;

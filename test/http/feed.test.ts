@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header } from './helpers.js';
 
 /**
@@ -16,13 +17,14 @@ describe('change feed (D22)', () => {
   let key: string;
   let keyId: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server, an account, and its key with a limit no test reaches. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     owner = await server.createAccount();
     ({ key, id: keyId } = await server.createKey(owner));
     await server.service.store.keys.setRateLimit(keyId, 1_000_000);
-  });
-  after(() => server.close());
+  }
 
   const feed = (query = '', options: { key?: string; headers?: Record<string, string>; host?: string } = {}) =>
     server.get(`/v1/listings/changes${query}`, { key: options.key ?? key, headers: options.headers, host: options.host });
@@ -39,7 +41,8 @@ describe('change feed (D22)', () => {
     }
   }
 
-  it('the answer: items, next_cursor, has_more; a first call gives every visible listing as listing.upserted', async () => {
+  it('the answer: items, next_cursor, has_more; a first call gives every visible listing as listing.upserted', async (t) => {
+    await world(t);
     await server.addListings(owner, [{ title: 'one' }, { title: 'two' }, { title: 'leased', status: 'leased' }, { title: 'expired', expiry_date: '2026-01-01T00:00:00Z' }]);
     const res = await feed();
     assert.equal(res.status, 200);
@@ -55,7 +58,9 @@ describe('change feed (D22)', () => {
     }
   });
 
-  it('changes give listing.upserted (new, changed, re-activated) and listing.removed (leased, moved owner or country), in order', async () => {
+  it('changes give listing.upserted (new, changed, re-activated) and listing.removed (leased, moved owner or country), in order', async (t) => {
+    await world(t);
+    await server.addListings(owner, [{ title: 'one' }, { title: 'two' }]);
     const start = (await drain(undefined)).cursor;
     const list = (await server.get('/v1/listings', { key })).json.items;
     const [one, two] = [list.find((l: any) => l.title === 'one'), list.find((l: any) => l.title === 'two')];
@@ -89,7 +94,9 @@ describe('change feed (D22)', () => {
     assert.deepEqual(moved.events.map((e) => [e.type, e.id]), [['listing.removed', two.id]]);
   });
 
-  it('an expiry passing is a removal at the expiry instant, with no write; a write that sets a past expiry is a removal at the write', async () => {
+  it('an expiry passing is a removal at the expiry instant, with no write; a write that sets a past expiry is a removal at the write', async (t) => {
+    await world(t);
+    await server.addListings(owner, [{ title: 'standing' }]);
     const now = server.clock.now();
     await server.addListings(owner, [{ title: 'expiring', expiry_date: new Date(now + 30_000).toISOString() }]);
     const { events: added, cursor } = await drain(undefined);
@@ -110,7 +117,8 @@ describe('change feed (D22)', () => {
     assert.deepEqual(past.events.map((e) => [e.type, e.id, e.at]), [['listing.removed', target.id, writeTime]]);
   });
 
-  it('limit: 1 to 1000, default 100, larger clamped to 1000, anything else 400; an answer holds limit events when that many are pending', async () => {
+  it('limit: 1 to 1000, default 100, larger clamped to 1000, anything else 400; an answer holds limit events when that many are pending', async (t) => {
+    await world(t);
     await server.addListings(owner, Array.from({ length: 120 }, (_, i) => ({ title: `bulk ${i}` })));
     const visible = (await server.get('/v1/listings', { key })).json.total;
     const first = await feed();
@@ -128,7 +136,9 @@ describe('change feed (D22)', () => {
     assert.equal(rest.json.items.length, 50, 'full answers while that many are pending');
   });
 
-  it('no new events: the same body, the same next_cursor, the same ETag, and a free 304 with If-None-Match (D21)', async () => {
+  it('no new events: the same body, the same next_cursor, the same ETag, and a free 304 with If-None-Match (D21)', async (t) => {
+    await world(t);
+    await server.addListings(owner, [{ title: 'one' }, { title: 'two' }]);
     const { cursor } = await drain(undefined, 1000);
     const first = await feed(`?cursor=${cursor}`);
     const second = await feed(`?cursor=${cursor}`);
@@ -148,7 +158,9 @@ describe('change feed (D22)', () => {
     assert.equal(news.json.items[0].listing.title, 'news');
   });
 
-  it('a cursor edited, forged, from another account or country, or older than the history kept gives 400 saying to start again', async () => {
+  it('a cursor edited, forged, from another account or country, or older than the history kept gives 400 saying to start again', async (t) => {
+    await world(t);
+    await server.addListings(owner, [{ title: 'one' }, { title: 'two' }]);
     const { cursor } = await drain(undefined, 1000);
     const bytes = Buffer.from(cursor, 'base64url');
     const flipped = (at: number) => {
@@ -183,7 +195,8 @@ describe('change feed (D22)', () => {
     assert.equal((await feed(`?cursor=${fresh.cursor}`)).status, 200);
   });
 
-  it('an empty cursor is a 400, also while the answer without a cursor is cached (D22, issue 29 item 6)', async () => {
+  it('an empty cursor is a 400, also while the answer without a cursor is cached (D22, issue 29 item 6)', async (t) => {
+    await world(t);
     const first = await feed();
     assert.equal(first.status, 200);
     assert.equal((await feed()).body, first.body, 'the cursor-less answer is served again');
@@ -195,7 +208,8 @@ describe('change feed (D22)', () => {
     }
   });
 
-  it('a cursor tells nothing of other tenants: opaque, the same length whatever the position, and the same position gives the same cursor (issue 29 item 8)', async () => {
+  it('a cursor tells nothing of other tenants: opaque, the same length whatever the position, and the same position gives the same cursor (issue 29 item 8)', async (t) => {
+    await world(t);
     const other = await server.createAccount();
     const mine = await drain(undefined, 1000);
     const lengths = new Set([mine.cursor.length]);
@@ -220,7 +234,8 @@ describe('change feed (D22)', () => {
     assert.equal((await feed(`?cursor=${positions.at(-1)}`)).json.next_cursor, positions.at(-1));
   });
 
-  it('the request rules of the other endpoints: 401, 404 for an unknown host, 405, 403 for an unregistered origin, rate-limit headers, request id', async () => {
+  it('the request rules of the other endpoints: 401, 404 for an unknown host, 405, 403 for an unregistered origin, rate-limit headers, request id', async (t) => {
+    await world(t);
     assertError(await server.get('/v1/listings/changes'), 401, 'unauthorized');
     assertError(await feed('', { host: 'api.nowhere.localhost' }), 404, 'not_found');
     const post = await server.get('/v1/listings/changes', { key, method: 'POST' });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { USAGE_TAXONOMY } from '../../src/listings/taxonomy.js';
 import { prng } from '../support/random.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, readFiltered } from './helpers.js';
 
 /**
@@ -29,8 +30,10 @@ describe('filters and sort (D23)', () => {
   let key: string;
   let all: Listing[];
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     const accountId = await server.createAccount();
     const rand = prng(23);
     const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
@@ -51,8 +54,7 @@ describe('filters and sort (D23)', () => {
     key = created.key;
     await server.service.store.keys.setRateLimit(created.id, 1_000_000);
     all = await readAll('');
-  });
-  after(() => server.close());
+  }
 
   const readAll = (query: string, perPage = 37) => readFiltered<Listing>(server, key, query, perPage);
 
@@ -82,7 +84,8 @@ describe('filters and sort (D23)', () => {
     return kept.map((l) => l.id);
   }
 
-  it('a seeded search over 200 combinations of filters and sorts matches the reference, page by page', async () => {
+  it('a seeded search over 200 combinations of filters and sorts matches the reference, page by page', async (t) => {
+    await world(t);
     const rand = prng(2323);
     const maybe = (p: number) => rand() < p;
     const amount = (values: number[]) => String(values[Math.floor(rand() * values.length)]);
@@ -111,7 +114,8 @@ describe('filters and sort (D23)', () => {
     }
   });
 
-  it('a main type matches every listing of that type; a sub-type only its own; several names any of them', async () => {
+  it('a main type matches every listing of that type; a sub-type only its own; several names any of them', async (t) => {
+    await world(t);
     const office = await readAll('&usage_type=Office');
     assert.ok(office.length > 0 && office.every((l) => l.usage_types[0] === 'Office'));
     assert.ok(office.some((l) => l.usage_types[1] === 'Shared Office') && office.some((l) => l.usage_types.length === 1));
@@ -124,7 +128,8 @@ describe('filters and sort (D23)', () => {
     assert.equal(either.length, reference({ usage_type: 'Clinic,Kiosk' }).length);
   });
 
-  it('bounds are inclusive, a null never matches a bound, and + is allowed', async () => {
+  it('bounds are inclusive, a null never matches a bound, and + is allowed', async (t) => {
+    await world(t);
     const exact = await readAll('&min_price=5&max_price=5');
     assert.ok(exact.length > 0 && exact.every((l) => l.price === 5));
     assert.deepEqual((await readAll('&min_price=%2B5&max_price=+5')).map((l) => l.id), exact.map((l) => l.id));
@@ -135,7 +140,8 @@ describe('filters and sort (D23)', () => {
     assert.equal(big.length, all.filter((l) => l.price !== null).length, 'no upper cap on a bound');
   });
 
-  it('a bound past the largest double is its own filter: it never shares an answer with no bound or another bound', async () => {
+  it('a bound past the largest double is its own filter: it never shares an answer with no bound or another bound', async (t) => {
+    await world(t);
     // 10^309 reads as Infinity: a view or answer keyed as if it were absent would give (or leave
     // behind, for the next request) another filter's answer.
     const huge = `1${'0'.repeat(309)}`;
@@ -156,7 +162,8 @@ describe('filters and sort (D23)', () => {
     assert.equal((await readAll('&usage_type=Office')).length, all.filter((l) => l.usage_types.includes('Office')).length);
   });
 
-  it('price bounds and sort compare the number as given, whatever its price_basis (D25)', async () => {
+  it('price bounds and sort compare the number as given, whatever its price_basis (D25)', async (t) => {
+    await world(t);
     const bounded = await readAll('&min_price=5&max_price=12&sort=price');
     const bases = new Set(bounded.map((l) => l.price_basis));
     assert.deepEqual([...bases].sort(), [null, 'per_month', 'per_sqft_per_month'].sort(), 'every basis in one filtered view');
@@ -164,7 +171,8 @@ describe('filters and sort (D23)', () => {
     assert.deepEqual(bounded.map((l) => l.id), reference({ min_price: '5', max_price: '12', sort: 'price' }));
   });
 
-  it('sorts put nulls last in both directions and break ties by id; featured listings are not put first', async () => {
+  it('sorts put nulls last in both directions and break ties by id; featured listings are not put first', async (t) => {
+    await world(t);
     for (const sort of ['price', '-price', 'size_sqft', '-size_sqft']) {
       const items = await readAll(`&sort=${sort}`, 100);
       const field = sort.replace('-', '') as 'price' | 'size_sqft';
@@ -179,7 +187,8 @@ describe('filters and sort (D23)', () => {
     assert.ok(byCreated.some((l, i) => i > 0 && l.is_featured && !byCreated[i - 1]!.is_featured), 'featured listings are mixed in, not first');
   });
 
-  it('every malformed value, repeat, unknown name or min above max is a 400 naming the parameter', async () => {
+  it('every malformed value, repeat, unknown name or min above max is a 400 naming the parameter', async (t) => {
+    await world(t);
     const cases: Array<[string, string]> = [
       ['usage_type=office', 'usage_type'], ['usage_type=Office,', 'usage_type'], ['usage_type=', 'usage_type'],
       ['usage_type=Office,%20Retail', 'usage_type'], ['usage_type=Shared+Office', 'usage_type'], ['usage_type=Office&usage_type=Retail', 'usage_type'],
@@ -200,7 +209,8 @@ describe('filters and sort (D23)', () => {
     assert.equal(above.json.message, `Query parameter "min_price" (${'9'.repeat(40)}…) is above "max_price" (+8.50).`);
   });
 
-  it('a page beyond the last is empty with the filtered total; the detail and the feed ignore the parameters', async () => {
+  it('a page beyond the last is empty with the filtered total; the detail and the feed ignore the parameters', async (t) => {
+    await world(t);
     const featured = await readAll('&featured=true');
     const beyond = await server.get('/v1/listings?featured=true&page=999', { key });
     assert.equal(beyond.status, 200);
@@ -211,7 +221,8 @@ describe('filters and sort (D23)', () => {
     assert.equal((await server.get('/v1/listings/changes?featured=false&sort=nonsense', { key })).status, 200);
   });
 
-  it('filtered views follow writes and expiries (D10) exactly', async () => {
+  it('filtered views follow writes and expiries (D10) exactly', async (t) => {
+    await world(t);
     const soon = await readAll('&sort=-price');
     server.clock.advance(6 * 60_000); // past 10:05: some listings expire, with no write
     const later = await readAll('&sort=-price');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import type { Country } from '../../src/core/countries.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, readAll } from './helpers.js';
 
 const HOST: Record<string, string> = { sg: 'api.localhost', my: 'api.my.localhost', uk: 'api.uk.localhost', au: 'api.au.localhost' };
@@ -36,9 +37,13 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
   let serial = 0;
   const nextId = () => `9${(++serial).toString(16).padStart(7, '0')}-0000-4000-8000-000000000000`;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server with the plan's owners, listings and keys. */
+  async function world(t: TestContext): Promise<void> {
     // Isolation, not rate limiting, is under test here: many requests per key.
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
+    hidden.length = 0;
+    for (const owner of Object.values(owners)) Object.assign(owner, { visible: {}, keys: [] });
     for (const [name, owner] of Object.entries(owners) as Array<[keyof typeof owners, Owner]>) {
       owner.id = await server.createAccount(owner.kind);
       const lines: Array<Record<string, unknown>> = [];
@@ -65,12 +70,12 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
       }
     }
     owners.orgA.keys.push({ country: 'sg', key: (await server.createKey(owners.orgA.id, 'sg', 'second')).key });
-  });
-  after(() => server.close());
+  }
 
   const allKeys = () => Object.values(owners).flatMap((o) => o.keys.map((k) => ({ owner: o, ...k })));
 
-  it('each key lists exactly its own account\'s active listings in its own country; total counts per key', async () => {
+  it('each key lists exactly its own account\'s active listings in its own country; total counts per key', async (t) => {
+    await world(t);
     for (const { owner, country, key } of allKeys()) {
       const expected = [...(owner.visible[country] ?? [])].sort();
       for (const perPage of [2, 100]) {
@@ -81,14 +86,16 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
     }
   });
 
-  it('items carry the owner\'s org_id, or null for the individual landlord (D1)', async () => {
+  it('items carry the owner\'s org_id, or null for the individual landlord (D1)', async (t) => {
+    await world(t);
     for (const { owner, country, key } of allKeys()) {
       const res = await server.get('/v1/listings?per_page=100', { key, host: HOST[country] });
       for (const item of res.json.items) assert.equal(item.org_id, owner.kind === 'organisation' ? owner.id : null);
     }
   });
 
-  it('by id, a key sees its own listings and gets 404 for every other listing, hidden ones included', async () => {
+  it('by id, a key sees its own listings and gets 404 for every other listing, hidden ones included', async (t) => {
+    await world(t);
     const everyVisible = Object.values(owners).flatMap((o) =>
       (Object.entries(o.visible) as Array<[Country, string[]]>).flatMap(([country, ids]) => ids.map((id) => ({ owner: o, country, id }))));
     for (const { owner, country, key } of allKeys()) {
@@ -101,7 +108,8 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
     }
   });
 
-  it('two keys of one account in one country see the same listings', async () => {
+  it('two keys of one account in one country see the same listings', async (t) => {
+    await world(t);
     const [first, second] = owners.orgA.keys.filter((k) => k.country === 'sg');
     const a = await server.get('/v1/listings?per_page=100', { key: first!.key });
     const b = await server.get('/v1/listings?per_page=100', { key: second!.key });
@@ -110,7 +118,8 @@ describe('isolation by account and country (spec 1, 2.3, 5 rule 3; D1)', () => {
     assert.equal(a.json.total, 7);
   });
 
-  it('a country with no listings for the account is an empty list, not another country\'s data', async () => {
+  it('a country with no listings for the account is an empty list, not another country\'s data', async (t) => {
+    await world(t);
     const ukB = owners.orgB.keys.find((k) => k.country === 'uk')!;
     const res = await server.get('/v1/listings', { key: ukB.key, host: HOST.uk });
     assert.deepEqual(res.json, { items: [], page: 1, per_page: 20, total: 0, pages: 1 });

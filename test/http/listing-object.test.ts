@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { header, readAll } from './helpers.js';
 
 const FIELDS = [
@@ -38,9 +39,11 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     'https://cdn.example.com/listings/a/3.jpg',
   ];
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // Rate limiting is tested in rate-limit.test.ts; here many requests share a key.
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount('organisation');
     key = (await server.createKey(orgId)).key;
     individualId = await server.createAccount('individual');
@@ -81,10 +84,10 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     ]);
     // An individual landlord's listing: org_id is null even though the line gives no org_id (D1).
     await server.addListings(individualId, [{ id: landlordListingId }]);
-  });
-  after(() => server.close());
+  }
 
-  it('list and detail carry all 24 fields, in the same shape, null where unset', async () => {
+  it('list and detail carry all 24 fields, in the same shape, null where unset', async (t) => {
+    await world(t);
     const list = await server.get('/v1/listings', { key });
     assert.equal(list.status, 200);
     const item = list.json.items.find((l: { id: string }) => l.id === sparseId);
@@ -112,7 +115,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     assert.match(item.created_at, DATE_FORM);
   });
 
-  it('every listing: the detail body equals its items[] element and has exactly the schema fields (D12)', async () => {
+  it('every listing: the detail body equals its items[] element and has exactly the schema fields (D12)', async (t) => {
+    await world(t);
     const { ids } = await readAll(server, key, 7);
     assert.equal(ids.length, 4 + usageCases.length);
     const list = await server.get('/v1/listings?per_page=100', { key });
@@ -127,7 +131,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     }
   });
 
-  it('field types and values are as imported; money is numeric price plus ISO currency (spec 2.1 rule 5)', async () => {
+  it('field types and values are as imported; money is numeric price plus ISO currency (spec 2.1 rule 5)', async (t) => {
+    await world(t);
     const res = await server.get(`/v1/listings/${fullId}`, { key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json, {
@@ -167,7 +172,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     assert.match(res.json.building_id, UUID);
   });
 
-  it('usage_types: main type first, then the sub-type where set, for every row of the taxonomy (spec 2.2)', async () => {
+  it('usage_types: main type first, then the sub-type where set, for every row of the taxonomy (spec 2.2)', async (t) => {
+    await world(t);
     for (const [i, expected] of usageCases.entries()) {
       const res = await server.get(`/v1/listings/${usageIds[i]}`, { key });
       assert.equal(res.status, 200);
@@ -175,7 +181,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     }
   });
 
-  it('images keep their order as absolute https URLs; images[cover_image_index] is the cover (spec 2.1 rule 2, D13)', async () => {
+  it('images keep their order as absolute https URLs; images[cover_image_index] is the cover (spec 2.1 rule 2, D13)', async (t) => {
+    await world(t);
     const res = await server.get(`/v1/listings/${coverId}`, { key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.images, images);
@@ -191,7 +198,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     }
   });
 
-  it('dates are ISO 8601 UTC in one form throughout, whatever form they were imported in (D13)', async () => {
+  it('dates are ISO 8601 UTC in one form throughout, whatever form they were imported in (D13)', async (t) => {
+    await world(t);
     const res = await server.get(`/v1/listings/${datesId}`, { key });
     assert.equal(res.status, 200);
     assert.equal(res.json.expiry_date, '2027-01-10T00:30:00.000Z');
@@ -206,7 +214,8 @@ describe('listing object (spec 2.1, D12, D13)', () => {
     }
   });
 
-  it('org_id is null for an individual landlord\'s listing and the organisation id otherwise (D1)', async () => {
+  it('org_id is null for an individual landlord\'s listing and the organisation id otherwise (D1)', async (t) => {
+    await world(t);
     const list = await server.get('/v1/listings', { key: individualKey });
     assert.equal(list.status, 200);
     assert.equal(list.json.total, 1);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { generateKey } from '../../src/auth/key-format.js';
 import { TEST_STORE } from '../support/database.js';
 import { parseScrape, sampleValue, samples } from '../support/prometheus.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * Prometheus metrics (issue 12) at GET /metrics on METRICS_PORT, read with a real Prometheus
@@ -23,17 +24,35 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     return parseScrape(res.body);
   };
 
-  before(async () => {
-    server = await startTestServer({ METRICS_PORT: '0' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { METRICS_PORT: '0' });
     metricsPort = server.service.metricsPort()!;
     assert.ok(metricsPort > 0 && metricsPort !== server.port);
     const accountId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'One' }]);
     ({ key, id: keyId } = await server.createKey(accountId));
-  });
-  after(() => server?.close());
+  }
 
-  it('the API port does not serve /metrics (404), and the metrics port serves nothing else', async () => {
+  /** Traffic of every kind the scrape counts: answers of each route and status, cache hits, each rate-limit decision. */
+  async function traffic(): Promise<void> {
+    const ok = await server.get('/v1/listings', { key });
+    assert.equal(ok.status, 200);
+    assert.equal((await server.get(`/v1/listings/${ok.json.items[0].id as string}`, { key })).status, 200);
+    assert.equal((await server.get('/v1/listings', { key })).status, 200);
+    assert.equal((await server.get('/v1/listings/not-an-id', { key })).status, 404);
+    assert.equal((await server.get('/v1/listings?page=0', { key })).status, 400);
+    assert.equal((await server.get('/v1/listings', { key: generateKey('sg') })).status, 401);
+    assert.equal((await server.get('/nowhere')).status, 404);
+    await server.service.store.keys.setRateLimit(keyId, 1);
+    server.clock.advance(120_000); // a fresh window
+    assert.equal((await server.get('/v1/listings', { key })).status, 200);
+    assert.equal((await server.get('/v1/listings', { key })).status, 429);
+    assert.equal((await server.get('/v1/listings', { key, headers: { 'if-none-match': String(ok.headers.etag) } })).status, 304);
+  }
+
+  it('the API port does not serve /metrics (404), and the metrics port serves nothing else', async (t) => {
+    await world(t);
     const onApi = await server.get('/metrics');
     assert.equal(onApi.status, 404);
     assert.equal(onApi.json.error, 'not_found');
@@ -41,7 +60,8 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     assert.equal((await httpCall(metricsPort, '/v1/listings', { host: '127.0.0.1', key })).status, 404);
   });
 
-  it('counts answers by route, status and code, with a latency histogram per route', async () => {
+  it('counts answers by route, status and code, with a latency histogram per route', async (t) => {
+    await world(t);
     const before = await scrape();
     const count = (scraped: typeof before, labels: Record<string, string>) => sampleValue(scraped, 'listings_http_requests_total', labels);
     const ok = await server.get('/v1/listings', { key });
@@ -76,7 +96,8 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     assert.ok(sampleValue(after, `${name}_sum`, route) > 0);
   });
 
-  it('rate-limit decisions: admitted, limited (429) and revalidated (a free 304)', async () => {
+  it('rate-limit decisions: admitted, limited (429) and revalidated (a free 304)', async (t) => {
+    await world(t);
     await server.service.store.keys.setRateLimit(keyId, 2);
     server.clock.advance(120_000); // a fresh window
     const before = await scrape();
@@ -94,7 +115,9 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     assert.equal(decisions(after, 'revalidated') - decisions(before, 'revalidated'), 2);
   });
 
-  it('read-cache hits and misses, from the read model\'s own counters', async () => {
+  it('read-cache hits and misses, from the read model\'s own counters', async (t) => {
+    await world(t);
+    await traffic();
     const scraped = await scrape();
     const stats = server.service.reads.stats();
     for (const cache of ['keys', 'origins', 'pages', 'details'] as const) {
@@ -113,7 +136,9 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     assert.ok(stats.indexBuilds > 0 && stats.listings > 0, 'the read model has built an index');
   });
 
-  it('every query of the Grafana dashboard (docs/grafana-dashboard.json) names metrics this scrape exports', async () => {
+  it('every query of the Grafana dashboard (docs/grafana-dashboard.json) names metrics this scrape exports', async (t) => {
+    await world(t);
+    await traffic();
     const scraped = await scrape();
     const dashboard = JSON.parse(readFileSync(new URL('../../../docs/grafana-dashboard.json', import.meta.url), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
     assert.ok(dashboard.panels.length >= 6);
@@ -126,7 +151,8 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     }
   });
 
-  it('the event-loop delay is sampled every millisecond: an idle loop reads about 1 ms late, not 10 (issue 30 item 3)', async () => {
+  it('the event-loop delay is sampled every millisecond: an idle loop reads about 1 ms late, not 10 (issue 30 item 3)', async (t) => {
+    await world(t);
     // prom-client empties the delay histogram at every scrape: the next one covers only this wait.
     await scrape();
     // Real time is the point: the histogram samples the real event loop while it idles (not a test clock).
@@ -138,7 +164,8 @@ describe(`Prometheus metrics on METRICS_PORT on ${TEST_STORE} (issue 12)`, () =>
     assert.ok(min < 0.005, `the smallest delay sampled: ${(min * 1000).toFixed(2)} ms`);
   });
 
-  it('the process defaults and the event-loop delay are there', async () => {
+  it('the process defaults and the event-loop delay are there', async (t) => {
+    await world(t);
     const scraped = await scrape();
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) {
       assert.ok(scraped.has(name), `${name} is exported`);

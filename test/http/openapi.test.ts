@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { sql } from '#kysely';
@@ -20,7 +20,8 @@ import { MAX_QUERY_PARAMETERS } from '../../src/http/v1/query.js';
 import { MAX_TARGET_LENGTH } from '../../src/http/front.js';
 import { errorSchema, listingSchema, pageSchema, usageTypeSchema } from '../../src/listings/listing.js';
 import { USAGE_NAMES } from '../../src/listings/taxonomy.js';
-import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
+import type { TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * Item 10: the OpenAPI 3.1 document (openapi.json) is generated from the schemas the server
@@ -581,8 +582,10 @@ describe('OpenAPI document (item 10)', () => {
     const oddId = '0b000000-0000-0000-0000-000000000004';
     const seen: Json[] = [];
 
-    before(async () => {
-      server = await startTestServer();
+    /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+    async function world(t: TestContext): Promise<void> {
+      // No dashboard: no test here asks it anything, and its routes' schemas were two thirds of a world's start.
+      server = await freshServer(t, { DASHBOARD_PORT: 'off' });
       orgId = await server.createAccount('organisation');
       orgKey = (await server.createKey(orgId)).key;
       const landlordId = await server.createAccount('individual');
@@ -615,10 +618,10 @@ describe('OpenAPI document (item 10)', () => {
         { id: oddId.toUpperCase(), building_id: '0B000000-0000-0000-0000-0000000000B1', usage_types: ['Retail', 'Kiosk'] },
       ]);
       await server.allowOrigin(orgId, origin);
-    });
-    after(() => server?.close());
+    }
 
-    it('200 list and detail bodies of every shape (nulls, images, individual landlord, ids of any version)', async () => {
+    it('200 list and detail bodies of every shape (nulls, images, individual landlord, ids of any version)', async (t) => {
+      await world(t);
       for (const [key, ids] of [[orgKey, [full, sparse]], [landlordKey, [landlordListing, oddId]]] as const) {
         const list = await server.get('/v1/listings', { key });
         check(LIST, 'get', list, 200);
@@ -643,7 +646,8 @@ describe('OpenAPI document (item 10)', () => {
       check(DETAIL, 'get', await server.get(`/v1/listings/${oddId.toUpperCase()}`, { key: landlordKey }), 200);
     });
 
-    it('200 pages: clamped per_page, paging, a page beyond the last; HEAD is GET without a body', async () => {
+    it('200 pages: clamped per_page, paging, a page beyond the last; HEAD is GET without a body', async (t) => {
+      await world(t);
       const clamped = await server.get('/v1/listings?per_page=500', { key: orgKey });
       check(LIST, 'get', clamped, 200);
       assert.equal(clamped.json.per_page, 100);
@@ -662,7 +666,8 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'head', await server.get('/v1/listings', { method: 'HEAD' }), 401);
     });
 
-    it('filtered and sorted pages (D23), and their 400s with the documented examples\' messages', async () => {
+    it('filtered and sorted pages (D23), and their 400s with the documented examples\' messages', async (t) => {
+      await world(t);
       for (const query of ['usage_type=Office,F%26B', 'min_price=0&max_price=1000', 'featured=true', 'takeover=false&sort=-price', 'sort=size_sqft&per_page=1&page=2']) {
         check(LIST, 'get', await server.get(`/v1/listings?${query}`, { key: orgKey }), 200);
       }
@@ -676,7 +681,8 @@ describe('OpenAPI document (item 10)', () => {
       }
     });
 
-    it('the change feed (D22): both kinds of event, a 304 of a caught-up poll, and its 400s with the documented messages', async () => {
+    it('the change feed (D22): both kinds of event, a 304 of a caught-up poll, and its 400s with the documented messages', async (t) => {
+      await world(t);
       const first = await server.get('/v1/listings/changes?limit=1000', { key: orgKey });
       check(CHANGES, 'get', first, 200);
       assert.ok(first.json.items.some((e: Json) => e.type === 'listing.upserted'));
@@ -695,7 +701,8 @@ describe('OpenAPI document (item 10)', () => {
       check(CHANGES, 'get', await server.get('/v1/listings/changes'), 401);
     });
 
-    it('304 Not Modified (D21): strong, weak, listed and * tags, on GET and HEAD, for browsers too, free against the limit', async () => {
+    it('304 Not Modified (D21): strong, weak, listed and * tags, on GET and HEAD, for browsers too, free against the limit', async (t) => {
+      await world(t);
       const accountId = await server.createAccount('organisation');
       const limited = await server.createKey(accountId);
       assert.equal(await server.service.store.keys.setRateLimit(limited.id, 3), true);
@@ -739,7 +746,8 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', await server.get('/v1/listings', { headers: { 'if-none-match': '*' } }), 401);
     });
 
-    it('a conditional request refused with 429 carries no ETag or Cache-Control of the body it did not send', async () => {
+    it('a conditional request refused with 429 carries no ETag or Cache-Control of the body it did not send', async (t) => {
+      await world(t);
       const accountId = await server.createAccount('organisation');
       const limited = await server.createKey(accountId);
       await server.service.store.keys.setRateLimit(limited.id, 1);
@@ -747,7 +755,8 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', await server.get('/v1/listings', { key: limited.key, headers: { 'if-none-match': '"stale"' } }), 429);
     });
 
-    it('browser calls: a registered origin gets 200 with the D18 headers, another gets 403', async () => {
+    it('browser calls: a registered origin gets 200 with the D18 headers, another gets 403', async (t) => {
+      await world(t);
       const ok = await server.get('/v1/listings', { key: orgKey, headers: { origin } });
       check(LIST, 'get', ok, 200);
       assert.equal(ok.headers['access-control-allow-origin'], origin);
@@ -759,7 +768,8 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', await server.get('/v1/listings', { key: orgKey, headers: { origin: 'null' } }), 403);
     });
 
-    it('400, 401 and 404 bodies and headers, with the documented examples\' messages', async () => {
+    it('400, 401 and 404 bodies and headers, with the documented examples\' messages', async (t) => {
+      await world(t);
       const notANumber = checkDocumentedError(LIST, await server.get('/v1/listings?page=abc', { key: orgKey }), 400, ERROR_EXAMPLES.pageNotANumber);
       const zero = checkDocumentedError(LIST, await server.get('/v1/listings?per_page=0', { key: orgKey }), 400, ERROR_EXAMPLES.perPageZero);
       const twice = checkDocumentedError(LIST, await server.get('/v1/listings?per_page=1&per_page=2', { key: orgKey }), 400, ERROR_EXAMPLES.perPageTwice);
@@ -782,7 +792,8 @@ describe('OpenAPI document (item 10)', () => {
       check(DETAIL, 'get', await server.get(`/v1/listings/${landlordListing}`, { key: orgKey }), 404);
     });
 
-    it('405 for other methods, 431 for oversized headers and 414 for an overlong URL match the operations\' default response', async () => {
+    it('405 for other methods, 431 for oversized headers and 414 for an overlong URL match the operations\' default response', async (t) => {
+      await world(t);
       for (const [method, path] of [['POST', '/v1/listings'], ['DELETE', `/v1/listings/${full}`], ['PUT', '/v1/listings/x']]) {
         const res = await server.get(path!, { key: orgKey, method, headers: { origin } });
         assert.equal(res.status, 405, `${method} ${path}`);
@@ -804,7 +815,8 @@ describe('OpenAPI document (item 10)', () => {
       assertExampleMessage(tooLong, ERROR_EXAMPLES.targetTooLong);
     });
 
-    it('OPTIONS preflight: 204 with the D16 headers the path description names, for any origin and without a key; 404 on an unknown host', async () => {
+    it('OPTIONS preflight: 204 with the D16 headers the path description names, for any origin and without a key; 404 on an unknown host', async (t) => {
+      await world(t);
       const pre = await server.get('/v1/listings', {
         method: 'OPTIONS',
         headers: { origin: 'https://anyone.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization, if-none-match, accept' },
@@ -833,7 +845,8 @@ describe('OpenAPI document (item 10)', () => {
       assert.equal(unknownHost.json.error, 'not_found');
     });
 
-    it('429 with Retry-After and Remaining 0, after lowering the key limit', async () => {
+    it('429 with Retry-After and Remaining 0, after lowering the key limit', async (t) => {
+      await world(t);
       const accountId = await server.createAccount('organisation');
       const limited = await server.createKey(accountId);
       assert.equal(await server.service.store.keys.setRateLimit(limited.id, 2), true);
@@ -850,7 +863,8 @@ describe('OpenAPI document (item 10)', () => {
       check(LIST, 'get', await server.get('/v1/listings', { key: limited.key }), 200);
     });
 
-    it('500 internal_error when the store fails under a request', async () => {
+    it('500 internal_error when the store fails under a request', async (t) => {
+      await world(t);
       const db = server.service.store.db;
       // A tenant this process has not read yet, so that its listings must come from the database.
       const fresh = await server.createAccount();
@@ -867,7 +881,8 @@ describe('OpenAPI document (item 10)', () => {
       }
     });
 
-    it('GET /openapi.json serves the document with this deployment\'s hosts, on any host, without a key', async () => {
+    it('GET /openapi.json serves the document with this deployment\'s hosts, on any host, without a key', async (t) => {
+      await world(t);
       for (const host of ['api.localhost', 'docs.anything.example']) {
         const res = await server.get('/openapi.json', { host });
         assert.equal(res.status, 200);
@@ -879,7 +894,8 @@ describe('OpenAPI document (item 10)', () => {
       }
     });
 
-    it('GET /openapi.json asked on a port names that port in its servers, so a generated client calls where the document came from', async () => {
+    it('GET /openapi.json asked on a port names that port in its servers, so a generated client calls where the document came from', async (t) => {
+      await world(t);
       const res = await server.get('/openapi.json', { host: 'api.localhost:3000' });
       assert.equal(res.status, 200);
       assert.deepEqual(res.json, buildOpenApiDocument({ apiDomain: 'localhost:3000', countries: server.config.countries }));

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { generateKey } from '../../src/auth/key-format.js';
 import { runCli } from '../support/cli.js';
 import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header, logLinesOf, rawRequest } from './helpers.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -16,15 +17,15 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
   let key: string;
   const listingId = 'f0000000-0000-4000-8000-000000000001';
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // The serving processes' logger: request lines from the template of core/logger.ts (D19, D20).
-    server = await startTestServer({}, undefined, { servingLogger: true });
+    server = await freshServer(t, {}, { servingLogger: true });
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     await server.addListings(orgId, [{ id: listingId }]);
     await server.allowOrigin(orgId, 'https://shop.example.com');
-  });
-  after(() => server.close());
+  }
 
   /** Requests of every kind of outcome. */
   const variety = (): Array<[string, string, RequestOptions]> => [
@@ -46,7 +47,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     ['readyz', '/readyz', {}],
   ];
 
-  it('D19: every response carries an X-Request-Id, unique per request, equal to reqId in the one log line of that request', async () => {
+  it('D19: every response carries an X-Request-Id, unique per request, equal to reqId in the one log line of that request', async (t) => {
+    await world(t);
     const ids = new Set<string>();
     for (const [name, path, options] of variety()) {
       const res = await server.get(path, options);
@@ -75,7 +77,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
-  it('issue 30 item 5: each field of the line, for a 200, a 401 on a revoked key and on another country\'s, a 403, each kind of 404, a 400, a 405 and requests answered outside the app', async () => {
+  it('issue 30 item 5: each field of the line, for a 200, a 401 on a revoked key and on another country\'s, a 403, each kind of 404, a 400, a 405 and requests answered outside the app', async (t) => {
+    await world(t);
     const logged = await server.createKey(orgId, 'sg', 'logged');
     const revoked = await server.createKey(orgId, 'sg', 'revoked for the log');
     const cli = runCli(['key', 'revoke', revoked.id, '--json'], { DATABASE_URL: server.databaseUrl });
@@ -132,7 +135,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
-  it('request ids count nothing: random, so one tenant cannot read the others\' traffic from them (issue 29 item 8)', async () => {
+  it('request ids count nothing: random, so one tenant cannot read the others\' traffic from them (issue 29 item 8)', async (t) => {
+    await world(t);
     const ids: string[] = [];
     // Without a key (a 401) and the health route: ids without spending this file's rate limit.
     for (let i = 0; i < 50; i++) ids.push(header(await server.get(i % 2 === 0 ? '/v1/listings' : '/healthz'), 'x-request-id')!);
@@ -147,7 +151,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     assert.equal(new Set(ids).size, ids.length);
   });
 
-  it('D19: requests with a malformed path, and requests rejected before routing (malformed HTTP, oversized headers), carry an X-Request-Id that is logged', async () => {
+  it('D19: requests with a malformed path, and requests rejected before routing (malformed HTTP, oversized headers), carry an X-Request-Id that is logged', async (t) => {
+    await world(t);
     const bad = await server.get('/v1/listings/%E0%A4%A', { key });
     assert.equal(bad.status, 404);
     const garbage = await rawRequest(server.port, 'NOT HTTP AT ALL\r\n\r\n');
@@ -163,7 +168,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
-  it('D19: without TRUST_PROXY a client\'s X-Request-Id and X-Forwarded-Host are ignored', async () => {
+  it('D19: without TRUST_PROXY a client\'s X-Request-Id and X-Forwarded-Host are ignored', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key, headers: { 'x-request-id': 'client-chosen-id-123' } });
     assert.equal(res.status, 200);
     assert.notEqual(header(res, 'x-request-id'), 'client-chosen-id-123');
@@ -175,14 +181,16 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     assert.equal((await server.get('/v1/listings', { key, headers: { 'x-forwarded-host': 'api.my.localhost' } })).status, 200);
   });
 
-  it('issue 29 item 3: without TRUST_PROXY the log line\'s client_address is the connection\'s peer, whatever X-Forwarded-For says', async () => {
+  it('issue 29 item 3: without TRUST_PROXY the log line\'s client_address is the connection\'s peer, whatever X-Forwarded-For says', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key, headers: { 'x-forwarded-for': '203.0.113.9, 10.0.0.10' }, localAddress: '127.0.0.3' });
     assert.equal(res.status, 200);
     const [line] = await logLinesOf(server, header(res, 'x-request-id')!);
     assert.equal(line!.client_address, '127.0.0.3');
   });
 
-  it('D20: no log line and no response carries the full key or its hash; logs show the key by its display prefix', async () => {
+  it('D20: no log line and no response carries the full key or its hash; logs show the key by its display prefix', async (t) => {
+    await world(t);
     const hashHex = createHash('sha256').update(key).digest('hex');
     const hashB64 = createHash('sha256').update(key).digest('base64');
     const secret = key.slice('sg_live_'.length);
@@ -243,7 +251,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
-  it('/healthz and /readyz answer 200 JSON on any host, without a key', async () => {
+  it('/healthz and /readyz answer 200 JSON on any host, without a key', async (t) => {
+    await world(t);
     for (const host of ['api.localhost', 'api.my.localhost', '127.0.0.1', 'anything.example.com']) {
       for (const path of ['/healthz', '/readyz']) {
         const res = await server.get(path, { host });
@@ -254,7 +263,8 @@ describe('operations: request ids, logs, health, HEAD (D19, D20)', () => {
     }
   });
 
-  it('HEAD returns the headers of the GET and no body', async () => {
+  it('HEAD returns the headers of the GET and no body', async (t) => {
+    await world(t);
     for (const path of ['/v1/listings', `/v1/listings/${listingId}`, '/v1/listings?per_page=1']) {
       const get = await server.get(path, { key });
       const head = await server.get(path, { key, method: 'HEAD' });
@@ -310,16 +320,17 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
   let sgKey: string;
   let myKey: string;
 
-  before(async () => {
-    server = await startTestServer({ TRUST_PROXY: '1' });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { TRUST_PROXY: '1' });
     const org = await server.createAccount();
     sgKey = (await server.createKey(org)).key;
     myKey = (await server.createKey(org, 'my')).key;
     await server.addListings(org, [{ country: 'my', currency: 'MYR' }]);
-  });
-  after(() => server.close());
+  }
 
-  it('the proxy\'s X-Request-Id is reused in the response and the log line', async () => {
+  it('the proxy\'s X-Request-Id is reused in the response and the log line', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key: sgKey, headers: { 'x-request-id': 'proxy-req-4711.a:b_c' } });
     assert.equal(res.status, 200);
     assert.equal(header(res, 'x-request-id'), 'proxy-req-4711.a:b_c');
@@ -331,7 +342,8 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
     assert.match(header(own, 'x-request-id') ?? '', REQUEST_ID);
   });
 
-  it("a proxy's X-Request-Id that holds a key is not reused: the id is logged, stored and shown (D20, issue 29 item 7)", async () => {
+  it("a proxy's X-Request-Id that holds a key is not reused: the id is logged, stored and shown (D20, issue 29 item 7)", async (t) => {
+    await world(t);
     for (const id of [sgKey, `x-${sgKey}`, `sg-live-${sgKey.slice(8)}`]) {
       const res = await server.get('/v1/listings', { key: sgKey, headers: { 'x-request-id': id } });
       assert.equal(res.status, 200);
@@ -341,7 +353,8 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
     }
   });
 
-  it('X-Forwarded-Host picks the country', async () => {
+  it('X-Forwarded-Host picks the country', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key: myKey, host: '127.0.0.1', headers: { 'x-forwarded-host': 'api.my.localhost' } });
     assert.equal(res.status, 200, res.body);
     assert.equal(res.json.total, 1);
@@ -350,7 +363,8 @@ describe('behind a trusted proxy: TRUST_PROXY=1 (OPERATIONS, D3, D19)', () => {
     assertError(await server.get('/v1/listings', { key: sgKey, host: 'api.localhost', headers: { 'x-forwarded-host': 'evil.example.com' } }), 404, 'not_found');
   });
 
-  it('issue 29 item 3: the log line\'s client_address is the X-Forwarded-For entry the one proxy appended, not the client\'s own', async () => {
+  it('issue 29 item 3: the log line\'s client_address is the X-Forwarded-For entry the one proxy appended, not the client\'s own', async (t) => {
+    await world(t);
     const cases: Array<[Record<string, string>, string]> = [
       [{ 'x-forwarded-for': '203.0.113.9, 10.0.0.10' }, '10.0.0.10'],
       [{ 'x-forwarded-for': '198.51.100.4' }, '198.51.100.4'],
@@ -377,18 +391,19 @@ describe('issue 29 item 3: TRUST_PROXY as the proxies\' addresses: forwarded hea
   // The test connects from 127.0.0.2 as the proxy; 127.0.0.1 is a client that reached the service directly.
   const PROXY = '127.0.0.2';
 
-  before(async () => {
-    server = await startTestServer({ TRUST_PROXY: `${PROXY},10.0.0.0/8` });
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { TRUST_PROXY: `${PROXY},10.0.0.0/8` });
     const org = await server.createAccount();
     sgKey = (await server.createKey(org)).key;
     myKey = (await server.createKey(org, 'my')).key;
     await server.addListings(org, [{ country: 'my', currency: 'MYR' }]);
-  });
-  after(() => server.close());
+  }
 
   const forwarded = { 'x-forwarded-for': '203.0.113.9, 10.0.0.10', 'x-forwarded-host': 'api.my.localhost', 'x-request-id': 'proxy-req-42' };
 
-  it('from a listed proxy: its X-Request-Id, X-Forwarded-Host and X-Forwarded-For are believed, through every listed hop', async () => {
+  it('from a listed proxy: its X-Request-Id, X-Forwarded-Host and X-Forwarded-For are believed, through every listed hop', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key: myKey, host: 'lb.internal', headers: forwarded, localAddress: PROXY });
     assert.equal(res.status, 200, res.body);
     assert.equal(res.json.total, 1, 'X-Forwarded-Host picked the country');
@@ -401,7 +416,11 @@ describe('issue 29 item 3: TRUST_PROXY as the proxies\' addresses: forwarded hea
     assert.deepEqual([lines[0]!.host, lines[0]!.country], ['api.my.localhost', 'my']);
   });
 
-  it('from any other peer: the same headers are ignored (Host decides, a new request id, the peer is the client)', async () => {
+  it('from any other peer: the same headers are ignored (Host decides, a new request id, the peer is the client)', async (t) => {
+    await world(t);
+    // A request of the listed proxy with that id first: the one request that uses it.
+    assert.equal((await server.get('/v1/listings', { key: myKey, host: 'lb.internal', headers: forwarded, localAddress: PROXY })).status, 200);
+    assert.equal((await logLinesOf(server, 'proxy-req-42')).length, 1);
     const res = await server.get('/v1/listings', { key: sgKey, headers: forwarded });
     assert.equal(res.status, 200, 'the sg host of Host, not the my host of X-Forwarded-Host');
     assert.equal(res.json.total, 0);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /** HTTP/1.1 pipelining (RFC 9112 section 9.3): answers in request order, each its own. */
 
@@ -34,16 +35,17 @@ describe('pipelined requests on one connection', () => {
   let key: string;
   let ids: string[];
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
     const account = await server.createAccount();
     ids = [0, 1, 2].map((i) => `0000000${i + 1}-0000-4000-8000-00000000000${i + 1}`);
     await server.addListings(account, ids.map((id, i) => ({ id, title: ['First', 'Second', 'Third'][i] })));
     key = (await server.createKey(account)).key;
-  });
-  after(() => server.close());
+  }
 
-  it('are answered in the order they were sent, each with its own body', async () => {
+  it('are answered in the order they were sent, each with its own body', async (t) => {
+    await world(t);
     const order = [ids[2]!, ids[0]!, 'not-an-id', ids[1]!, ids[2]!];
     const requests = order.map((id, i) =>
       `GET /v1/listings/${id} HTTP/1.1\r\nHost: api.localhost\r\nAuthorization: Bearer ${key}\r\n${i === order.length - 1 ? 'Connection: close\r\n' : ''}\r\n`,
@@ -66,7 +68,8 @@ describe('pipelined requests on one connection', () => {
   describe('with bytes that cannot be parsed (issue 40 item 7)', () => {
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: api.localhost\r\nAuthorization: Bearer ${key}\r\n\r\n`;
 
-    it('a POST whose chunked body is malformed gets one answer, its 405, and the connection closes', async () => {
+    it('a POST whose chunked body is malformed gets one answer, its 405, and the connection closes', async (t) => {
+      await world(t);
       const post = 'POST /v1/listings HTTP/1.1\r\nHost: api.localhost\r\nTransfer-Encoding: chunked\r\n\r\n';
       // The bad chunk with the headers, and after the answer (when the connection is idle).
       for (const [first, ...later] of [[`${post}zz\r\nabc\r\n`], [post, 'zz\r\nabc\r\n'], [`${post}5\r\nab`, 'c\r\nzz\r\n']]) {
@@ -76,7 +79,8 @@ describe('pipelined requests on one connection', () => {
       }
     });
 
-    it('a valid GET followed by a garbage line gets its 200, then a 400, and the connection closes', async () => {
+    it('a valid GET followed by a garbage line gets its 200, then a 400, and the connection closes', async (t) => {
+      await world(t);
       for (const garbage of ['GARBAGE\r\n\r\n', 'GET /v1/listings HTTP/1.1\r\nHost api.localhost\r\n\r\n', '\u0000\u0001\r\n\r\n']) {
         const answer = await exchange(server.port, `${get('/v1/listings?per_page=1')}${garbage}`);
         assert.deepEqual(statusLines(answer), ['HTTP/1.1 200', 'HTTP/1.1 400'], answer.toString());
@@ -91,7 +95,8 @@ describe('pipelined requests on one connection', () => {
       assert.deepEqual(statusLines(await exchange(server.port, 'GARBAGE\r\n\r\n')), ['HTTP/1.1 400']);
     });
 
-    it('a dashboard form (on the API\'s port) whose chunked body is malformed gets one answer, a 400, and the connection closes', async () => {
+    it('a dashboard form (on the API\'s port) whose chunked body is malformed gets one answer, a 400, and the connection closes', async (t) => {
+      await world(t);
       // The dashboard reads its forms: it waits for a body that will not come, and is answered for.
       const shared = await startTestServer({ DASHBOARD_PORT: '' });
       try {

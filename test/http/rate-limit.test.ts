@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { runCli } from '../support/cli.js';
-import { startTestServer, type RequestOptions, type TestResponse, type TestServer } from '../support/server.js';
+import type { RequestOptions, TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { WINDOW_SECONDS } from '../../src/ratelimit/limiter.js';
 import { assertError, header, ietfRateLimit } from './helpers.js';
 
@@ -51,19 +52,21 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
   let orgId: string;
   const listingId = 'b0000000-0000-4000-8000-000000000001';
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     await server.addListings(orgId, [{ id: listingId }]);
     await server.allowOrigin(orgId, 'https://shop.example.com');
-  });
-  after(() => server.close());
+  }
 
   const newKey = async () => server.createKey(orgId);
   const get = (key: string, path = '/v1/listings', options: RequestOptions = {}) => server.get(path, { ...options, key });
   const now = () => server.clock.now();
 
-  it('default 60 per minute: a burst of 60 is admitted with Remaining counting down, the 61st is 429 (D14, D15)', async () => {
+  it('default 60 per minute: a burst of 60 is admitted with Remaining counting down, the 61st is 429 (D14, D15)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     for (let i = 0; i < 60; i++) {
       const res = await get(key);
@@ -86,7 +89,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assert.equal(admitted.status, 200);
   });
 
-  it('the window is rolling: no fixed boundary lets more than the limit through in 60 s (D14)', async () => {
+  it('the window is rolling: no fixed boundary lets more than the limit through in 60 s (D14)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     server.clock.ms = Math.ceil(now() / 60_000) * 60_000 + 30_000; // half a minute into a clock minute
     for (let i = 0; i < 30; i++) assert.equal((await get(key)).status, 200);
@@ -105,7 +109,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assertError(await get(key), 429, 'rate_limited', 'the second 30 are still in the window');
   });
 
-  it('429s do not count: a client retrying too early is not locked out (D5)', async () => {
+  it('429s do not count: a client retrying too early is not locked out (D5)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     for (let i = 0; i < 60; i++) assert.equal((await get(key)).status, 200);
     const first = await get(key);
@@ -125,7 +130,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assertError(await get(key), 429, 'rate_limited');
   });
 
-  it('Reset is an integer, never in the past, and at Reset the full limit is available again (D15)', async () => {
+  it('Reset is an integer, never in the past, and at Reset the full limit is available again (D15)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     server.clock.advance(123); // not on a whole second
     let last: Limits | undefined;
@@ -147,7 +153,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     }
   });
 
-  it('headers are on every response past the 401 stage (200, 400, 403, 404) and absent on 401 (D15)', async () => {
+  it('headers are on every response past the 401 stage (200, 400, 403, 404) and absent on 401 (D15)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     const cases: Array<[number, Promise<TestResponse>]> = [
       [200, get(key)],
@@ -181,7 +188,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assert.equal(limits(await get(key), now()).remaining, 53);
   });
 
-  it('400, 403 and 404 count against the limit like 200s (D5)', async () => {
+  it('400, 403 and 404 count against the limit like 200s (D5)', async (t) => {
+    await world(t);
     const { key, id } = await newKey();
     await server.service.store.keys.setRateLimit(id, 5);
     assert.equal((await get(key, '/v1/listings?page=0')).status, 400);
@@ -198,7 +206,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assertError(await get(key, '/v1/listings', { headers: { origin: 'https://evil.example.com' } }), 429, 'rate_limited');
   });
 
-  it('a per-key limit set by an operator applies at once (store and real CLI `key set-limit`) (D14)', async () => {
+  it('a per-key limit set by an operator applies at once (store and real CLI `key set-limit`) (D14)', async (t) => {
+    await world(t);
     const { key, id } = await newKey();
     assert.equal(limits(await get(key), now()).limit, 60);
     await server.service.store.keys.setRateLimit(id, 3);
@@ -221,7 +230,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assert.equal((await get(key)).status, 429);
   });
 
-  it('keys are limited independently, within one account and across accounts (D14)', async () => {
+  it('keys are limited independently, within one account and across accounts (D14)', async (t) => {
+    await world(t);
     const a = await newKey();
     const b = await newKey();
     const otherOrg = await server.createAccount();
@@ -236,7 +246,8 @@ describe('rate limiting over HTTP (spec 8; D5, D14, D15)', () => {
     assert.equal((await get(a.key)).status, 429);
   });
 
-  it('preflights count against no limit and are answered while the key is limited (D16)', async () => {
+  it('preflights count against no limit and are answered while the key is limited (D16)', async (t) => {
+    await world(t);
     const { key } = await newKey();
     const preflight = () =>
       server.get('/v1/listings', {
@@ -261,12 +272,13 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
   let server: TestServer;
   let orgId: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     await server.addListings(orgId, [{}]);
-  });
-  after(() => server.close());
+  }
 
   const keyLimitedTo = async (limit: number) => {
     const { key, id } = await server.createKey(orgId);
@@ -282,7 +294,8 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
     return ietf;
   };
 
-  it('on 200s, on the 200 that takes the last request, and on 429s: r is Remaining, t the seconds until one is admitted (Retry-After on a 429)', async () => {
+  it('on 200s, on the 200 that takes the last request, and on 429s: r is Remaining, t the seconds until one is admitted (Retry-After on a 429)', async (t) => {
+    await world(t);
     const key = await keyLimitedTo(3);
     server.clock.ms = Math.ceil(now() / 1000) * 1000 + 300;
     const start = now();
@@ -315,7 +328,8 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
     assert.deepEqual(fields(again), { q: 3, w: 60, r: 0, t: 10 });
   });
 
-  it('on a free 304: r unchanged and t=0 while requests are left; r=0 and t the wait, with no Retry-After, once the key is spent (D21)', async () => {
+  it('on a free 304: r unchanged and t=0 while requests are left; r=0 and t the wait, with no Retry-After, once the key is spent (D21)', async (t) => {
+    await world(t);
     const key = await keyLimitedTo(2);
     const ok = await get(key);
     assert.equal(ok.status, 200);
@@ -342,7 +356,8 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
     assert.equal(header(refused, 'retry-after'), '40', 'the 304\'s t is the wait a request is told');
   });
 
-  it('on 400, 403 and 404 after the key check, agreeing with X-RateLimit-*; absent exactly where X-RateLimit-* is (401, preflight, unknown host or route, 405)', async () => {
+  it('on 400, 403 and 404 after the key check, agreeing with X-RateLimit-*; absent exactly where X-RateLimit-* is (401, preflight, unknown host or route, 405)', async (t) => {
+    await world(t);
     const key = await keyLimitedTo(10);
     await server.allowOrigin(orgId, 'https://shop.example.com');
     const counted: Array<[number, TestResponse]> = [
@@ -375,12 +390,14 @@ describe('the IETF RateLimit fields with X-RateLimit-* (D29, D15)', () => {
 
 describe('RATE_LIMIT_PER_MINUTE sets the default per-key limit (OPERATIONS, D14)', () => {
   let server: TestServer;
-  before(async () => {
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '5' });
-  });
-  after(() => server.close());
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '5', DASHBOARD_PORT: 'off' });
+  }
 
-  it('keys without their own limit get the configured default; a per-key limit overrides it', async () => {
+  it('keys without their own limit get the configured default; a per-key limit overrides it', async (t) => {
+    await world(t);
     const org = await server.createAccount();
     const { key } = await server.createKey(org);
     for (let i = 0; i < 5; i++) {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { tenantOf as tenantPlace } from '../../src/readmodel/index.js';
 import { BUILD_CHUNK, createTenantIndexes, INDEX_BYTES_EACH, INDEX_BYTES_PER_LISTING } from '../../src/readmodel/tenant-index.js';
 import { prng } from '../support/random.js';
 import { readCounts } from '../support/read-counts.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * Issue 44 item 1: READ_MODEL_MAX_MB bounds the tenant indexes; past it whole indexes are evicted,
@@ -37,10 +38,12 @@ describe('a bounded read model answers exactly what an unbounded one does (issue
   let reference: TestServer;
   const tenants: TenantModel[] = [];
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // Response caches off: every read goes through the tenant indexes.
-    bounded = await startTestServer({ READ_MODEL_MAX_MB: '1', READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' });
-    reference = await startTestServer({ DATABASE_URL: bounded.databaseUrl, READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' }, bounded.clock);
+    bounded = await freshServer(t, { READ_MODEL_MAX_MB: '1', READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' });
+    reference = await freshServer(t, { DATABASE_URL: bounded.databaseUrl, READ_CACHE_TTL_MS: '0', METRICS_PORT: '0' }, { clock: bounded.clock });
+    tenants.length = 0;
     for (const size of SIZES) {
       const account = await bounded.createAccount();
       const created = await bounded.createKey(account);
@@ -49,13 +52,10 @@ describe('a bounded read model answers exactly what an unbounded one does (issue
       await bounded.addListings(account, ids.map((id, i) => ({ id, usage_types: [i % 3 === 0 ? 'Office' : 'Retail'], price: 1000 + ((i * 7919) % 5000) })));
       tenants.push({ account, key: created.key, visible: new Map(ids.map((id) => [id, true])) });
     }
-  });
-  after(async () => {
-    await reference?.close();
-    await bounded?.close();
-  });
+  }
 
-  it(`${ROUNDS} rounds of reads and imports: every answer the same, evictions and rebuilds under way (seed ${SEED})`, { timeout: 300_000 }, async () => {
+  it(`${ROUNDS} rounds of reads and imports: every answer the same, evictions and rebuilds under way (seed ${SEED})`, { timeout: 300_000 }, async (t) => {
+    await world(t);
     const rand = prng(SEED);
     const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
     // Reads lean towards the first tenants, as traffic does; the big one is read now and then.
@@ -115,7 +115,8 @@ describe('a bounded read model answers exactly what an unbounded one does (issue
     assert.equal(unbounded.indexBuilds, tenants.length, 'the reference built each tenant once');
   });
 
-  it('a tenant larger than the whole bound is served, and kept while it is the one read; the views of the indexes it evicts go with them', async () => {
+  it('a tenant larger than the whole bound is served, and kept while it is the one read; the views of the indexes it evicts go with them', async (t) => {
+    await world(t);
     const small = tenants[0]!;
     assert.equal((await bounded.get('/v1/listings?per_page=5&sort=-price', { key: small.key })).status, 200);
     assert.ok((await readCounts(bounded)).viewsHeld >= 1);

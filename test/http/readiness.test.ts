@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { closeSync, openSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import pg from 'pg';
 import { sql } from '#kysely';
 import { TEST_STORE } from '../support/database.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
-import { httpCall, startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { httpCall, TestClock, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 
 /**
  * Readiness that means it (issue 30 item 4): GET /readyz answers 503 when the database cannot
@@ -21,17 +22,17 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
   let server: TestServer;
   let key: string;
   /** The readiness check's monotonic clock. */
-  const moment = new TestClock(0);
+  let moment: TestClock;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server, with a readiness clock of its own, and a tenant's key and listings. */
+  async function world(t: TestContext): Promise<void> {
+    moment = new TestClock(0);
     // Usage counting off: no background write of this file's own touches the database meanwhile.
-    server = await startTestServer({ METRICS_PORT: '0', READ_CACHE_TTL_MS: '0', USAGE_COUNTING: 'off' }, undefined, { readiness: { now: moment.now } });
+    server = await freshServer(t, { METRICS_PORT: '0', READ_CACHE_TTL_MS: '0', USAGE_COUNTING: 'off' }, { readiness: { now: moment.now } });
     const owner = await server.createAccount();
     key = (await server.createKey(owner)).key;
     await server.addListings(owner, [{}, {}]);
-  });
-  let closed = false;
-  after(() => (closed ? undefined : server?.close()));
+  }
 
   const readyMetric = async (): Promise<number> => {
     const res = await httpCall(server.service.metricsPort()!, '/metrics', { host: '127.0.0.1' });
@@ -45,7 +46,8 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     return server.get('/readyz');
   };
 
-  it('the listings table renamed away: 503 once the cached answer expires, metric 0, ONE warning with the error; renamed back: 200 at once and one line saying so', async () => {
+  it('the listings table renamed away: 503 once the cached answer expires, metric 0, ONE warning with the error; renamed back: 200 at once and one line saying so', async (t) => {
+    await world(t);
     const from = server.logs.lines.length;
     assert.equal((await server.get('/readyz')).status, 200);
     assert.equal(await readyMetric(), 1);
@@ -82,7 +84,8 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     assert.equal(back[0]!.outage_ms, 4000, 'how long it lasted, by the readiness clock');
   });
 
-  it('a column only a replay of changes reads renamed away (listing_changes.listing_id): 503 before any request meets it; renamed back: 200 (issue 40 item 10)', async () => {
+  it('a column only a replay of changes reads renamed away (listing_changes.listing_id): 503 before any request meets it; renamed back: 200 (issue 40 item 10)', async (t) => {
+    await world(t);
     const db = server.service.store.db;
     assert.equal((await readyzLater()).status, 200);
     await db.schema.alterTable('listing_changes').renameColumn('listing_id', 'listing_id_gone').execute();
@@ -95,7 +98,8 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
   });
 
   for (const [table, column] of [['listings', 'body'], ['api_keys', 'key_hash']] as const) {
-    it(`a column every read reads renamed away (${table}.${column}): 503 and a 500 that names the database; renamed back: 200 (issue 40 item 10)`, async () => {
+    it(`a column every read reads renamed away (${table}.${column}): 503 and a 500 that names the database; renamed back: 200 (issue 40 item 10)`, async (t) => {
+      await world(t);
       const db = server.service.store.db;
       assert.equal((await readyzLater()).status, 200);
       const from = server.logs.lines.length;
@@ -120,7 +124,8 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     });
   }
 
-  it('SQLite: the database file moved away and another put at its path (the process would serve the old one for ever): 503; moved back: 200', { skip: TEST_STORE === 'sqlite' ? false : 'SQLite only' }, async () => {
+  it('SQLite: the database file moved away and another put at its path (the process would serve the old one for ever): 503; moved back: 200', { skip: TEST_STORE === 'sqlite' ? false : 'SQLite only' }, async (t) => {
+    await world(t);
     const path = server.databaseUrl.slice('file:'.length);
     const from = server.logs.lines.length;
     assert.equal((await readyzLater()).status, 200);
@@ -141,7 +146,8 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     assert.equal(linesFrom(from).filter((l) => /^database available again/.test(String(l.msg))).length, 1);
   });
 
-  it('SQLite: the file overwritten in place so that it cannot be read (its header): 503, though the serving connection answers from its cache; restored: 200', { skip: TEST_STORE === 'sqlite' ? false : 'SQLite only' }, async () => {
+  it('SQLite: the file overwritten in place so that it cannot be read (its header): 503, though the serving connection answers from its cache; restored: 200', { skip: TEST_STORE === 'sqlite' ? false : 'SQLite only' }, async (t) => {
+    await world(t);
     const path = server.databaseUrl.slice('file:'.length);
     const from = server.logs.lines.length;
     assert.equal((await readyzLater()).status, 200);
@@ -167,10 +173,10 @@ describe(`readiness on ${TEST_STORE}: /readyz says whether the database can serv
     assert.match(String(warnings[0]!.error), /not a database/);
   });
 
-  it('a shutting-down instance: the metric says 0 from the moment the drain begins', async () => {
-    // Last: the server closes here.
+  it('a shutting-down instance: the metric says 0 from the moment the drain begins', async (t) => {
+    await world(t);
+    // The server closes here.
     const closing = server.close();
-    closed = true;
     try {
       assert.equal(sampleValue(parseScrape(await server.service.metrics!.scrape()), 'listings_ready'), 0);
     } finally {
@@ -183,14 +189,16 @@ const skipPg = TEST_STORE === 'postgres' ? false : 'PostgreSQL only: SQLite does
 
 describe('readiness on postgres: the check is bounded in time (issue 30 item 4)', { skip: skipPg }, () => {
   let server: TestServer;
-  const moment = new TestClock(0);
+  let moment: TestClock;
 
-  before(async () => {
-    server = await startTestServer({}, undefined, { readiness: { now: moment.now, timeoutMs: 300 } });
-  });
-  after(() => server?.close());
+  /** Each test's own world (issue 42): a fresh server with a readiness clock of its own. */
+  async function world(t: TestContext): Promise<void> {
+    moment = new TestClock(0);
+    server = await freshServer(t, {}, { readiness: { now: moment.now, timeoutMs: 300 } });
+  }
 
-  it('a database that does not answer (a table locked by another session): 503 within the time limit, one check at a time; 200 once it answers', async () => {
+  it('a database that does not answer (a table locked by another session): 503 within the time limit, one check at a time; 200 once it answers', async (t) => {
+    await world(t);
     const from = server.logs.lines.length;
     const locker = new pg.Client({ connectionString: server.databaseUrl });
     await locker.connect();

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header, rawRequest, tenantLatency } from './helpers.js';
 
 /**
@@ -16,14 +17,14 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
   let key: string;
   const origin = 'https://shop.example.com';
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // The latency test sends many requests with one key: its limit is not under test.
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000' });
     const account = await server.createAccount();
     await server.addListings(account, Array.from({ length: 25 }, (_, i) => ({ title: `Listing ${i}` })));
     key = (await server.createKey(account)).key;
-  });
-  after(() => server.close());
+  }
 
   /** A preflight of /v1/listings carrying `body` with `contentType`, as raw bytes. */
   const preflight = (body: string, contentType: string) =>
@@ -32,7 +33,8 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
   /** Deeply nested JSON just under Fastify's default body limit (1 MiB): about 200 ms to parse. */
   const nested = '['.repeat(500_000) + ']'.repeat(500_000);
 
-  it('a preflight with a body gets its D16 204 whatever the body: never parsed, then the connection closes', async () => {
+  it('a preflight with a body gets its D16 204 whatever the body: never parsed, then the connection closes', async (t) => {
+    await world(t);
     for (const [label, body, contentType] of [
       ['a 1 MB nested JSON body', nested, 'application/json'],
       ['malformed JSON', '{"a":', 'application/json'],
@@ -57,7 +59,8 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
     assert.equal(header(plain, 'connection'), 'keep-alive');
   });
 
-  it('other requests with a body are answered as without one, and their connection closes', async () => {
+  it('other requests with a body are answered as without one, and their connection closes', async (t) => {
+    await world(t);
     const body = '{"not": "read"';
     // Content-Length given: Node's client would otherwise send a GET's body unframed.
     const json = { headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, body };
@@ -71,7 +74,8 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
     assertError(await server.get('/v1/nowhere', { key, method: 'PUT', ...json }), 404, 'not_found');
   });
 
-  it('a body announced as 10 MB is not waited for: the answer comes at once and the connection closes', async () => {
+  it('a body announced as 10 MB is not waited for: the answer comes at once and the connection closes', async (t) => {
+    await world(t);
     const closed = await new Promise<{ answer: string; ended: boolean }>((resolve) => {
       const socket = connect(server.port, '127.0.0.1');
       let answer = '';
@@ -86,7 +90,8 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
     assert.equal(closed.ended, true, 'the server closed the connection');
   });
 
-  it('Expect: 100-continue: the API answers at once without inviting the body, and closes; the dashboard on its port still invites it', async () => {
+  it('Expect: 100-continue: the API answers at once without inviting the body, and closes; the dashboard on its port still invites it', async (t) => {
+    await world(t);
     /** Sends `head`, then `body` once the server answers something; resolves with all it answered once it closes the connection (or `waitMs` pass). */
     const talk = (port: number, head: string, body = '', waitMs = 3_000) =>
       new Promise<{ text: string; closed: boolean }>((resolve) => {
@@ -123,6 +128,7 @@ describe('request bodies are never read by the API (issue 40 item 3; D16)', () =
   });
 
   it('another tenant\'s median latency holds while anonymous clients send preflights with 1 MB nested JSON bodies', async (t) => {
+    await world(t);
     const { alone, attacked, attacks: answered } = await tenantLatency(server.port, { path: '/v1/listings?per_page=20', options: { key } }, { connections: 2, requests: [preflight(nested, 'application/json')] });
     t.diagnostic(`tenant median ${alone.toFixed(2)} ms alone, ${attacked.toFixed(2)} ms while 2 clients sent ${answered} preflights with bodies`);
     assert.ok(answered >= 2, `the attack ran meanwhile (${answered} answered)`);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header, logLinesOf, rawRequest, type RawResponse } from './helpers.js';
 
 /**
@@ -13,14 +14,15 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
   let key: string;
   let otherKey: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     const account = await server.createAccount();
     await server.addListings(account, [{ title: 'One' }]);
     key = (await server.createKey(account)).key;
     otherKey = (await server.createKey(account)).key;
-  });
-  after(() => server.close());
+  }
 
   const raw = (lines: string[]) => rawRequest(server.port, `${lines.join('\r\n')}\r\n\r\n`);
 
@@ -38,7 +40,8 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     assert.equal(lines[0]!.status, status);
   }
 
-  it('two Authorization headers: 401, even when both hold the same valid key', async () => {
+  it('two Authorization headers: 401, even when both hold the same valid key', async (t) => {
+    await world(t);
     for (const second of [key, otherKey]) {
       const res = await raw(['GET /v1/listings HTTP/1.1', 'Host: api.localhost', `Authorization: Bearer ${key}`, `Authorization: Bearer ${second}`, 'Connection: close']);
       await assertRawError(res, 401, 'unauthorized');
@@ -52,7 +55,8 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     assert.equal((await raw(['GET /v1/listings HTTP/1.1', 'Host: api.localhost', `Authorization: Bearer ${key}`, 'Connection: close'])).status, 200);
   });
 
-  it('two Host headers: 400, whichever comes first', async () => {
+  it('two Host headers: 400, whichever comes first', async (t) => {
+    await world(t);
     for (const hosts of [['api.localhost', 'api.my.localhost'], ['api.my.localhost', 'api.localhost'], ['api.localhost', 'api.localhost']]) {
       const res = await raw(['GET /v1/listings HTTP/1.1', ...hosts.map((h) => `Host: ${h}`), `Authorization: Bearer ${key}`, 'Connection: close']);
       await assertRawError(res, 400, 'bad_request');
@@ -60,7 +64,8 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     }
   });
 
-  it('an absolute-form target: used when it names the Host, 400 when it names another host', async () => {
+  it('an absolute-form target: used when it names the Host, 400 when it names another host', async (t) => {
+    await world(t);
     const same = await raw([`GET http://api.localhost/v1/listings?per_page=1 HTTP/1.1`, 'Host: api.localhost', `Authorization: Bearer ${key}`, 'Connection: close']);
     assert.equal(same.status, 200, same.body);
     assert.equal(same.json.per_page, 1);
@@ -69,13 +74,15 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     assert.match(other.json.message, /another host than the Host header/);
   });
 
-  it('no Host header on HTTP/1.1: a JSON 400 with a request id instead of Node\'s empty 400', async () => {
+  it('no Host header on HTTP/1.1: a JSON 400 with a request id instead of Node\'s empty 400', async (t) => {
+    await world(t);
     const res = await raw(['GET /v1/listings HTTP/1.1', `Authorization: Bearer ${key}`, 'Connection: close']);
     await assertRawError(res, 400, 'bad_request');
     assert.match(res.json.message, /Host header is missing/);
   });
 
-  it('no Host header on HTTP/1.0 (where it is optional): no host, so no country: 404 not_found as JSON (D3, issue 29 item 10)', async () => {
+  it('no Host header on HTTP/1.0 (where it is optional): no host, so no country: 404 not_found as JSON (D3, issue 29 item 10)', async (t) => {
+    await world(t);
     for (const path of ['/v1/listings', '/v1/listings/changes', '/nope']) {
       const res = await raw([`GET ${path} HTTP/1.0`, `Authorization: Bearer ${key}`]);
       await assertRawError(res, 404, 'not_found');
@@ -84,7 +91,8 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     await assertRawError(await raw(['DELETE /v1/listings HTTP/1.0']), 405, 'method_not_allowed');
   });
 
-  it('an Expect the server cannot meet: a JSON 417 with a request id and a log line, not Node\'s bare 417 (D6, D19, issue 29 item 9)', async () => {
+  it('an Expect the server cannot meet: a JSON 417 with a request id and a log line, not Node\'s bare 417 (D6, D19, issue 29 item 9)', async (t) => {
+    await world(t);
     for (const expect of ['foo', 'bar=baz', `${key}`]) {
       const res = await raw(['GET /v1/listings HTTP/1.1', 'Host: api.localhost', `Authorization: Bearer ${key}`, `Expect: ${expect}`, 'Connection: close']);
       await assertRawError(res, 417, 'bad_request');
@@ -100,14 +108,16 @@ describe('request framing: ambiguous and unusual requests (D5, D6, D19)', () => 
     assert.equal(ok.status, 200, ok.body);
   });
 
-  it('CONNECT: answered with a JSON 405, Allow and a request id, not dropped', async () => {
+  it('CONNECT: answered with a JSON 405, Allow and a request id, not dropped', async (t) => {
+    await world(t);
     const res = await raw(['CONNECT api.localhost:443 HTTP/1.1', 'Host: api.localhost:443']);
     assert.equal(res.status, 405, res.body);
     assert.equal(res.headers.allow, 'GET, HEAD, OPTIONS');
     await assertRawError(res, 405, 'method_not_allowed');
   });
 
-  it('X-Content-Type-Options: nosniff on every answer', async () => {
+  it('X-Content-Type-Options: nosniff on every answer', async (t) => {
+    await world(t);
     for (const res of [
       await server.get('/v1/listings', { key }),
       await server.get('/v1/listings'),

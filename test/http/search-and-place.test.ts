@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { USAGE_TAXONOMY } from '../../src/listings/taxonomy.js';
 import { prng } from '../support/random.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError, header, readFiltered } from './helpers.js';
 
 /**
@@ -51,8 +52,10 @@ describe('text search, facets and location (D26, D27, D28)', () => {
   let key: string;
   let all: Listing[];
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { DASHBOARD_PORT: 'off' });
     const accountId = await server.createAccount();
     const rand = prng(2628);
     const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
@@ -83,8 +86,7 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     key = created.key;
     await server.service.store.keys.setRateLimit(created.id, 1_000_000);
     all = await readAll('');
-  });
-  after(() => server.close());
+  }
 
   const readAll = (query: string, perPage = 41) => readFiltered<Listing>(server, key, query, perPage);
 
@@ -185,7 +187,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     return p;
   }
 
-  it('oracle: 150 random queries (q, filters, near, bbox, sort=distance): the list, page by page, and the facets match a brute-force computation', async () => {
+  it('oracle: 150 random queries (q, filters, near, bbox, sort=distance): the list, page by page, and the facets match a brute-force computation', async (t) => {
+    await world(t);
     const rand = prng(262728);
     let matchedSome = 0;
     for (let round = 0; round < 150; round++) {
@@ -203,7 +206,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.ok(matchedSome > 50, `the queries are not vacuous: ${matchedSome} of 150 selected some but not all`);
   });
 
-  it('D26: case and accents do not matter (NFKD, marks removed, lower case); every word must start a word of title, building, street or usage', async () => {
+  it('D26: case and accents do not matter (NFKD, marks removed, lower case); every word must start a word of title, building, street or usage', async (t) => {
+    await world(t);
     const ids = async (q: string) => (await readAll(`&q=${encodeURIComponent(q)}`)).map((l) => l.id).sort();
     const cafe = await ids('cafe');
     assert.ok(cafe.length > 0);
@@ -225,7 +229,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.deepEqual((await readAll('&q=cafe')).map((l) => l.id), order);
   });
 
-  it('D26: q of 1 to 200 characters after trimming spaces, with a word; else 400 naming q', async () => {
+  it('D26: q of 1 to 200 characters after trimming spaces, with a word; else 400 naming q', async (t) => {
+    await world(t);
     const call = (q: string) => server.get(`/v1/listings?q=${encodeURIComponent(q)}`, { key });
     for (const bad of ['', '   ', '!!', '-- ,', 'a'.repeat(201), ` ${'b'.repeat(201)} `]) {
       const res = await call(bad);
@@ -242,7 +247,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.match(facets.json.message, /"q"/);
   });
 
-  it('D28: location in the object; near with radius_m (default 5000, 1..100000, inclusive) and bbox; 400s naming the parameter', async () => {
+  it('D28: location in the object; near with radius_m (default 5000, 1..100000, inclusive) and bbox; 400s naming the parameter', async (t) => {
+    await world(t);
     assert.ok(all.some((l) => l.location === null) && all.some((l) => l.location !== null));
     const expectations: Array<[string, string]> = [
       ['near=1.29', 'near'], ['near=91,0', 'near'], ['near=0,180.5', 'near'], ['near=1e1,2', 'near'], ['near=.5,2', 'near'], ['near=1.,2', 'near'], ['near=1,%202', 'near'],
@@ -273,14 +279,15 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.ok((await readAll(`&bbox=${box}`)).some((l) => l.id === somewhere.id), 'a box of zero size includes a listing on its edge');
   });
 
-  it('D28: a box across the antimeridian (min_lng above max_lng) takes both sides; listings without a location never match', async () => {
+  it('D28: a box across the antimeridian (min_lng above max_lng) takes both sides; listings without a location never match', async (t) => {
+    await world(t);
     const across = await readAll('&bbox=179.5,-17,-179.5,-16');
     const west = across.filter((l) => l.location!.lng > 0);
     const east = across.filter((l) => l.location!.lng < 0);
     assert.ok(west.length > 0 && east.length > 0, 'both sides of the line');
     assert.deepEqual(across.map((l) => l.id), reference({ bbox: '179.5,-17,-179.5,-16' }));
-    const world = await readAll('&bbox=-180,-90,180,90');
-    assert.equal(world.length, all.filter((l) => l.location !== null).length, 'the whole world: every listing with a location, none without');
+    const everywhere = await readAll('&bbox=-180,-90,180,90');
+    assert.equal(everywhere.length, all.filter((l) => l.location !== null).length, 'the whole world: every listing with a location, none without');
     const far = await readAll('&near=0,0&radius_m=100000');
     assert.ok(far.every((l) => l.location !== null));
     // Near the antimeridian, distance wraps: a point at 179.99 is near one at -179.99.
@@ -288,7 +295,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.ok(wrapped.some((l) => l.location!.lng < 0) && wrapped.some((l) => l.location!.lng > 0));
   });
 
-  it('D27: disjunctive counts: a usage type filter leaves every type\'s count as it was, featured and takeover likewise', async () => {
+  it('D27: disjunctive counts: a usage type filter leaves every type\'s count as it was, featured and takeover likewise', async (t) => {
+    await world(t);
     const none = await server.get('/v1/listings/facets', { key });
     assert.equal(none.status, 200);
     assert.equal(none.json.total, all.length);
@@ -312,7 +320,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.deepEqual(empty, { total: 0, price: [], size: { min: null, max: null, count: 0 } });
   });
 
-  it('D27 with D21: facets have a strong ETag and a free 304, and one request counts against the limit', async () => {
+  it('D27 with D21: facets have a strong ETag and a free 304, and one request counts against the limit', async (t) => {
+    await world(t);
     const first = await server.get('/v1/listings/facets?usage_type=Retail', { key });
     const etag = header(first, 'etag');
     assert.match(etag ?? '', /^"[^"]+"$/);
@@ -325,7 +334,8 @@ describe('text search, facets and location (D26, D27, D28)', () => {
     assert.equal(header(next, 'etag'), etag, 'the same counts, the same ETag');
   });
 
-  it('D28: location travels in the change feed like any other field', async () => {
+  it('D28: location travels in the change feed like any other field', async (t) => {
+    await world(t);
     const feed = await server.get('/v1/listings/changes?limit=500', { key });
     assert.equal(feed.status, 200);
     const located = all.find((l) => l.location !== null)!;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { generateKey, hashKey } from '../../src/auth/key-format.js';
 import { FAILED_REQUESTS_KEPT } from '../../src/storage/index.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/process.js';
 import { readCounts } from '../support/read-counts.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
+import { atEnd, freshServer } from '../support/world.js';
 
 /**
  * Usage per key and the failed-request ring (issue 12), through two real instances sharing one
@@ -15,7 +16,7 @@ import { startTestServer, TestClock, type TestServer } from '../support/server.j
  */
 describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () => {
   let database: TestDatabase;
-  const clock = new TestClock();
+  let clock: TestClock;
   let a: TestServer;
   let b: TestServer;
   let accountId: string;
@@ -26,10 +27,13 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
   const usageRows = () => a.service.store.db.selectFrom('api_usage').selectAll().orderBy('key_id').orderBy('span').orderBy('bucket_start').orderBy('outcome').execute();
   const failureRows = () => a.service.store.db.selectFrom('api_failed_requests').selectAll().execute();
 
-  before(async () => {
-    database = await createTestDatabase();
-    a = await startTestServer(env(), clock);
-    b = await startTestServer(env(), clock);
+  /** Each test's own world (issue 42): two fresh instances on a database and a clock of their own, and the keys the tests use. */
+  async function world(t: TestContext): Promise<void> {
+    clock = new TestClock();
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
+    a = await freshServer(t, env(), { clock });
+    b = await freshServer(t, env(), { clock });
     accountId = await a.createAccount();
     otherAccountId = await a.createAccount();
     await a.addListings(accountId, [{ title: 'One' }, { title: 'Two' }]);
@@ -41,12 +45,7 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     await a.service.store.keys.setRateLimit(keys.limited!.id, 3);
     await a.service.store.keys.revoke(keys.revoked!.id, new Date(clock.now()).toISOString());
     await a.allowOrigin(accountId, 'https://good.example');
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await database?.drop();
-  });
+  }
 
   /** One instance's share of the traffic: what each request answers is asserted as it goes. */
   async function traffic(server: TestServer): Promise<void> {
@@ -76,7 +75,15 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.equal((await server.get('/v1/listings', { key: web, method: 'DELETE' })).status, 405);
   }
 
-  it('counts are exact per key, bucket and outcome, summed across both instances (an upsert that adds)', async () => {
+  /** Both instances' share of the traffic, flushed: the rows the tests of stored failures and buckets read. */
+  async function trafficOfBoth(): Promise<void> {
+    await traffic(a);
+    await traffic(b);
+    await flushBoth();
+  }
+
+  it('counts are exact per key, bucket and outcome, summed across both instances (an upsert that adds)', async (t) => {
+    await world(t);
     await traffic(a);
     await traffic(b);
     // Half of both again, five minutes on (the next five-minute bucket, the same hour).
@@ -115,7 +122,9 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     }
   });
 
-  it('the failed requests of an account are kept with what explains them, and nothing of any key or Authorization header', async () => {
+  it('the failed requests of an account are kept with what explains them, and nothing of any key or Authorization header', async (t) => {
+    await world(t);
+    await trafficOfBoth();
     const failures = await failureRows();
     const mine = failures.filter((f) => f.account_id === accountId);
     // Per instance: 400, 403, 404, 429, and the two attributable 401s.
@@ -133,7 +142,9 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     for (const f of mine) assert.match(f.request_id, /^req_/);
   });
 
-  it('each failed request keeps why it failed (the refusing step\'s reason) and the client\'s address (issue 29 item 11)', async () => {
+  it('each failed request keeps why it failed (the refusing step\'s reason) and the client\'s address (issue 29 item 11)', async (t) => {
+    await world(t);
+    await trafficOfBoth();
     const mine = (await failureRows()).filter((f) => f.account_id === accountId);
     const reasons = (code: string) => new Set(mine.filter((f) => f.code === code).map((f) => f.reason));
     assert.deepEqual(reasons('origin_not_allowed'), new Set(['origin_not_registered']));
@@ -150,7 +161,9 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.ok(!answer.body.includes('revoked_key'));
   });
 
-  it('a key in the path, the query, the Origin or the Authorization header never reaches a stored row (D20)', async () => {
+  it('a key in the path, the query, the Origin or the Authorization header never reaches a stored row (D20)', async (t) => {
+    await world(t);
+    await trafficOfBoth();
     const web = keys.web!.key;
     const pasted = generateKey('sg');
     const secret = pasted.slice('sg_live_'.length);
@@ -177,7 +190,8 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.ok(everything.includes('sg_live_[redacted]'), 'keys in paths, messages and origins are redacted');
   });
 
-  it('the ring keeps the newest 200 failed requests of an account, across flushes and instances', async () => {
+  it('the ring keeps the newest 200 failed requests of an account, across flushes and instances', async (t) => {
+    await world(t);
     const web = keys.web!.key;
     await a.service.store.keys.setRateLimit(keys.web!.id, 1_000_000);
     for (let i = 0; i < 130; i++) {
@@ -196,7 +210,9 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.deepEqual(kept.map((f) => f.path), Array.from({ length: 200 }, (_, i) => `/v1/listings/ring-${259 - i}`), 'the newest, newest first');
   });
 
-  it('five-minute buckets are pruned after 48 hours and hourly ones after 90 days, in the flushes', async () => {
+  it('five-minute buckets are pruned after 48 hours and hourly ones after 90 days, in the flushes', async (t) => {
+    await world(t);
+    await trafficOfBoth();
     const spans = async () => {
       const rows = await usageRows();
       return { fiveMinutes: rows.filter((r) => r.span === 300).length, hours: rows.filter((r) => r.span === 3600).length };
@@ -215,7 +231,8 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.deepEqual(rows.map((r) => [r.span, r.outcome, Number(r.n)]), [[300, '200', 1], [3600, '200', 1]], 'only the new request is left');
   });
 
-  it('a 401 costs one key look-up whatever the key: unknown, revoked or another country\'s (issue 40 item 11)', async () => {
+  it('a 401 costs one key look-up whatever the key: unknown, revoked or another country\'s (issue 40 item 11)', async (t) => {
+    await world(t);
     // The key step's look-up is the only one: a revoked or other-country key is attributed to its
     // account from what that step found, not looked up again, so such a 401 takes the path of an
     // unknown key's (a second look-up, or formatting the failed request on the request path,
@@ -237,7 +254,8 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     assert.ok(attributed.some((f) => f.key_id === keys.malaysia!.id && f.reason === 'wrong_country'));
   });
 
-  it('a flush that fails keeps its counts for the next one', async () => {
+  it('a flush that fails keeps its counts for the next one', async (t) => {
+    await world(t);
     const db = a.service.store.db;
     await db.deleteFrom('api_usage').execute();
     assert.equal((await a.get('/v1/listings', { key: keys.web!.key })).status, 200);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, it, type TestContext } from 'node:test';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { assertError } from './helpers.js';
 
 const MINUTE = 60_000;
@@ -29,9 +30,11 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
   let soon: number;
   let exactly: number;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server and what the tests read on it. */
+  async function world(t: TestContext): Promise<void> {
     // Rate limiting is tested in rate-limit.test.ts; here many requests share a key.
-    server = await startTestServer({ RATE_LIMIT_PER_MINUTE: '100000' });
+    // No dashboard: no test here asks it anything, and its routes' schemas were most of a world's start.
+    server = await freshServer(t, { RATE_LIMIT_PER_MINUTE: '100000', DASHBOARD_PORT: 'off' });
     orgId = await server.createAccount();
     key = (await server.createKey(orgId)).key;
     myKey = (await server.createKey(orgId, 'my')).key;
@@ -54,8 +57,7 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
       { id: ids.expiresAtExactly, expiry_date: new Date(exactly).toISOString() },
     ]);
     await server.addListings(other, [{ id: ids.otherOwners }]);
-  });
-  after(() => server.close());
+  }
 
   const listIds = async (k = key): Promise<string[]> => {
     const res = await server.get('/v1/listings?per_page=100', { key: k });
@@ -66,7 +68,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
   };
   const detail = (id: string, k = key) => server.get(`/v1/listings/${id}`, { key: k });
 
-  it('only active listings whose expiry is null or later than now are listed; the others are 404 by id (spec 3, D10)', async () => {
+  it('only active listings whose expiry is null or later than now are listed; the others are 404 by id (spec 3, D10)', async (t) => {
+    await world(t);
     const visible = [ids.plain, ids.noExpiry, ids.expiresSoon, ids.expiresLater, ids.toBeLeased, ids.expiresAtExactly].sort();
     assert.deepEqual(await listIds(), visible);
     for (const id of visible) assert.equal((await detail(id)).status, 200, id);
@@ -75,7 +78,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
     }
   });
 
-  it('an active listing drops out at the instant of its expiry, with no batch job (D10)', async () => {
+  it('an active listing drops out at the instant of its expiry, with no batch job (D10)', async (t) => {
+    await world(t);
     // One millisecond before: visible (and any cache of it is warm).
     server.clock.ms = soon - 1;
     assert.ok((await listIds()).includes(ids.expiresSoon));
@@ -103,7 +107,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
     assert.ok(!(await listIds()).includes(ids.plain));
   });
 
-  it('a listing that becomes leased drops out on the next request; its id then gives 404 (spec 3)', async () => {
+  it('a listing that becomes leased drops out on the next request; its id then gives 404 (spec 3)', async (t) => {
+    await world(t);
     assert.equal((await detail(ids.toBeLeased)).status, 200);
     assert.ok((await listIds()).includes(ids.toBeLeased));
     // The import is how a listing's status changes (OPERATIONS); the server keeps running.
@@ -115,7 +120,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
     assert.equal((await detail(ids.toBeLeased)).status, 200);
   });
 
-  it('D11: an id that is not a UUID gives 404 not_found', async () => {
+  it('D11: an id that is not a UUID gives 404 not_found', async (t) => {
+    await world(t);
     const malformed = [
       'abc', '123', '0', 'null', 'undefined', '%20', 'a0000000000040008000000000000001', `${ids.noExpiry}0`, ids.noExpiry.slice(1),
       `{${ids.noExpiry}}`, ids.noExpiry.replaceAll('-', '_'), 'zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz', "1'%20OR%20'1'='1", 'x'.repeat(1000),
@@ -124,7 +130,8 @@ describe('visibility: only active, unexpired listings of the key (spec 3, 4.3; D
     for (const id of malformed) assertError(await detail(id), 404, 'not_found', id);
   });
 
-  it('another owner\'s listing and another country\'s listing give 404; all the 404s look alike (spec 4.3)', async () => {
+  it('another owner\'s listing and another country\'s listing give 404; all the 404s look alike (spec 4.3)', async (t) => {
+    await world(t);
     const otherOwner = await detail(ids.otherOwners);
     assertError(otherOwner, 404, 'not_found');
     const otherCountry = await detail(ids.myListing);

@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/index.js';
 import type { WarmUpResult } from '../../src/readmodel/warm-up.js';
 import { createService, type Service } from '../../src/service.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { readCounts } from '../support/read-counts.js';
 import { httpCall, LogCapture, startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
+import { atEnd } from '../support/world.js';
 
 /**
  * The warm-up (issue 30 item 4): a restarted instance builds the indexes of the tenants read in
@@ -25,7 +26,7 @@ const BIG = 2000;
 
 describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last hour are built before ready (issue 30 item 4)`, () => {
   let database: TestDatabase;
-  const clock = new TestClock();
+  let clock: TestClock;
   const tenants: Record<'big' | 'small' | 'old' | 'unread', { account: string; key: string }> = {} as never;
   const servers: TestServer[] = [];
 
@@ -37,8 +38,17 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
   };
   const warmUpLines = (server: TestServer) => server.logs.lines.filter((l) => /^warm-up/.test(String(l.msg)));
 
-  before(async () => {
-    database = await createTestDatabase();
+  /**
+   * Each test's own world (issue 42): a fresh database and clock, with the history of reads a first
+   * instance left on them; the instances a test starts on it are closed when it ends, then the database.
+   */
+  async function world(t: TestContext): Promise<void> {
+    clock = new TestClock();
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
+    atEnd(t, async () => {
+      for (const server of servers.splice(0)) await server.close().catch(() => undefined);
+    });
     const first = await restart();
     for (const [name, size] of [['big', BIG], ['small', 3], ['old', 5], ['unread', 7]] as const) {
       const account = await first.createAccount();
@@ -53,13 +63,10 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
     assert.equal((await first.get('/v1/listings', { key: tenants.big.key })).status, 200);
     // The shutdown writes the usage counts and last-used times (as SIGTERM does in a rolling restart).
     await first.close();
-  });
-  after(async () => {
-    for (const server of servers) await server.close().catch(() => undefined);
-    await database?.drop();
-  });
+  }
 
-  it('WARMUP_MAX_LISTINGS: no tenant is started past the bound, and the tenant read last comes first', async () => {
+  it('WARMUP_MAX_LISTINGS: no tenant is started past the bound, and the tenant read last comes first', async (t) => {
+    await world(t);
     const server = await restart({ WARMUP_MAX_LISTINGS: '1' });
     const result = (await server.service.warmedUp())!;
     assert.deepEqual({ ...result, ms: 0 }, { tenants: 2, warmed: 1, listings: BIG, ms: 0, stopped: 'listings' });
@@ -67,12 +74,14 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
     assert.match(String(warmUpLines(server).at(-1)!.msg), /^warm-up stopped at WARMUP_MAX_LISTINGS=1 after \d+ ms: 1 of 2 tenants/);
   });
 
-  it('with USAGE_COUNTING=off too: last-used times are kept whatever it says', async () => {
+  it('with USAGE_COUNTING=off too: last-used times are kept whatever it says', async (t) => {
+    await world(t);
     const server = await restart({ USAGE_COUNTING: 'off' });
     assert.deepEqual({ ...(await server.service.warmedUp())!, ms: 0 }, { tenants: 2, warmed: 2, listings: BIG + 3, ms: 0, stopped: 'done' });
   });
 
-  it('WARMUP_TIMEOUT_MS=0 turns it off', async () => {
+  it('WARMUP_TIMEOUT_MS=0 turns it off', async (t) => {
+    await world(t);
     const server = await restart({ WARMUP_TIMEOUT_MS: '0' });
     assert.equal(await server.service.warmedUp(), undefined);
     assert.equal((await readCounts(server)).tenants, 0);
@@ -92,7 +101,8 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
   };
   const readyMetric = async (metricsPort: number) => sampleValue(parseScrape((await httpCall(metricsPort, '/metrics', { host: '127.0.0.1' })).body), 'listings_ready');
 
-  it('polled from the moment it listens: /healthz answers at once, and every /readyz 200 comes once the indexes are built', async () => {
+  it('polled from the moment it listens: /healthz answers at once, and every /readyz 200 comes once the indexes are built', async (t) => {
+    await world(t);
     const { port, metricsPort } = await listening();
     assert.equal((await httpCall(port, '/healthz')).status, 200);
     const seen: number[] = [];
@@ -123,7 +133,8 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
     };
   };
 
-  it('while it warms: /readyz 503 "warming up", /healthz 200, listings_ready 0; then 200 and 1', { skip: skipPg }, async () => {
+  it('while it warms: /readyz 503 "warming up", /healthz 200, listings_ready 0; then 200 and 1', { skip: skipPg }, async (t) => {
+    await world(t);
     const release = await lockKeys();
     let warmed: WarmUpResult | undefined;
     const { service, port, metricsPort } = await listening();
@@ -142,7 +153,8 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
     assert.equal(await readyMetric(metricsPort), 1);
   });
 
-  it('WARMUP_TIMEOUT_MS bounds it: a warm-up that cannot finish stops waiting at its limit, says so, and the instance reports ready', { skip: skipPg }, async () => {
+  it('WARMUP_TIMEOUT_MS bounds it: a warm-up that cannot finish stops waiting at its limit, says so, and the instance reports ready', { skip: skipPg }, async (t) => {
+    await world(t);
     const release = await lockKeys();
     let port: number;
     try {
@@ -160,7 +172,8 @@ describe(`warm-up on ${TEST_STORE}: the indexes of the tenants read in the last 
   });
 
   // Last: it reads the unread tenant, which is then read recently for any instance after it.
-  it('a restarted instance has built the indexes of the tenants read in the last hour when it reports ready; their first page builds nothing', async () => {
+  it('a restarted instance has built the indexes of the tenants read in the last hour when it reports ready; their first page builds nothing', async (t) => {
+    await world(t);
     const server = await restart();
     const stats = await readCounts(server);
     assert.equal(stats.tenants, 2, 'big and small: not old (two hours ago), not unread');

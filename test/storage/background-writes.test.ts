@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { importListings } from '../../src/import/import.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { PRUNE_BATCH } from '../../src/storage/feed.js';
 import { LAST_USED_PER_WRITE } from '../../src/storage/keys.js';
 import { USAGE_PRUNE_BATCH } from '../../src/storage/usage.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { atEnd } from '../support/world.js';
 import { turnsDuring } from '../support/event-loop.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 
@@ -25,19 +26,19 @@ describe(`background writes on ${TEST_STORE}: small transactions, the event loop
   let store: Store;
   let owner: string;
 
-  before(async () => {
-    database = await createTestDatabase();
+  /** Each test's own world (issue 42): a store on a fresh, migrated database, and what the tests read in it. */
+  async function world(t: TestContext): Promise<void> {
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
     store = openStore(database.url);
+    atEnd(t, () => store.close());
     await store.migrate();
     owner = randomUUID();
     await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: NOW });
-  });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  }
 
-  it(`last-used times: ${LAST_USED_PER_WRITE} keys per transaction, every key written`, async () => {
+  it(`last-used times: ${LAST_USED_PER_WRITE} keys per transaction, every key written`, async (t) => {
+    await world(t);
     const ids = Array.from({ length: 2 * LAST_USED_PER_WRITE + 50 }, () => randomUUID());
     for (const [i, id] of ids.entries()) {
       await store.keys.create({ id, account_id: owner, country: 'sg', label: `k${i}`, key_hash: i.toString(16).padStart(64, '0'), prefix: 'sg_live_abcd', last4: 'wxyz', rate_limit_per_minute: null, created_at: NOW, last_used_at: null, revoked_at: null });
@@ -50,7 +51,8 @@ describe(`background writes on ${TEST_STORE}: small transactions, the event loop
     assert.equal(written.length, ids.length);
   });
 
-  it(`the change history is pruned ${PRUNE_BATCH} changes per transaction, the highest forgotten noted`, async () => {
+  it(`the change history is pruned ${PRUNE_BATCH} changes per transaction, the highest forgotten noted`, async (t) => {
+    await world(t);
     const lines = Array.from({ length: 2 * PRUNE_BATCH + 50 }, () => listingLine(owner));
     await importListings(store, ndjsonStream(lines), new Date(NOW));
     const changes = await store.db.selectFrom('listing_changes').select('seq').orderBy('seq').execute();
@@ -62,14 +64,16 @@ describe(`background writes on ${TEST_STORE}: small transactions, the event loop
     assert.equal(await store.feed.prunedSeq(owner, 'sg'), Number(changes.at(-1)!.seq), "the tenant's history is known to start after its last change");
   });
 
-  it('only changes older than the time are pruned, however the batches fall', async () => {
+  it('only changes older than the time are pruned, however the batches fall', async (t) => {
+    await world(t);
     const before = (await store.db.selectFrom('listing_changes').select('seq').execute()).length;
     await importListings(store, ndjsonStream(Array.from({ length: 30 }, () => listingLine(owner))), new Date('2026-12-01T00:00:00.000Z'));
     assert.equal(await store.feed.prune('2026-11-23T00:00:00.000Z', 7), 0);
     assert.equal((await store.db.selectFrom('listing_changes').select('seq').execute()).length, before + 30);
   });
 
-  it(`old usage buckets are deleted ${USAGE_PRUNE_BATCH} rows per transaction, newer ones and other spans kept`, async () => {
+  it(`old usage buckets are deleted ${USAGE_PRUNE_BATCH} rows per transaction, newer ones and other spans kept`, async (t) => {
+    await world(t);
     const old = '2026-11-01T00:00:00.000Z';
     const recent = '2026-11-22T09:55:00.000Z';
     const keyIds = Array.from({ length: 2 * USAGE_PRUNE_BATCH + 50 }, () => randomUUID());

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import type { Body } from '../../src/readmodel/index.js';
 import { TEST_STORE } from '../support/database.js';
 import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
 import { TestClock } from '../support/server.js';
+import { atEnd } from '../support/world.js';
 import { tenantOf } from '../../src/core/tenant.js';
 
 /**
@@ -16,15 +17,17 @@ describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's bu
   let model: ReadModelOnStore;
   let owner: string;
   let ids: string[];
-  const clock = new TestClock();
+  let clock: TestClock;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a read model over a store on a fresh database, with its own clock, and a tenant of three listings. */
+  async function world(t: TestContext): Promise<void> {
+    clock = new TestClock();
     model = await openReadModelOnStore(clock, 5000);
+    atEnd(t, () => model.close());
     const tenant = await model.tenantWith(3);
     owner = tenant.owner;
     ids = tenant.lines.map((line) => line.id as string);
-  });
-  after(() => model.close());
+  }
 
   const ownsItsMemory = (body: Body | undefined, what: string) => {
     assert.ok(body !== undefined, what);
@@ -33,7 +36,8 @@ describe(`cached answers on ${TEST_STORE} own their bytes (no slice of Node's bu
     assert.equal(body.bytes.buffer.byteLength, body.bytes.length, `${what}: its memory is its own`);
   };
 
-  it('a detail answer (the cached listing), a page and a feed answer', async () => {
+  it('a detail answer (the cached listing), a page and a feed answer', async (t) => {
+    await world(t);
     const tenant = tenantOf(owner, 'sg');
     for (const id of ids) ownsItsMemory(await model.reads.detail(tenant, id), `detail ${id}`);
     ownsItsMemory(await model.reads.listPage(tenant, 1, 1), 'a page of one listing');

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { importListings } from '../../src/import/import.js';
 import type { Store } from '../../src/storage/index.js';
 import { TEST_STORE } from '../support/database.js';
 import { turnsDuring } from '../support/event-loop.js';
 import { openReadModelOnStore, type ReadModelOnStore } from '../support/read-model.js';
 import { ndjsonStream, TestClock } from '../support/server.js';
+import { atEnd } from '../support/world.js';
 import { tenantOf } from '../../src/core/tenant.js';
 
 interface FeedEvent {
@@ -30,13 +31,15 @@ interface FeedAnswer {
 describe(`change feed answers on ${TEST_STORE}: read in batches, exact under concurrent writes`, () => {
   let model: ReadModelOnStore;
   let store: Store;
-  const clock = new TestClock();
+  let clock: TestClock;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a read model over a store on a fresh database, with its own clock. */
+  async function world(t: TestContext): Promise<void> {
+    clock = new TestClock();
     model = await openReadModelOnStore(clock, 0);
+    atEnd(t, () => model.close());
     store = model.store;
-  });
-  after(() => model.close());
+  }
 
   const tenantWith = (count: number) => model.tenantWith(count);
 
@@ -81,7 +84,8 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     }
   }
 
-  it('an answer of many events reads its snapshot in batches, the event loop turning between them', async () => {
+  it('an answer of many events reads its snapshot in batches, the event loop turning between them', async (t) => {
+    await world(t);
     const { owner, lines } = await tenantWith(650);
     const { result: first, turns } = await turnsDuring(() => answer(owner));
     assert.ok(turns >= 3, `four reads of 200, a turn before each after the first (saw ${turns})`);
@@ -90,7 +94,8 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     assert.equal(first.has_more, false);
   });
 
-  it('a listing written between two batches of the snapshot comes once, with the state written', async () => {
+  it('a listing written between two batches of the snapshot comes once, with the state written', async (t) => {
+    await world(t);
     const { owner, lines } = await tenantWith(450);
     const changed = lines[0]!;
     // After the first batch: another process changes the first listing, whose update time moves
@@ -108,7 +113,8 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     assert.deepEqual(next.items, [], 'nothing left to tell');
   });
 
-  it('a listing written again between two batches of the log comes once, with its latest state', async () => {
+  it('a listing written again between two batches of the log comes once, with its latest state', async (t) => {
+    await world(t);
     const { owner, lines } = await tenantWith(250);
     const first = await answer(owner);
     assert.equal(first.has_more, false);
@@ -131,7 +137,8 @@ describe(`change feed answers on ${TEST_STORE}: read in batches, exact under con
     assert.equal(copy.get(lines[1]!.id as string), `second ${lines[1]!.title as string}`);
   });
 
-  it('a listing written between the snapshot and the log comes once, with its latest state, and the copy is exact', async () => {
+  it('a listing written between the snapshot and the log comes once, with its latest state, and the copy is exact', async (t) => {
+    await world(t);
     const { owner, lines } = await tenantWith(30);
     const changed = lines[5]!;
     // The snapshot has read every listing; before the log is read, another process writes one.

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { sql } from '#kysely';
 import { importListings } from '../../src/import/import.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { keptTotal } from '../../src/storage/listing-counts.js';
 import * as countsMigration from '../../src/storage/migrations/017_tenant_listing_counts.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { atEnd } from '../support/world.js';
 import { prng } from '../support/random.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 
@@ -28,16 +29,15 @@ describe(`kept listing counts on ${TEST_STORE}`, () => {
   const owners = [randomUUID(), randomUUID()];
   const tenants = owners.flatMap((ownerAccountId) => ['sg', 'my'].map((country) => ({ ownerAccountId, country })));
 
-  before(async () => {
-    database = await createTestDatabase();
+  /** Each test's own world (issue 42): a store on a fresh, migrated database, and what the tests read in it. */
+  async function world(t: TestContext): Promise<void> {
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
     store = openStore(database.url);
+    atEnd(t, () => store.close());
     await store.migrate();
     for (const id of owners) await store.accounts.create({ id, name: 'Org', kind: 'organisation', created_at: new Date(START).toISOString() });
-  });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  }
 
   const iso = (ms: number) => new Date(ms).toISOString();
   const versionOf = async (tenant: { ownerAccountId: string; country: string }) => Number((await store.db.selectFrom('tenant_versions').select('version')
@@ -46,7 +46,8 @@ describe(`kept listing counts on ${TEST_STORE}`, () => {
   const counted = async (tenant: { ownerAccountId: string; country: string }, now: string) => Number((await sql<{ n: number | string }>`select count(*) as n from listings
     where owner_account_id = ${tenant.ownerAccountId} and country = ${tenant.country} and status = 'active' and (expiry_date is null or expiry_date > ${now})`.execute(store.db)).rows[0]!.n);
 
-  it('equals the tenant counted whole after random imports, at any moment near them', async () => {
+  it('equals the tenant counted whole after random imports, at any moment near them', async (t) => {
+    await world(t);
     const rand = prng(4402);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
     const lines = new Map<string, Record<string, unknown>>();
@@ -77,7 +78,8 @@ describe(`kept listing counts on ${TEST_STORE}`, () => {
     }
   });
 
-  it('is not taken at another version, and an import keeps it again', async () => {
+  it('is not taken at another version, and an import keeps it again', async (t) => {
+    await world(t);
     const tenant = tenants[0]!;
     const clock = START + 1000 * MINUTE;
     await importListings(store, ndjsonStream([listingLine(tenant.ownerAccountId)]), new Date(clock));
@@ -97,7 +99,8 @@ describe(`kept listing counts on ${TEST_STORE}`, () => {
     assert.equal(healed?.count.total, await counted(tenant, iso(clock + MINUTE)));
   });
 
-  it('migration 017 counts every tenant that has listings', async () => {
+  it('migration 017 counts every tenant that has listings', async (t) => {
+    await world(t);
     await countsMigration.down(store.db);
     await countsMigration.up(store.db);
     const now = new Date().toISOString();

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { tenantKey, tenantOf } from '../../src/core/tenant.js';
 import { importListings } from '../../src/import/import.js';
 import { REPLAY_READ_CHUNK, SPLICE_LIMIT, TenantIndex } from '../../src/readmodel/tenant-index.js';
 import { openStore, type Store } from '../../src/storage/index.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { atEnd } from '../support/world.js';
 import { prng } from '../support/random.js';
 import { turnsDuring } from '../support/event-loop.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
@@ -23,21 +24,21 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
   let owner: string;
   let other: string;
 
-  before(async () => {
-    database = await createTestDatabase();
+  /** Each test's own world (issue 42): a store on a fresh, migrated database, and what the tests read in it. */
+  async function world(t: TestContext): Promise<void> {
+    database = await createMigratedTestDatabase();
+    atEnd(t, () => database.drop());
     store = openStore(database.url, { listenForChanges: true });
+    atEnd(t, () => store.close());
     await store.migrate();
     await store.start();
     owner = randomUUID();
     other = randomUUID();
     for (const id of [owner, other]) await store.accounts.create({ id, name: id, kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });
-  });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  }
 
-  it('over seeded rounds of spliced and merged replays', async () => {
+  it('over seeded rounds of spliced and merged replays', async (t) => {
+    await world(t);
     const rand = prng(20261123);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
     let now = Date.parse('2026-06-01T00:00:00.000Z');
@@ -108,7 +109,8 @@ describe(`tenant index on ${TEST_STORE}: a replayed index equals a fresh build`,
     assert.ok(replays >= 30, `writes were replayed, not built again (${replays} replays)`);
   });
 
-  it(`a replay of many changes reads them ${REPLAY_READ_CHUNK} per query, a turn of the event loop between reads, and gives the index of a fresh build`, async () => {
+  it(`a replay of many changes reads them ${REPLAY_READ_CHUNK} per query, a turn of the event loop between reads, and gives the index of a fresh build`, async (t) => {
+    await world(t);
     // A tenant of its own: the seeded rounds above leave theirs as they are.
     const tenant = randomUUID();
     await store.accounts.create({ id: tenant, name: tenant, kind: 'organisation', created_at: '2026-01-01T00:00:00.000Z' });

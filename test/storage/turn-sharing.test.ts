@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { openStore, type Store } from '../../src/storage/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, type TestDatabase } from '../support/database.js';
+import { atEnd } from '../support/world.js';
 import { turnsDuring } from '../support/event-loop.js';
 
 const NOW = '2026-11-24T10:00:00.000Z';
@@ -20,9 +21,12 @@ describe('SQLite: statements share the turns of the event loop', () => {
   const hashes: string[] = [];
   const ids: string[] = [];
 
-  before(async () => {
-    database = await createTestDatabase('sqlite');
+  /** Each test's own world (issue 42): a store on a fresh, migrated database, and what the tests read in it. */
+  async function world(t: TestContext): Promise<void> {
+    database = await createMigratedTestDatabase('sqlite');
+    atEnd(t, () => database.drop());
     store = openStore(database.url);
+    atEnd(t, () => store.close());
     await store.migrate();
     const owner = randomUUID();
     await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: NOW });
@@ -33,13 +37,10 @@ describe('SQLite: statements share the turns of the event loop', () => {
       ids.push(id);
       hashes.push(hash);
     }
-  });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+  }
 
-  it(`a burst of look-ups started together runs over several turns, each answered, in order`, async () => {
+  it(`a burst of look-ups started together runs over several turns, each answered, in order`, async (t) => {
+    await world(t);
     // 2,000 look-ups of about 20-50 µs each: far more than one turn's ${SQLITE_TURN_BUDGET_MS} ms.
     const asked = Array.from({ length: 2000 }, (_, i) => i % hashes.length);
     const finished: number[] = [];
@@ -58,7 +59,8 @@ describe('SQLite: statements share the turns of the event loop', () => {
     assert.ok(turns >= 2, `the look-ups were spread over turns (saw ${turns})`);
   });
 
-  it('a write transaction takes its turn like a read and is not split', async () => {
+  it('a write transaction takes its turn like a read and is not split', async (t) => {
+    await world(t);
     const at = '2026-11-24T11:00:00.000Z';
     const reads = hashes.slice(0, 100).map((h) => store.keys.findByHash(h));
     await store.keys.recordLastUsed(new Map(ids.map((id) => [id, at])));

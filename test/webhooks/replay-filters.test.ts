@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { REPLAY_HEADER } from '../../src/webhooks/deliverer.js';
 import { addWebhook, replayWebhook, setWebhookFilters, WebhookError } from '../../src/webhooks/endpoints.js';
 import type { WebhookEndpoint } from '../../src/storage/index.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
+import { atEnd, freshServer } from '../support/world.js';
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.js';
 
 /**
@@ -21,20 +22,14 @@ describe('webhook replay and filters (issue 43)', () => {
   let accountId: string;
   let endpoint: WebhookEndpoint;
 
-  before(async () => {
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
-  });
-  after(async () => {
-    await server?.close();
-  });
-  beforeEach(async () => {
+  /** Each test's own world (issue 42): a fresh server with its own clock, a receiver, and an account's endpoint on it. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: new TestClock(Date.now()), manualWebhooks: true });
     receiver = await startReceiver();
+    atEnd(t, () => receiver.close());
     accountId = await server.createAccount();
     endpoint = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: receiver.url });
-  });
-  afterEach(async () => {
-    await receiver.close();
-  });
+  }
 
   const tick = () => server.service.webhooks.tick();
   const change = async (listings: Array<Record<string, unknown>>) => {
@@ -43,7 +38,8 @@ describe('webhook replay and filters (issue 43)', () => {
     server.clock.advance(60_000);
   };
 
-  it('since a time: the changes made from then on again, in order, marked as replays; then live messages unmarked', async () => {
+  it('since a time: the changes made from then on again, in order, marked as replays; then live messages unmarked', async (t) => {
+    await world(t);
     await change([{ id: id(1) }]);
     const since = new Date(server.clock.now()).toISOString();
     await change([{ id: id(2) }]);
@@ -67,7 +63,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.deepEqual(attempts.map((a) => a.replay).reverse(), [0, 0, 0, 1, 0], 'the attempt log says which were replays');
   });
 
-  it('a replay asked for while a message is retried waits for it: order holds', async () => {
+  it('a replay asked for while a message is retried waits for it: order holds', async (t) => {
+    await world(t);
     receiver.answerWith(500);
     const since = new Date(server.clock.now()).toISOString();
     await server.addListings(accountId, [{ id: id(11) }]);
@@ -82,7 +79,8 @@ describe('webhook replay and filters (issue 43)', () => {
       'the kept message first (retried, same id), then the replay from the time asked, which covers the later change too');
   });
 
-  it('from a change-feed cursor the site holds: every change after it', async () => {
+  it('from a change-feed cursor the site holds: every change after it', async (t) => {
+    await world(t);
     const { key } = await server.createKey(accountId);
     await change([{ id: id(21) }]);
     const feed = await server.get('/v1/listings/changes', { key });
@@ -95,7 +93,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.deepEqual([data(last).upserted, last.headers[REPLAY_HEADER]], [[id(22)], 'true']);
   });
 
-  it('refuses a time in the future, a malformed time, another tenant\'s cursor, and a time before the history kept', async () => {
+  it('refuses a time in the future, a malformed time, another tenant\'s cursor, and a time before the history kept', async (t) => {
+    await world(t);
     const { store } = server.service;
     const refused = async (since: string, message: RegExp) =>
       assert.rejects(replayWebhook(store, server.clock.now, endpoint, since), (e: Error) => e instanceof WebhookError && message.test(e.message));
@@ -116,7 +115,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.equal((await store.webhooks.get(endpoint.id))!.replay_from, null, 'nothing was asked for');
   });
 
-  it('only upserts, only removals: the other kind is left out, and a message left with nothing is not sent', async () => {
+  it('only upserts, only removals: the other kind is left out, and a message left with nothing is not sent', async (t) => {
+    await world(t);
     await setWebhookFilters(server.service.store, endpoint, { changes: 'upserted', usageTypes: [] });
     await change([{ id: id(41) }, { id: id(42) }]);
     await change([{ id: id(41), status: 'leased' }]);
@@ -129,7 +129,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.equal(row.message_id, null, 'the position moved past what was filtered out');
   });
 
-  it('some usage types: upserts of those, an upsert that is of none of them told as a removal, removals as they are', async () => {
+  it('some usage types: upserts of those, an upsert that is of none of them told as a removal, removals as they are', async (t) => {
+    await world(t);
     await setWebhookFilters(server.service.store, endpoint, { changes: 'all', usageTypes: ['Office', 'Cafe'] });
     await change([{ id: id(51), usage_types: ['Office'] }, { id: id(52), usage_types: ['F&B', 'Cafe'] }, { id: id(53), usage_types: ['Retail', 'Shop'] }]);
     assert.deepEqual(data(receiver.received[0]!), { country: 'sg', upserted: [id(51), id(52)], removed: [id(53)] });
@@ -138,7 +139,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.deepEqual(data(receiver.received[1]!), { country: 'sg', upserted: [], removed: [id(51)] });
   });
 
-  it('a filter names a usage type or a kind of change that exists; each refusal one sentence', async () => {
+  it('a filter names a usage type or a kind of change that exists; each refusal one sentence', async (t) => {
+    await world(t);
     const { store } = server.service;
     await assert.rejects(setWebhookFilters(store, endpoint, { changes: 'some', usageTypes: [] }), /changes must be one of all, upserted, removed/);
     await assert.rejects(setWebhookFilters(store, endpoint, { changes: 'all', usageTypes: ['Offices'] }), /"Offices" is not a usage type/);
@@ -146,7 +148,8 @@ describe('webhook replay and filters (issue 43)', () => {
     assert.deepEqual([row.only_change, row.only_usage_types], [null, null], 'nothing changed');
   });
 
-  it('the attempt log pages back from any attempt, newest first, to the first', async () => {
+  it('the attempt log pages back from any attempt, newest first, to the first', async (t) => {
+    await world(t);
     receiver.answerWith(500);
     await server.addListings(accountId, [{}]);
     for (let i = 0; i < 7; i++) {

@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { addWebhook, rotateWebhookSecret } from '../../src/webhooks/endpoints.js';
 import { PREVIOUS_SECRET_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
 import { within } from '../support/until.js';
+import { atEnd, freshServer } from '../support/world.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 
 /**
@@ -135,18 +136,17 @@ describe('retries and rotations on the injected clock (issue 43 item 2)', () => 
   let receiver: Receiver;
   let accountId: string;
 
-  before(async () => {
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { manualWebhooks: true });
+  /** Each test's own world (issue 42): a fresh server with its own clock, a receiver, and an account. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: new TestClock(Date.now()), manualWebhooks: true });
     receiver = await startReceiver();
+    atEnd(t, () => receiver.close());
     accountId = await server.createAccount();
-  });
-  after(async () => {
-    await receiver?.close();
-    await server?.close();
-  });
+  }
   const tick = () => server.service.webhooks.tick();
 
-  it('the next attempt is counted from the end of the failed one, not its start', async () => {
+  it('the next attempt is counted from the end of the failed one, not its start', async (t) => {
+    await world(t);
     const endpoint = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: receiver.url });
     // The attempt takes 9 s of the clock, then fails.
     receiver.answerWith(() => {
@@ -169,7 +169,8 @@ describe('retries and rotations on the injected clock (issue 43 item 2)', () => 
     await server.service.store.webhooks.remove(endpoint.id);
   });
 
-  it('a second rotation within 24 h: the secret it replaces signs for its own 24 h; the first one stops (two signatures at most)', async () => {
+  it('a second rotation within 24 h: the secret it replaces signs for its own 24 h; the first one stops (two signatures at most)', async (t) => {
+    await world(t);
     const endpoint = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: receiver.url });
     const first = endpoint.secret;
     const second = (await rotateWebhookSecret(server.service.store, server.clock.now, endpoint.id))!;
