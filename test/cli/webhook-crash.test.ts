@@ -3,9 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { okJson, tempDatabase, type CliDatabase } from './helpers.js';
-import { startServerProcess, waitFor } from '../support/process.js';
+import { startServerProcess } from '../support/process.js';
 import { listingLine } from '../support/server.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { until } from '../support/until.js';
 
 /**
  * D24: an instance killed (SIGKILL) in the middle of a delivery loses nothing: another instance
@@ -43,7 +44,7 @@ describe('webhooks: kill -9 of the sending instance mid-delivery (D24)', () => {
       const file = `${db.dir}/change.ndjson`;
       writeFileSync(file, `${JSON.stringify(listingLine(account, { id: 'f0000000-0000-4000-8000-000000000001' }))}\n`);
       okJson(await db.call(['import', file, '--json']));
-      await waitFor(() => received.length === 1, 'the first attempt');
+      await until(() => received.length === 1, { what: 'the first attempt' });
       // Mid-delivery: the attempt is open, the endpoint leased to the first instance.
       first.child.kill('SIGKILL');
       await first.exited;
@@ -51,7 +52,7 @@ describe('webhooks: kill -9 of the sending instance mid-delivery (D24)', () => {
       receiver.answerWith(204);
       const other = await startServerProcess(env);
       try {
-        await waitFor(() => received.length === 2, 'the attempt of the instance that took over');
+        await until(() => received.length === 2, { what: 'the attempt of the instance that took over' });
         assert.equal(received[1]!.headers['webhook-id'], received[0]!.headers['webhook-id']);
         assert.equal(received[1]!.body, received[0]!.body);
         assert.deepEqual(JSON.parse(received[1]!.body).data.upserted, ['f0000000-0000-4000-8000-000000000001']);

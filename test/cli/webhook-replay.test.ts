@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
 import { listingLine } from '../support/server.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 import { fails, okJson, okText, rows, tempDatabase, type CliDatabase } from './helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * `webhook replay | filter | attempts` (issue 43 item 3): the operator's side, against a real
@@ -40,14 +41,14 @@ describe('webhook replay, filter and attempts commands (issue 43)', () => {
 
   it('replay --since a time sends the changes since then again, marked; it is audited', { timeout: 30_000 }, async () => {
     await importListing(ids[0]!);
-    await waitFor(() => receiver.received.length === 1, 'the first message');
+    await until(() => receiver.received.length === 1, { what: 'the first message' });
     const since = new Date().toISOString();
     await importListing(ids[1]!);
-    await waitFor(() => receiver.received.length === 2, 'the second message');
+    await until(() => receiver.received.length === 2, { what: 'the second message' });
 
     const asked = okJson(await db.call(['webhook', 'replay', webhookId, '--since', since, '--json']));
     assert.deepEqual(asked, { id: webhookId, replay: 'requested', since });
-    await waitFor(() => receiver.received.length === 3, 'the replayed message');
+    await until(() => receiver.received.length === 3, { what: 'the replayed message' });
     assert.deepEqual(upserted(2), [ids[1]]);
     assert.equal(receiver.received[2]!.headers['listings-replay'], 'true');
     assert.equal(receiver.received[1]!.headers['listings-replay'], undefined);
@@ -76,7 +77,7 @@ describe('webhook replay, filter and attempts commands (issue 43)', () => {
     const before = receiver.received.length;
     await importListing(ids[2]!, { usage_types: ['F&B', 'Cafe'] });
     await importListing('a1000000-0000-4000-8000-000000000004', { usage_types: ['Office'] });
-    await waitFor(() => receiver.received.slice(before).some((r) => r.body.includes('a1000000-0000-4000-8000-000000000004')), 'the office listing');
+    await until(() => receiver.received.slice(before).some((r) => r.body.includes('a1000000-0000-4000-8000-000000000004')), { what: 'the office listing' });
     // The cafe (not an office) would be a removal, and removals are filtered out: only the office was sent.
     assert.ok(receiver.received.slice(before).every((r) => !r.body.includes(ids[2]!)), 'the cafe was not sent');
     okText(await db.call(['webhook', 'filter', webhookId, '--changes', 'all', '--usage-types', 'all']));

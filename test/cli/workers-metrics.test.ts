@@ -3,10 +3,11 @@ import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { callCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../support/process.js';
 import { counterDrops, increase, parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall } from '../support/server.js';
 import { cleanUpServerOnRedis, sleep, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * METRICS_PORT with `serve --workers 2` (issues 12 and 30): the primary listens for scrapes and one
@@ -149,9 +150,9 @@ for (const store of ['sqlite', 'postgres'] as const) {
       const watching = watchScrapes(metricsPort);
       try {
         server = await startServerProcess({ ...env, REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info', METRICS_PORT: String(metricsPort) }, ['--workers', '2']);
-        await waitFor(() => servingWorkers(server.output()).length === 2, 'both workers serving');
+        await until(() => servingWorkers(server.output()).length === 2, { what: 'both workers serving' });
         const seen = watching.answers.length;
-        await waitFor(() => watching.answers.length > seen, 'a scrape once both serve');
+        await until(() => watching.answers.length > seen, { what: 'a scrape once both serve' });
       } finally {
         startup = await watching.stop();
       }
@@ -193,10 +194,10 @@ for (const store of ['sqlite', 'postgres'] as const) {
       };
       // Both workers have answered API and dashboard requests before the first scrape, so that
       // the series exist there (increase() needs an earlier sample to rise from).
-      await waitFor(async () => {
+      await until(async () => {
         await traffic(10);
         return servingPids(server.output()).size === 2;
-      }, 'both workers answering');
+      }, { what: 'both workers answering' });
       await scrape();
       api = 0;
       pages = 0;
@@ -210,17 +211,17 @@ for (const store of ['sqlite', 'postgres'] as const) {
         // The longest-serving worker: the first round kills one original, the second the other.
         const victim = servingWorkers(server.output())[0]!;
         process.kill(victim, 'SIGKILL');
-        await waitFor(() => !servingWorkers(server.output()).includes(victim), `the primary noticed worker ${victim} died`);
+        await until(() => !servingWorkers(server.output()).includes(victim), { what: `the primary noticed worker ${victim} died` });
         // While its replacement starts, the survivor answers, and every scrape answers at once.
         do {
           await traffic(5);
           await scrape();
         } while (servingWorkers(server.output()).length < 2);
         const replacement = servingWorkers(server.output()).at(-1)!;
-        await waitFor(async () => {
+        await until(async () => {
           await traffic(5);
           return servingPids(server.output()).has(replacement);
-        }, `the replacement ${replacement} answering`);
+        }, { what: `the replacement ${replacement} answering` });
         await scrape();
       }
 

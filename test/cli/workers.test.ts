@@ -5,9 +5,10 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { BIN, callCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, startServerProcess, type ServerProcess } from '../support/process.js';
+import { freePort, isRunning, startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
-import { deleteKeys, sleep, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * `serve --workers N`: N processes on one port (node:cluster), limits shared through Redis; more
@@ -23,23 +24,6 @@ function servingPids(output: string): Set<number> {
     if (entry.msg === 'request' && typeof entry.pid === 'number') pids.add(entry.pid);
   }
   return pids;
-}
-
-async function waitFor(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function refusesConnections(port: number): Promise<boolean> {
@@ -93,7 +77,7 @@ describe('serve --workers: usage without Redis', () => {
       try {
         // Requests logged at info (the health checks are logged at debug): 401s, without a key.
         for (let i = 0; i < 4; i++) assert.equal((await httpCall(server.port, '/v1/listings')).status, 401);
-        await waitFor(() => servingPids(server.output()).size > 0, 'request log lines');
+        await until(() => servingPids(server.output()).size > 0, { what: 'request log lines' });
         assert.deepEqual([...servingPids(server.output())], [server.child.pid], `${args.join(' ')}: the serve process itself answers`);
         assert.doesNotMatch(server.output(), /worker started/);
       } finally {
@@ -130,12 +114,12 @@ describe('serve --workers 2 with REDIS_URL', { skip: SKIP_NO_REDIS }, () => {
   });
 
   it('serves one port from two worker processes that share the rate limit', async () => {
-    await waitFor(() => /listening on 127\.0\.0\.1:\d+ with 2 worker processes/.test(server.output()), 'the listening line');
+    await until(() => /listening on 127\.0\.0\.1:\d+ with 2 worker processes/.test(server.output()), { what: 'the listening line' });
     const statuses: number[] = [];
     for (let i = 0; i < 12; i++) statuses.push((await httpCall(server.port, '/v1/listings', { key })).status);
     // Limit 6, shared in Redis: 6 admitted in total, not 6 per worker.
     assert.deepEqual(statuses, [...Array(6).fill(200), ...Array(6).fill(429)]);
-    await waitFor(() => servingPids(server.output()).size >= 2, 'request lines from two pids');
+    await until(() => servingPids(server.output()).size >= 2, { what: 'request lines from two pids' });
     workerPids = [...servingPids(server.output())];
     assert.equal(workerPids.length, 2);
     assert.ok(!workerPids.includes(server.child.pid!), 'the primary does not serve requests itself');
@@ -144,13 +128,13 @@ describe('serve --workers 2 with REDIS_URL', { skip: SKIP_NO_REDIS }, () => {
   it('a crashed worker is restarted, with a log line, and the service keeps answering', async () => {
     const [victim, survivor] = workerPids as [number, number];
     process.kill(victim, 'SIGKILL');
-    await waitFor(() => new RegExp(`worker ${victim} exited unexpectedly; starting a replacement`).test(server.output()), 'the restart line');
+    await until(() => new RegExp(`worker ${victim} exited unexpectedly; starting a replacement`).test(server.output()), { what: 'the restart line' });
     let replacement: number | undefined;
-    await waitFor(() => {
+    await until(() => {
       replacement = [...servingPids(server.output())].find((pid) => !workerPids.includes(pid));
       if (replacement === undefined) void httpCall(server.port, '/v1/listings').catch(() => undefined);
       return replacement !== undefined;
-    }, 'requests answered by the replacement worker');
+    }, { what: 'requests answered by the replacement worker' });
     assert.ok(!isRunning(victim));
     assert.ok(isRunning(survivor));
     for (let i = 0; i < 4; i++) assert.equal((await httpCall(server.port, '/healthz')).status, 200);
@@ -159,7 +143,7 @@ describe('serve --workers 2 with REDIS_URL', { skip: SKIP_NO_REDIS }, () => {
 
   it('SIGTERM stops the primary and every worker cleanly (exit 0) and frees the port', async () => {
     assert.equal(await server.stop(), 0, server.output());
-    await waitFor(() => workerPids.every((pid) => !isRunning(pid)), 'the workers to exit', 5000);
+    await until(() => workerPids.every((pid) => !isRunning(pid)), { what: 'the workers to exit', timeoutMs: 5000 });
     assert.ok(await refusesConnections(server.port));
     assert.doesNotMatch(server.output(), /"level":(50|60)/, 'no error was logged');
   });
@@ -172,7 +156,7 @@ describe('serve with REDIS_URL and no --workers: one worker per core', { skip: S
     const cores = availableParallelism();
     const server = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info' });
     try {
-      await waitFor(() => /Listings API listening on/.test(server.output()), 'the listening line');
+      await until(() => /Listings API listening on/.test(server.output()), { what: 'the listening line' });
       if (cores > 1) assert.match(server.output(), new RegExp(`with ${cores} worker processes`));
       const deadline = Date.now() + 10_000;
       while (servingPids(server.output()).size < cores && Date.now() < deadline) await httpCall(server.port, '/v1/listings');

@@ -6,10 +6,11 @@ import { openStore } from '../../src/storage/index.js';
 import { TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 import { createMigratedTestDatabase, type TestDatabase } from '../support/database.js';
 import { atEnd } from '../support/world.js';
-import { freePort, startServerProcess, waitFor } from '../support/process.js';
+import { freePort, startServerProcess } from '../support/process.js';
 import { dom, named } from '../support/html.js';
 import { httpCall } from '../support/server.js';
 import { DashboardClient, dev, text } from './helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * What `npm start` (`serve --demo`) prints about the dashboard, on stderr (lines for people; stdout
@@ -54,7 +55,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
       firstKey = demoKey(first.stderr());
       // The banner is for people: the key and the password are never in the log stream (D20).
       assert.match(first.stderr(), new RegExp(`account id ${DEMO_ORG_ID}\\.`));
-      await waitFor(() => /"msg":"Server listening/.test(first.stdout()), 'the log on stdout (written in batches)');
+      await until(() => /"msg":"Server listening/.test(first.stdout()), { what: 'the log on stdout (written in batches)' });
       assert.ok(!first.stdout().includes(firstKey) && !first.stdout().includes(firstLogin.password), 'no secret on stdout');
       assert.ok(!first.stdout().includes(firstKey.slice(8, 20)));
       assert.equal((await httpCall(first.port, '/v1/listings', { key: firstKey })).status, 200);
@@ -119,7 +120,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
     for (const [args, more] of variants) {
       const plain = await startServerProcess({ ...env, ...more }, args);
       try {
-        await waitFor(() => /Listings API listening on/.test(plain.stderr()) && /demo API key still works/.test(plain.stderr()), 'the warning on stderr');
+        await until(() => /Listings API listening on/.test(plain.stderr()) && /demo API key still works/.test(plain.stderr()), { what: 'the warning on stderr' });
         // The printed password and the session it opened no longer work; the key does (OPERATIONS:
         // `listings-api demo` prints a key that works with `serve`), and is named with its id.
         assert.equal((await new DashboardClient(dashboardPort).signIn(login.email, login.password)).status, 401, args.join(' '));
@@ -129,7 +130,7 @@ describe('serve --demo (npm start): prints the dashboard URL and a demo login th
         assert.match(plain.stderr(), new RegExp(`Revoke it before serving real traffic: listings-api key revoke ${keyId}`));
         assert.equal(/demo dashboard sign-in \(admin@demo\.example\) is ended/.test(plain.stderr()), args.length === 0, 'said once, when it ended');
         // The log says it too, by id and display prefix only (D20).
-        await waitFor(() => plain.stdout().includes('this database holds demo credentials'), 'the warning in the log');
+        await until(() => plain.stdout().includes('this database holds demo credentials'), { what: 'the warning in the log' });
         const line = JSON.parse(plain.stdout().split('\n').find((l) => l.includes('this database holds demo credentials'))!);
         assert.equal(line.level, 40);
         assert.deepEqual(line.demo_keys, [{ key_id: keyId, key_prefix: displayPrefix(key) }]);

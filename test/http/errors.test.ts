@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from '#kysely';
-import { waitFor } from '../support/process.js';
 import type { RequestOptions, TestServer } from '../support/server.js';
 import { freshServer } from '../support/world.js';
 import { assertError, header, rawRequest } from './helpers.js';
+import { until } from '../support/until.js';
 
 const METHODS = ['POST', 'PUT', 'DELETE', 'PATCH'];
 
@@ -293,7 +293,7 @@ describe('500 internal_error (spec 7, D6)', () => {
     const lines = server.logs.lines.filter((l) => l.reqId === reqId);
     assert.ok(lines.some((l) => l.status === 500), 'the request line');
     const outage = () => server.logs.lines.filter((l) => l.level === 40 && /^database unavailable/.test(String(l.msg)));
-    await waitFor(() => outage().length > 0, 'the outage warning', 5000);
+    await until(() => outage().length > 0, { what: 'the outage warning', timeoutMs: 5000 });
     assert.equal(outage().length, 1);
     assert.match(String(outage()[0]!.error), /listings/);
     // /healthz still answers: the process is alive.

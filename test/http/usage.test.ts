@@ -3,10 +3,10 @@ import { describe, it, type TestContext } from 'node:test';
 import { generateKey, hashKey } from '../../src/auth/key-format.js';
 import { FAILED_REQUESTS_KEPT } from '../../src/storage/index.js';
 import { createMigratedTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
-import { waitFor } from '../support/process.js';
 import { readCounts } from '../support/read-counts.js';
 import { TestClock, type TestServer } from '../support/server.js';
 import { atEnd, freshServer } from '../support/world.js';
+import { until } from '../support/until.js';
 
 /**
  * Usage per key and the failed-request ring (issue 12), through two real instances sharing one
@@ -263,7 +263,7 @@ describe(`usage counting across two instances on ${TEST_STORE} (issue 12)`, () =
     try {
       await a.service.usage!.flush();
       // Logged once the database has been checked: this is no database outage (issue 30 item 5).
-      await waitFor(() => a.logs.lines.some((l) => l.msg === 'could not record usage counts; will retry' && l.level === 40), 'the failure is logged', 5000);
+      await until(() => a.logs.lines.some((l) => l.msg === 'could not record usage counts; will retry' && l.level === 40), { what: 'the failure is logged', timeoutMs: 5000 });
     } finally {
       await db.schema.alterTable('api_usage_away').renameTo('api_usage').execute();
     }

@@ -8,9 +8,9 @@ import pg from 'pg';
 import { assertError } from '../http/helpers.js';
 import { runCli, startCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
-import { within } from '../support/until.js';
+import { until, within } from '../support/until.js';
 import { CHANGES_CHANNEL } from '../../src/storage/pg-notifications.js';
 
 const stores = (['sqlite', 'postgres'] as const).filter((s) => s === 'sqlite' || process.env.TEST_DATABASE_URL);
@@ -152,7 +152,7 @@ if (process.env.TEST_DATABASE_URL) {
       const client = new pg.Client({ connectionString: database.url });
       await client.connect();
       try {
-        await waitFor(async () => (await client.query('select revoked_at from api_keys where id = $1', [id])).rows[0]?.revoked_at !== null, 'the revoke to be committed');
+        await until(async () => (await client.query('select revoked_at from api_keys where id = $1', [id])).rows[0]?.revoked_at !== null, { what: 'the revoke to be committed' });
       } finally {
         await client.end();
       }

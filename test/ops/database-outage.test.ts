@@ -4,8 +4,8 @@ import { sql } from '#kysely';
 import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { waitFor } from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 const skip = process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: the PostgreSQL outage test is skipped';
 
@@ -80,12 +80,12 @@ describe('database outage (PostgreSQL behind a link the test cuts)', { skip }, (
     // per request meanwhile): wait until it listens again.
     const listening = async () =>
       (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(server.service.store.db)).rows[0]!.n === 1;
-    await waitFor(listening, "this instance's listener to be back", 10_000);
+    await until(listening, { what: "this instance's listener to be back", timeoutMs: 10_000 });
     const { rows } = await sql<{ ended: boolean }>`
       select pg_terminate_backend(pid) as ended from pg_stat_activity
       where datname = current_database() and application_name like ${`${INSTANCE_APPLICATION_NAME}%`}`.execute(server.service.store.db);
     assert.deepEqual(rows.map((r) => r.ended), [true], "this instance's listener");
-    await waitFor(() => listenerLines().some((l) => /reconnected/.test(String(l.msg))), 'the listener to reconnect', 10_000);
+    await until(() => listenerLines().some((l) => /reconnected/.test(String(l.msg))), { what: 'the listener to reconnect', timeoutMs: 10_000 });
     const [lost, back, ...rest] = listenerLines();
     assert.deepEqual(rest, []);
     assert.equal(lost!.level, 40);

@@ -6,7 +6,7 @@ import { sql } from '#kysely';
 import { callCli, runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { freePort, isRunning, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { freePort, isRunning, startServerProcess, type ServerProcess } from '../support/process.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall, listingLine, startTestServer, type TestServer } from '../support/server.js';
 import { cleanUpServerOnRedis, sleep, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
@@ -105,7 +105,7 @@ function steadyLoad(port: number, keys: string[], loops: number) {
     answers,
     /** The first 200 answered after `since`, waited for up to `ms`. */
     async firstOkAfter(since: number, ms: number): Promise<Answer> {
-      await waitFor(() => answers.some((a) => a.at > since && a.status === 200), 'a 200 after the fault', ms);
+      await until(() => answers.some((a) => a.at > since && a.status === 200), { what: 'a 200 after the fault', timeoutMs: ms });
       return answers.find((a) => a.at > since && a.status === 200)!;
     },
     /** Resolves once `count` 200s have been answered after `since`: the load is being served. */
@@ -298,7 +298,7 @@ describe('serve on PostgreSQL through a link that goes down (a restart or a fail
     assert.ok(outage.length > 10, 'requests were made during the outage');
     assert.deepEqual(outage.filter((a) => a.status !== 500 || a.error !== 'internal_error'), [], 'a JSON 500 each, never a refused or hung request');
     assert.ok(outage.every((a) => a.ms < 3000), 'each answered without waiting long');
-    await waitFor(async () => (await httpCall(server.port, '/readyz')).status === 200, 'ready again', 3000);
+    await until(async () => (await httpCall(server.port, '/readyz')).status === 200, { what: 'ready again', timeoutMs: 3000 });
 
     // Issue 40 item 10: one warning for the outage and one line at its end, whatever else needed
     // the database meanwhile (the webhook poller looked 2-3 times, with no endpoint configured).
@@ -334,7 +334,7 @@ describe('serve --workers 2 on PostgreSQL: workers replaced while the database i
       { DATABASE_URL: proxied.url, LOG_LEVEL: 'info', METRICS_PORT: String(metricsPort), REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix },
       ['--workers', '2'],
     );
-    await waitFor(async () => sampleValue(await scrape(metricsPort), 'listings_ready') === 2, 'both workers ready');
+    await until(async () => sampleValue(await scrape(metricsPort), 'listings_ready') === 2, { what: 'both workers ready' });
   });
   after(async () => {
     await cleanUpServerOnRedis(server, prefix, database);
@@ -346,12 +346,12 @@ describe('serve --workers 2 on PostgreSQL: workers replaced while the database i
     assert.equal(workerPids.length, 2);
     link.down();
     for (const pid of workerPids) process.kill(pid, 'SIGKILL');
-    await waitFor(() => workerPids.every((pid) => !isRunning(pid)), 'the workers to be gone');
-    await waitFor(() => /a replacement worker could not start/.test(server.output()), 'a replacement to fail to start');
+    await until(() => workerPids.every((pid) => !isRunning(pid)), { what: 'the workers to be gone' });
+    await until(() => /a replacement worker could not start/.test(server.output()), { what: 'a replacement to fail to start' });
     assert.equal(sampleValue(await scrape(metricsPort), 'listings_ready'), 0, 'no worker is ready: 0');
     assert.equal(server.child.exitCode, null, 'the command goes on');
     link.restore();
-    await waitFor(async () => sampleValue(await scrape(metricsPort), 'listings_ready') === 2, 'two workers ready again', 20_000);
+    await until(async () => sampleValue(await scrape(metricsPort), 'listings_ready') === 2, { what: 'two workers ready again', timeoutMs: 20_000 });
     assert.equal((await boundedGet(server.port, '/v1/listings', keys[0]!, 2000)).status, 200);
     assert.equal(server.child.exitCode, null);
   });

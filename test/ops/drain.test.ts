@@ -6,8 +6,9 @@ import { DashboardClient } from '../dashboard/helpers.js';
 import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 import { drainServer } from '../../src/http/drain.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
 import { startTestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 /**
  * `listings-api serve` shutting down under its clients' feet (issue 29 item 5), one process and
@@ -116,7 +117,7 @@ function logLines(stdout: string): Array<Record<string, unknown>> {
 
 /** Resolves once `processes` serving processes logged that they began to drain. */
 async function drainBegan(server: ServerProcess, processes: number): Promise<void> {
-  await waitFor(() => logLines(server.stdout()).filter((l) => l.msg === 'shutting down: finishing in-flight requests').length >= processes, 'the drain to begin');
+  await until(() => logLines(server.stdout()).filter((l) => l.msg === 'shutting down: finishing in-flight requests').length >= processes, { what: 'the drain to begin' });
 }
 
 async function refused(port: number): Promise<boolean> {
@@ -156,7 +157,7 @@ for (const mode of modes) {
     const start = async (env: Record<string, string>) => {
       const server = await startServerProcess({ DATABASE_URL: database.url, LOG_LEVEL: 'info', ...(mode.processes > 1 ? { REDIS_URL: TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix } : {}), ...env }, mode.args);
       // Printed once every process serves (one worker may answer /healthz while the other starts).
-      await waitFor(() => /Listings API listening on/.test(server.stderr()), 'the listening line');
+      await until(() => /Listings API listening on/.test(server.stderr()), { what: 'the listening line' });
       return server;
     };
 
@@ -282,7 +283,7 @@ for (const mode of modes) {
           }
         };
         const load = Promise.all(Array.from({ length: 16 }, client));
-        await waitFor(() => exchanges.filter((e) => e.outcome === '401').length >= 100, 'the load to be under way');
+        await until(() => exchanges.filter((e) => e.outcome === '401').length >= 100, { what: 'the load to be under way' });
         server.child.kill('SIGTERM');
         await Promise.all(hung.map((connection) => connection.closed));
         const cutAt = Date.now();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { isRunning, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { isRunning, startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall, startTestServer, TestClock } from '../support/server.js';
 import { cleanUpServerOnRedis, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * The rolling-restart story with `serve --workers` (issue 30 item 4): every worker warms the
@@ -35,8 +36,8 @@ function servingAfterWarmUp(output: string) {
 
 /** Waits until every "worker serving" line has its worker's warm-up line (or fails naming the one without). */
 async function warmUpLinesOfServing(server: ServerProcess, count: number) {
-  await waitFor(() => servingAfterWarmUp(server.output()).length >= count, `${count} workers serving`);
-  await waitFor(() => servingAfterWarmUp(server.output()).every((w) => w.warmUp !== undefined), `the warm-up line of every serving worker\n${server.output()}`, 5000);
+  await until(() => servingAfterWarmUp(server.output()).length >= count, { what: `${count} workers serving` });
+  await until(() => servingAfterWarmUp(server.output()).every((w) => w.warmUp !== undefined), { what: `the warm-up line of every serving worker\n${server.output()}`, timeoutMs: 5000 });
   const workers = servingAfterWarmUp(server.output());
   for (const worker of workers) assert.ok(worker.warmUp!.time <= worker.at, `worker ${worker.pid} warmed up before it reported serving`);
   return workers;
@@ -63,7 +64,7 @@ describe('serve --workers 2: each worker warms before it listens (issue 30 item 
   after(() => cleanUpServerOnRedis(server, prefix, database));
 
   it('both workers report serving only after their warm-up built the tenant read recently', async () => {
-    await waitFor(() => /listening on 127\.0\.0\.1:\d+ with 2 worker processes/.test(server.output()), 'the listening line');
+    await until(() => /listening on 127\.0\.0\.1:\d+ with 2 worker processes/.test(server.output()), { what: 'the listening line' });
     const workers = await warmUpLinesOfServing(server, 2);
     assert.equal(workers.length, 2);
     for (const worker of workers) {

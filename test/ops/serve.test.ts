@@ -10,8 +10,9 @@ import { DashboardClient } from '../dashboard/helpers.js';
 import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from '../ratelimit/helpers.js';
 import { BIN, runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, isRunning, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { freePort, isRunning, startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall } from '../support/server.js';
+import { until } from '../support/until.js';
 
 /**
  * `listings-api serve` as an operator runs it (issue 8, items 1, 2, 5 and 10): instances side by
@@ -67,7 +68,7 @@ describe('serve: two default instances on one host (SQLite, one process each)', 
         assert.equal((await httpCall(s.port, '/v1/listings')).status, 401);
         const page = await new DashboardClient(s.port, `dashboard.localhost:${s.port}`).get('/sign-in');
         assert.equal(page.status, 200);
-        await waitFor(() => s.stderr().includes(`Dashboard (Settings > Developer: keys and origins) at http://dashboard.localhost:${s.port}\n`), 'the dashboard line');
+        await until(() => s.stderr().includes(`Dashboard (Settings > Developer: keys and origins) at http://dashboard.localhost:${s.port}\n`), { what: 'the dashboard line' });
       }
     } finally {
       assert.equal(await a.stop(), 0);
@@ -102,7 +103,7 @@ describe('serve: two default instances on one host on PostgreSQL and Redis (two 
 
   it('both serve the API and the dashboard, and share one rate limit', async () => {
     for (const s of servers) {
-      await waitFor(() => /Listings API listening on 127\.0\.0\.1:\d+ with \d+ worker processes/.test(s.stderr()), 'the listening line');
+      await until(() => /Listings API listening on 127\.0\.0\.1:\d+ with \d+ worker processes/.test(s.stderr()), { what: 'the listening line' });
       assert.equal((await new DashboardClient(s.port, `dashboard.localhost:${s.port}`).get('/sign-in')).status, 200);
     }
     const statuses: number[] = [];
@@ -134,7 +135,7 @@ describe('serve: a start-up failure ends the command with one line (exit 1), nev
   it('port in use by a running `serve --demo` (npm start twice): one line naming PORT, no credentials, its demo key still works', async () => {
     const running = await startServerProcess({ DATABASE_URL: database.url }, ['--demo']);
     try {
-      await waitFor(() => /Demo API key/.test(running.stderr()), 'the first banner');
+      await until(() => /Demo API key/.test(running.stderr()), { what: 'the first banner' });
       const key = /Demo API key \(sg, shown once\): {2}(sg_live_\w+)\n/.exec(running.stderr())![1]!;
       const keys = demoKeys();
       const result = serveExpectingExit(['--demo'], { DATABASE_URL: database.url, PORT: String(running.port) });
@@ -222,7 +223,7 @@ describe('serve: a start-up failure ends the command with one line (exit 1), nev
     }
     const again = await startServerProcess({ DATABASE_URL: `file:${file}` });
     try {
-      await waitFor(() => /Listings API listening/.test(again.stderr()), 'the listening line');
+      await until(() => /Listings API listening/.test(again.stderr()), { what: 'the listening line' });
       assert.doesNotMatch(again.stderr(), /notice/, 'an existing database: no notice');
     } finally {
       assert.equal(await again.stop(), 0);
@@ -250,12 +251,12 @@ describe('serve --workers: crashes after start are restarted with backoff, up to
       const serving = () => logLines(server.stdout()).filter((l) => l.msg === 'worker serving').map((l) => l.worker_pid as number);
       const killed: number[] = [];
       for (let crash = 1; crash <= 5; crash++) {
-        await waitFor(() => serving().filter((pid) => !killed.includes(pid)).length >= 2, `two serving workers before crash ${crash}`);
+        await until(() => serving().filter((pid) => !killed.includes(pid)).length >= 2, { what: `two serving workers before crash ${crash}` });
         const victim = serving().find((pid) => !killed.includes(pid))!;
         killed.push(victim);
         process.kill(victim, 'SIGKILL');
         if (crash < 5) {
-          await waitFor(() => new RegExp(`worker ${victim} exited unexpectedly; starting a replacement`).test(server.stdout()), `restart ${crash}`);
+          await until(() => new RegExp(`worker ${victim} exited unexpectedly; starting a replacement`).test(server.stdout()), { what: `restart ${crash}` });
           assert.equal((await httpCall(server.port, '/healthz')).status, 200, 'the other worker answers meanwhile');
         }
       }
@@ -292,7 +293,7 @@ describe('serve: shutdown answers what it accepted and ends within SHUTDOWN_TIME
       await trickling;
       server.child.kill('SIGTERM');
       // Before: 25-40 s (until Node's own header timeout). Now: the drain limit, then exit 0.
-      await waitFor(() => server.child.exitCode !== null, 'the process to exit', 8_000);
+      await until(() => server.child.exitCode !== null, { what: 'the process to exit', timeoutMs: 8_000 });
       assert.equal(server.child.exitCode, 0);
       assert.match(server.stdout(), /closed connections still open at the drain deadline/);
     } finally {
@@ -310,7 +311,7 @@ describe('serve: shutdown answers what it accepted and ends within SHUTDOWN_TIME
     socket.write('GET /healthz HTTP/1.1\r\nHost: api.localhost\r\n\r\n');
     await answered;
     server.child.kill('SIGTERM');
-    await waitFor(() => server.child.exitCode !== null, 'the process to exit', 8_000);
+    await until(() => server.child.exitCode !== null, { what: 'the process to exit', timeoutMs: 8_000 });
     assert.equal(server.child.exitCode, 0);
     socket.destroy();
   });
@@ -329,7 +330,7 @@ describe('serve: the log stream', () => {
       const client = new DashboardClient(server.port, `dashboard.localhost:${server.port}`);
       const statuses = await Promise.all(Array.from({ length: 300 }, () => client.get('/sign-in').then((r) => r.status)));
       assert.deepEqual(new Set(statuses), new Set([200]));
-      await waitFor(() => logLines(server.stdout()).filter((l) => l.msg === 'dashboard request').length >= 300, 'the 300 log lines');
+      await until(() => logLines(server.stdout()).filter((l) => l.msg === 'dashboard request').length >= 300, { what: 'the 300 log lines' });
     } finally {
       assert.equal(await server.stop(), 0);
     }

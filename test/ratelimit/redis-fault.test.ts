@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { waitFor } from '../support/process.js';
 import { parseScrape, sampleValue } from '../support/prometheus.js';
 import { httpCall, startTestServer, type TestServer } from '../support/server.js';
 import { deleteKeys, SKIP_NO_REDIS, TEST_REDIS_URL, uniquePrefix } from './helpers.js';
 import { Redis } from 'ioredis';
+import { until } from '../support/until.js';
 
 /**
  * Issue 40: Redis faults injected on the connection itself, through a TCP proxy in the test
@@ -70,19 +70,19 @@ describe('Redis stalled or cut under a serving process (fault proxy)', { skip: S
     } finally {
       link.restore();
     }
-    await waitFor(async () => {
+    await until(async () => {
       await served(1, 1000);
       return (await fallbackGauge()) === 0;
-    }, 'limits shared through Redis again', 10_000);
+    }, { what: 'limits shared through Redis again', timeoutMs: 10_000 });
   });
 
   it('every connection closed: no request fails, and it finds Redis again by itself', async () => {
     link.cut();
     await served(20, 1000);
-    await waitFor(async () => {
+    await until(async () => {
       await served(1, 1000);
       return (await fallbackGauge()) === 0;
-    }, 'limits shared through Redis again', 10_000);
+    }, { what: 'limits shared through Redis again', timeoutMs: 10_000 });
     assert.ok(link.connections >= 1, 'reconnected through the proxy');
   });
 });

@@ -3,9 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { freePort, startServerProcess, type ServerProcess } from '../support/process.js';
 import { httpCall, startTestServer, type TestResponse, type TestServer } from '../support/server.js';
 import { countedInRedis, HAVE_REDIS_SERVER, REDIS_SERVER, sleep, SKIP_NO_REDIS, startRedisServer } from './helpers.js';
+import { until } from '../support/until.js';
 
 /**
  * A Redis outage is never a 500 and never a hung request: the limiter answers from the in-process
@@ -143,7 +144,7 @@ describe('Redis outage and recovery under a real server process (own redis-serve
     redisServer = await startRedisServer(redisPort); // empty: no counters, no cached script (NOSCRIPT -> EVAL)
     // Issue 30 item 4: the way back is logged once the client has reconnected, without waiting
     // for a request, with how long the outage lasted.
-    await waitFor(() => recoveries() === 1, 'the recovery line, without a request', 10_000);
+    await until(() => recoveries() === 1, { what: 'the recovery line, without a request', timeoutMs: 10_000 });
     assert.equal(typeof logLines().find((l) => l.level === 30 && RECOVERED.test(l.msg))!.outage_ms, 'number');
     await untilCountedInRedis();
     const before = await counted();

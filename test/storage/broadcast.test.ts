@@ -8,21 +8,13 @@ import { issueKey } from '../../src/auth/keys.js';
 import { INSTANCE_APPLICATION_NAME } from '../../src/storage/pg-notifications.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { until } from '../support/until.js';
 
 /**
  * D4 across processes: a command's broadcastSettled returns once every serving instance has
  * applied its changes and said so. That a stalled instance holds a real command back is
  * test/ops/cross-instance.test.ts's; here, which instances are waited for.
  */
-/** Polls `condition` every few milliseconds until it holds, or fails after `ms`. */
-async function waitUntil(condition: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
   let database: TestDatabase;
   let command: Store;
@@ -155,19 +147,19 @@ describe(`broadcastSettled on ${TEST_STORE} (D4)`, () => {
     try {
       assert.ok(tenants.every((t) => instance.changes.knownVersion(t) !== undefined), 'exact while it listens');
       await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${INSTANCE_APPLICATION_NAME + id}`.execute(command.db);
-      await waitUntil(() => instance.changes.knownVersion(tenants[0]!) === undefined, 'the listener to be seen away');
+      await until(() => instance.changes.knownVersion(tenants[0]!) === undefined, { what: 'the listener to be seen away' });
       // Commits while it is away: no notification reaches it, and a read made after each sees it.
       for (const [i, tenant] of tenants.entries()) {
         await bump(tenant, 1000 + i);
         assert.equal(await instance.changes.currentVersion(tenant), 1000 + i);
       }
-      await waitUntil(() => tenants.every((t) => instance.changes.knownVersion(t) !== undefined), 'versions exact again despite the steady reads', 10_000);
+      await until(() => tenants.every((t) => instance.changes.knownVersion(t) !== undefined), { what: 'versions exact again despite the steady reads', timeoutMs: 10_000 });
       assert.deepEqual(tenants.map((t) => instance.changes.knownVersion(t)), [1000, 1001, 1002]);
       // And notifications are followed again.
       await bump(tenants[0]!, 2000);
       await command.changes.caughtUp();
       await sql`select pg_notify('listings_api_changes', ${JSON.stringify({ tenants: [[tenants[0]!.ownerAccountId, 'sg', 2000]] })})`.execute(command.db);
-      await waitUntil(() => instance.changes.knownVersion(tenants[0]!) === 2000, 'the notification');
+      await until(() => instance.changes.knownVersion(tenants[0]!) === 2000, { what: 'the notification' });
     } finally {
       reading = false;
       await reads;

@@ -20,16 +20,9 @@ import { MAX_WEBHOOKS_PER_TENANT } from '../../src/storage/webhooks.js';
 import { addWebhook, WebhookError } from '../../src/webhooks/endpoints.js';
 import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
+import { until } from '../support/until.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
-
-async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
-  const start = Date.now();
-  while (!check()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe(`store on ${TEST_STORE}`, () => {
   let database: TestDatabase;
@@ -268,13 +261,13 @@ describe(`store on ${TEST_STORE}`, () => {
     try {
       const auth = store.changes.authVersion();
       await otherStore.origins.add({ account_id: owner, country: 'au', origin: 'https://c.example', created_at: NOW });
-      await eventually(() => store.changes.authVersion() !== auth);
+      await until(() => store.changes.authVersion() !== auth, { what: 'the other process\'s origin in the auth version' });
       const version = store.changes.tenantVersion(tenantKey(other, 'nz'));
       await importListings(otherStore, ndjsonStream([listingLine(other, { country: 'nz', currency: 'NZD' })]), new Date(NOW));
-      await eventually(() => {
+      await until(() => {
         void store.changes.caughtUp();
         return store.changes.tenantVersion(tenantKey(other, 'nz')) > version;
-      });
+      }, { what: 'the other process\'s import in the tenant version' });
       assert.equal(store.changes.tenantVersion(tenantKey(other, 'nz')), Number((await store.db.selectFrom('tenant_versions').select('version').where('owner_account_id', '=', other).where('country', '=', 'nz').executeTakeFirstOrThrow()).version), 'the same version as in the database: the same on every instance');
     } finally {
       await otherStore.close();

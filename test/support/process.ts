@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { BIN } from './cli.js';
 import { httpCall } from './server.js';
-import { until } from './until.js';
 
 /** Ports freePort has handed out in this process: the kernel may offer a just-released one again. */
 const handedOut = new Set<number>();
@@ -92,9 +91,5 @@ export async function startServerProcess(env: Record<string, string>, args: stri
   };
 }
 
-/** Polls `condition` (an observation of I/O, never a timing assertion) until it holds, or fails. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  await until(condition, { what, timeoutMs: ms, everyMs: 50 });
-}
 
 export { isRunning } from './pids.js';

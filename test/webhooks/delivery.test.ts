@@ -9,9 +9,9 @@ import { WEBHOOK_MESSAGE_SCHEMAS } from '../../src/webhooks/messages.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
-import { waitFor } from '../support/process.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.js';
+import { until } from '../support/until.js';
 
 /**
  * Webhook delivery (D24) through the real service on the suite's store, to a real HTTP receiver
@@ -256,7 +256,7 @@ describe('webhook delivery (D24)', () => {
       await add(slow.url);
       await server.addListings(accountId, [{ id: id(95) }]);
       const hanging = tick();
-      await waitFor(() => slow.received.length === 1, 'the hanging attempt');
+      await until(() => slow.received.length === 1, { what: 'the hanging attempt' });
       const other = await server.createAccount();
       await addWebhook(server.service.store, server.clock.now, { accountId: other, country: 'sg', url: receiver.url });
       await server.addListings(other, [{ id: id(96) }]);

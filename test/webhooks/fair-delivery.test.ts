@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { okJson, tempDatabase, type CliDatabase } from '../cli/helpers.js';
-import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
 import { listingLine } from '../support/server.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { until } from '../support/until.js';
 
 /**
  * Issue 43 item 1: one instance's webhook sender is shared by every tenant, and no tenant's
@@ -50,16 +51,16 @@ describe('webhooks: fair delivery between tenants (issue 43)', () => {
 
   it('a tenant whose ten endpoints hang, and one importing 3,000 listings to its ten: another tenant\'s first attempt comes within 5 s', { timeout: 60_000 }, async () => {
     await importLines(accounts.hanging, 1, 'hanging');
-    await waitFor(() => hanging.received.length >= 2, 'the hanging tenant\'s attempts', 10_000);
+    await until(() => hanging.received.length >= 2, { what: 'the hanging tenant\'s attempts', timeoutMs: 10_000 });
     await importLines(accounts.busy, 3000, 'busy');
     const committed = Date.now();
     await importLines(accounts.healthy, 1, 'healthy');
-    await waitFor(() => healthy.received.length === 1, 'the healthy tenant\'s message', 10_000);
+    await until(() => healthy.received.length === 1, { what: 'the healthy tenant\'s message', timeoutMs: 10_000 });
     const latency = Date.now() - committed;
     assert.ok(latency < 5000, `the healthy tenant's first attempt came ${latency} ms after its change (D24: within 5 s)`);
 
     // The busy tenant's 30 messages all go out (3 per endpoint, in order), the hanging tenant meanwhile holding its two.
-    await waitFor(() => busy.received.length === 30, 'the busy tenant\'s backlog', 30_000);
+    await until(() => busy.received.length === 30, { what: 'the busy tenant\'s backlog', timeoutMs: 30_000 });
     for (let n = 0; n < 10; n++) {
       const sizes = busy.received.filter((r) => r.url.endsWith(`?n=${n}`)).map((r) => (JSON.parse(r.body) as { data: { upserted: string[] } }).data.upserted.length);
       assert.deepEqual(sizes, [1000, 1000, 1000], `endpoint ${n}: three messages in order`);

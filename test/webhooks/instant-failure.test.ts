@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { addWebhook, statusOf } from '../../src/webhooks/endpoints.js';
-import { waitFor } from '../support/process.js';
 import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 /**
  * Issue 40 item 0 (D24): an endpoint whose name resolves to an address where the connection fails
@@ -109,7 +109,7 @@ describe('serve\'s own delivery loop survives an endpoint that fails at once (is
     const other = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: 'https://broadcast.hooks.test/hooks' });
     await server.addListings(accountId, [{ id: 'e0000000-0000-4000-8000-000000000999' }]);
     const { webhooks } = server.service.store;
-    await waitFor(async () => (await webhooks.attempts(endpoint.id, 1)).length === 1 && (await webhooks.attempts(other.id, 1)).length === 1, 'the first attempts');
+    await until(async () => (await webhooks.attempts(endpoint.id, 1)).length === 1 && (await webhooks.attempts(other.id, 1)).length === 1, { what: 'the first attempts' });
     const row = (await webhooks.get(endpoint.id))!;
     assert.equal(row.attempt, 1);
     assert.equal(Date.parse(row.next_attempt_at!) - Date.parse(row.failing_since!), RETRY_DELAYS_MS[0]);
