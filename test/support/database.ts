@@ -211,44 +211,26 @@ export async function createScratchPostgres(adminUrl: string, prefix: string, te
 
 /**
  * One connection per admin URL, kept for the process (connecting and ending one took 40-100 ms
- * of each database made and dropped). Its socket holds the process up only while a query is on
- * its way, so that a test file's process still ends when its tests have.
+ * of each database made and dropped), in a pool of one: it runs the admin statements one at a
+ * time, makes the connection again after the server ended it (a test that restarts it), and, idle,
+ * does not hold the process up (pg's `allowExitOnIdle`), so that a test file's process still ends
+ * when its tests have.
  */
-const adminClients = new Map<string, Promise<pg.Client>>();
-let adminQueue: Promise<unknown> = Promise.resolve();
+const adminPools = new Map<string, pg.Pool>();
 
-async function adminClient(adminUrl: string): Promise<pg.Client> {
-  let client = adminClients.get(adminUrl);
-  if (client === undefined) {
-    client = (async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      // A connection the server ended (a test that restarts it) is made again next time.
-      c.on('error', () => adminClients.delete(adminUrl));
-      c.on('end', () => adminClients.delete(adminUrl));
-      return c;
-    })();
-    adminClients.set(adminUrl, client);
-    client.catch(() => adminClients.delete(adminUrl));
+function adminPool(adminUrl: string): pg.Pool {
+  let pool = adminPools.get(adminUrl);
+  if (pool === undefined) {
+    pool = new pg.Pool({ connectionString: adminUrl, max: 1, idleTimeoutMillis: 0, allowExitOnIdle: true });
+    // An idle connection the server ended: the pool drops it and connects again next time.
+    pool.on('error', () => {});
+    adminPools.set(adminUrl, pool);
   }
-  return client;
+  return pool;
 }
 
-/** The socket under a pg client (not in its types). */
-const socketOf = (client: pg.Client) => (client as unknown as { connection: { stream: { ref(): void; unref(): void } } }).connection.stream;
-
 async function adminRows(adminUrl: string, text: string): Promise<string[]> {
-  const run = adminQueue.then(async () => {
-    const client = await adminClient(adminUrl);
-    socketOf(client).ref();
-    try {
-      return (await client.query<{ datname: string }>(text)).rows.map((r) => r.datname);
-    } finally {
-      socketOf(client).unref();
-    }
-  });
-  adminQueue = run.catch(() => {});
-  return run;
+  return (await adminPool(adminUrl).query<{ datname: string }>(text)).rows.map((r) => r.datname);
 }
 
 async function adminQuery(adminUrl: string, text: string): Promise<void> {
