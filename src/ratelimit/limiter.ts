@@ -175,6 +175,11 @@ export class MemoryRateLimiter implements RateLimiter {
     return inspect(this.windows.get(keyId) ?? new SecondCounters(), second, limit);
   }
 
+  /** How many keys' windows are held: what the memory follows (the sweep below keeps it to the active keys). */
+  get keysHeld(): number {
+    return this.windows.size;
+  }
+
   /** Forgets keys idle for a whole window, once a window, so memory follows the active keys. */
   private sweep(second: number): void {
     if (second - this.lastSweep < WINDOW_SECONDS) return;

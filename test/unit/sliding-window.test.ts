@@ -364,7 +364,7 @@ describe('sliding-window limiter (D14, D15)', () => {
   it('(h) sweeps idle keys once a window, and only idle ones', () => {
     const clock = new ManualClock(BASE + 5);
     const limiter = new MemoryRateLimiter(clock.now);
-    const size = () => (limiter as unknown as { windows: Map<string, unknown> }).windows.size;
+    const size = () => limiter.keysHeld;
     for (let i = 0; i < 10_000; i++) limiter.consume(`idle-${i}`, 60);
     clock.ms += 30_000;
     limiter.consume('busy', 1);
