@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
@@ -9,9 +9,10 @@ import { WEBHOOK_MESSAGE_SCHEMAS } from '../../src/webhooks/messages.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.js';
 import { until } from '../support/until.js';
+import { atEnd, freshServer } from '../support/world.js';
 
 /**
  * Webhook delivery (D24) through the real service on the suite's store, to a real HTTP receiver
@@ -33,25 +34,20 @@ describe('webhook delivery (D24)', () => {
   let receiver: Receiver;
   let accountId: string;
 
-  before(async () => {
+  /** Each test's own world (issue 42): a fresh server with its own clock, a receiver, and an account. */
+  async function world(t: TestContext): Promise<void> {
     // The clock starts at the real time: receivers (standardwebhooks) check the timestamp against theirs.
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: '0' }, new TestClock(Date.now()), { manualWebhooks: true });
-  });
-  after(async () => {
-    await server?.close();
-  });
-  beforeEach(async () => {
+    server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: '0' }, { clock: new TestClock(Date.now()), manualWebhooks: true });
     receiver = await startReceiver();
+    atEnd(t, () => receiver.close());
     accountId = await server.createAccount();
-  });
-  afterEach(async () => {
-    await receiver.close();
-  });
+  }
 
   const add = async (url = receiver.url) => addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url });
   const tick = () => server.service.webhooks.tick();
 
-  it('a change after the endpoint was added is one signed message; nothing before it, nothing twice', async () => {
+  it('a change after the endpoint was added is one signed message; nothing before it, nothing twice', async (t) => {
+    await world(t);
     await server.addListings(accountId, [{ id: id(1) }]);
     const endpoint = await add();
     await tick();
@@ -76,7 +72,8 @@ describe('webhook delivery (D24)', () => {
     assert.equal(attempt!.ids, 2);
   });
 
-  it('a listing that stops being visible is removed; one id in one list, by its latest change', async () => {
+  it('a listing that stops being visible is removed; one id in one list, by its latest change', async (t) => {
+    await world(t);
     await add();
     await server.addListings(accountId, [{ id: id(11) }]);
     await server.addListings(accountId, [{ id: id(11), status: 'leased' }]);
@@ -85,7 +82,8 @@ describe('webhook delivery (D24)', () => {
     assert.deepEqual(payload(receiver.received[0]!).data, { country: 'sg', upserted: [], removed: [id(11)] });
   });
 
-  it('an expiry passing is a removal at its instant, with no write', async () => {
+  it('an expiry passing is a removal at its instant, with no write', async (t) => {
+    await world(t);
     const expiry = new Date(server.clock.now() + 60_000).toISOString();
     await server.addListings(accountId, [{ id: id(21), expiry_date: expiry }]);
     await add();
@@ -97,7 +95,8 @@ describe('webhook delivery (D24)', () => {
     assert.deepEqual(payload(receiver.received[0]!).data.removed, [id(21)]);
   });
 
-  it('2,500 new listings: messages of at most 1,000 ids, in order, every id once', async () => {
+  it('2,500 new listings: messages of at most 1,000 ids, in order, every id once', async (t) => {
+    await world(t);
     await add();
     const listings = Array.from({ length: 2500 }, (_, i) => ({ id: id(1000 + i) }));
     await server.addListings(accountId, listings);
@@ -109,7 +108,8 @@ describe('webhook delivery (D24)', () => {
     assert.deepEqual(new Set(messages.flatMap((m) => m.data.upserted)).size, 2500);
   });
 
-  it('a failing endpoint gets the same message again on the retry schedule; a 3xx is not followed; then it recovers', async () => {
+  it('a failing endpoint gets the same message again on the retry schedule; a 3xx is not followed; then it recovers', async (t) => {
+    await world(t);
     const endpoint = await add();
     await server.addListings(accountId, [{ id: id(31) }]);
     receiver.answerWith(() => 500);
@@ -146,7 +146,8 @@ describe('webhook delivery (D24)', () => {
     assert.deepEqual(attempts.map((a) => a.status).reverse(), [500, 302, 200, 200]);
   });
 
-  it('after a day of failures the endpoint is disabled; enable resumes from its position with the same message', async () => {
+  it('after a day of failures the endpoint is disabled; enable resumes from its position with the same message', async (t) => {
+    await world(t);
     const endpoint = await add();
     await server.addListings(accountId, [{ id: id(41) }]);
     receiver.answerWith(() => 503);
@@ -169,7 +170,8 @@ describe('webhook delivery (D24)', () => {
     assert.equal(receiver.received.at(-1)!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
   });
 
-  it('an endpoint whose history was pruned (disabled too long) gets listings.resync, then changes again', async () => {
+  it('an endpoint whose history was pruned (disabled too long) gets listings.resync, then changes again', async (t) => {
+    await world(t);
     const endpoint = await add();
     await server.addListings(accountId, [{ id: id(91) }]);
     // The history after its position is gone, as after CHANGE_HISTORY_DAYS of being disabled.
@@ -186,7 +188,8 @@ describe('webhook delivery (D24)', () => {
     assert.deepEqual(payload(receiver.received[1]!).data.upserted, [id(92)], 'from the end of the history on');
   });
 
-  it('an instance that dies mid-delivery is taken over after its lease, with the same message', async () => {
+  it('an instance that dies mid-delivery is taken over after its lease, with the same message', async (t) => {
+    await world(t);
     const endpoint = await add();
     const { store } = server.service;
     const now = server.clock.now();
@@ -204,32 +207,30 @@ describe('webhook delivery (D24)', () => {
     assert.equal(receiver.received[0]!.body, body);
   });
 
-  it('two instances on one database: each change in one message, never sent by both at once', async () => {
-    const other = await startTestServer({ DATABASE_URL: server.databaseUrl, WEBHOOK_ALLOW_PRIVATE: '1' }, server.clock, { manualWebhooks: true });
-    try {
-      let open = 0;
-      let most = 0;
-      receiver.answerWith(() => {
-        most = Math.max(most, ++open);
-        setImmediate(() => open--);
-        return 200;
-      });
-      await add();
-      for (let round = 0; round < 4; round++) {
-        await server.addListings(accountId, [{ id: id(70 + round) }]);
-        await Promise.all([tick(), other.service.webhooks.tick(), tick(), other.service.webhooks.tick()]);
-      }
-      for (let i = 0; i < 3; i++) await Promise.all([tick(), other.service.webhooks.tick()]);
-      const ids = receiver.received.flatMap((r) => payload(r).data.upserted);
-      assert.deepEqual([...ids].sort(), [id(70), id(71), id(72), id(73)], 'every change once');
-      assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, receiver.received.length, 'no message twice');
-      assert.equal(most, 1, 'one sender at a time');
-    } finally {
-      await other.close();
+  it('two instances on one database: each change in one message, never sent by both at once', async (t) => {
+    await world(t);
+    const other = await freshServer(t, { DATABASE_URL: server.databaseUrl, WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: server.clock, manualWebhooks: true });
+    let open = 0;
+    let most = 0;
+    receiver.answerWith(() => {
+      most = Math.max(most, ++open);
+      setImmediate(() => open--);
+      return 200;
+    });
+    await add();
+    for (let round = 0; round < 4; round++) {
+      await server.addListings(accountId, [{ id: id(70 + round) }]);
+      await Promise.all([tick(), other.service.webhooks.tick(), tick(), other.service.webhooks.tick()]);
     }
+    for (let i = 0; i < 3; i++) await Promise.all([tick(), other.service.webhooks.tick()]);
+    const ids = receiver.received.flatMap((r) => payload(r).data.upserted);
+    assert.deepEqual([...ids].sort(), [id(70), id(71), id(72), id(73)], 'every change once');
+    assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, receiver.received.length, 'no message twice');
+    assert.equal(most, 1, 'one sender at a time');
   });
 
-  it('metrics: attempts by outcome, and the age of the oldest undelivered change', async () => {
+  it('metrics: attempts by outcome, and the age of the oldest undelivered change', async (t) => {
+    await world(t);
     const value = async (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(await server.service.metrics!.scrape())?.[1]);
     const failed = await value('listings_webhook_deliveries_total{outcome="failed"}');
     const delivered = await value('listings_webhook_deliveries_total{outcome="delivered"}');
@@ -249,7 +250,8 @@ describe('webhook delivery (D24)', () => {
     assert.equal(await value('listings_webhook_oldest_undelivered_seconds'), 0);
   });
 
-  it('a hanging endpoint holds neither the next look nor another endpoint\'s delivery', async () => {
+  it('a hanging endpoint holds neither the next look nor another endpoint\'s delivery', async (t) => {
+    await world(t);
     const slow = await startReceiver();
     slow.answerWith('hang');
     try {
@@ -269,7 +271,8 @@ describe('webhook delivery (D24)', () => {
     }
   });
 
-  it('a slow endpoint does not hold the API: requests are answered while it hangs', async () => {
+  it('a slow endpoint does not hold the API: requests are answered while it hangs', async (t) => {
+    await world(t);
     await add();
     receiver.answerWith(() => 'hang');
     await server.addListings(accountId, [{ id: id(61) }]);
