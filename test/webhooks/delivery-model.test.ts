@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { addWebhook } from '../../src/webhooks/endpoints.js';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
 import { prng } from '../support/random.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { atEnd, freshServer } from '../support/world.js';
 
 /**
  * Issue 43 "done when": order and no loss under concurrency. A model of commits against messages:
@@ -28,23 +29,18 @@ interface Endpoint {
 }
 
 describe('webhook delivery model: many endpoints, two instances (issue 43)', () => {
-  let first: TestServer;
-  let second: TestServer;
-  const endpoints: Endpoint[] = [];
-  const accounts: string[] = [];
-
-  before(async () => {
+  /** The test's own world (issue 42): two instances on one fresh database, on one clock. */
+  async function world(t: TestContext): Promise<{ first: TestServer; second: TestServer }> {
     const clock = new TestClock(Date.now());
-    first = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_CONCURRENCY: '4' }, clock, { manualWebhooks: true });
-    second = await startTestServer({ DATABASE_URL: first.databaseUrl, WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_CONCURRENCY: '4' }, clock, { manualWebhooks: true });
-  });
-  after(async () => {
-    await Promise.all(endpoints.map((e) => e.receiver.close()));
-    await second?.close();
-    await first?.close();
-  });
+    const first = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_CONCURRENCY: '4' }, { clock, manualWebhooks: true });
+    const second = await freshServer(t, { DATABASE_URL: first.databaseUrl, WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_CONCURRENCY: '4' }, { clock, manualWebhooks: true });
+    return { first, second };
+  }
 
-  it('each endpoint\'s delivered messages give its tenant\'s changes, in order, whatever the interleaving', { timeout: 120_000 }, async () => {
+  it('each endpoint\'s delivered messages give its tenant\'s changes, in order, whatever the interleaving', { timeout: 120_000 }, async (context) => {
+    const { first, second } = await world(context);
+    const endpoints: Endpoint[] = [];
+    const accounts: string[] = [];
     const seed = Number(process.env.MODEL_SEED ?? Date.now() % 100_000);
     // A failure names its seed: MODEL_SEED=<seed> runs the same sequence again.
     const next = prng(seed);
@@ -53,6 +49,7 @@ describe('webhook delivery model: many endpoints, two instances (issue 43)', () 
       accounts.push(await first.createAccount());
       for (let e = 0; e < ENDPOINTS_PER_TENANT; e++) {
         const endpoint: Endpoint = { tenant: t, receiver: await startReceiver(), answers: [] };
+        atEnd(context, () => endpoint.receiver.close());
         endpoint.receiver.answerWith(() => {
           const status = failing && next() < 1 / 3 ? 500 : 204;
           endpoint.answers.push(status);
