@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS } from '../../src/webhooks/deliverer.js';
 import { addWebhook, statusOf } from '../../src/webhooks/endpoints.js';
-import { startTestServer, TestClock, type TestServer } from '../support/server.js';
+import { TestClock, type TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
+import { atEnd, freshServer } from '../support/world.js';
 
 /**
  * Issue 40 item 0 (D24): an endpoint whose name resolves to an address where the connection fails
@@ -33,22 +34,27 @@ const resolve = async (hostname: string) => {
 const uncaught: unknown[] = [];
 const record = (error: unknown) => void uncaught.push(error);
 
+/** Records every uncaught exception or unhandled rejection until the test ends, after its server has closed. */
+function recordUncaught(t: TestContext): void {
+  process.on('uncaughtException', record);
+  process.on('unhandledRejection', record);
+  atEnd(t, () => {
+    process.off('uncaughtException', record);
+    process.off('unhandledRejection', record);
+  });
+}
+
 for (const allowPrivate of [false, true]) {
   describe(`webhooks to an address that fails at once, WEBHOOK_ALLOW_PRIVATE=${allowPrivate ? 1 : 0} (D24, issue 40 item 0)`, () => {
     let server: TestServer;
     let accountId: string;
 
-    before(async () => {
-      process.on('uncaughtException', record);
-      process.on('unhandledRejection', record);
-      server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: allowPrivate ? '1' : '0' }, new TestClock(Date.now()), { manualWebhooks: true, webhookResolve: resolve });
+    /** Each test's own world (issue 42): uncaught errors recorded, a fresh server with its own clock, and an account. */
+    async function world(t: TestContext): Promise<void> {
+      recordUncaught(t);
+      server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: allowPrivate ? '1' : '0' }, { clock: new TestClock(Date.now()), manualWebhooks: true, webhookResolve: resolve });
       accountId = await server.createAccount();
-    });
-    after(async () => {
-      await server?.close();
-      process.off('uncaughtException', record);
-      process.off('unhandledRejection', record);
-    });
+    }
 
     const add = (host: string) => addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: `https://${host}/hooks/listings` });
     let n = 0;
@@ -58,7 +64,8 @@ for (const allowPrivate of [false, true]) {
       ? [['broadcast.hooks.test', 'refused address'], ['all-nodes.hooks.test', 'refused address'], ['link-local.hooks.test', 'could not connect']]
       : [['broadcast.hooks.test', 'refused address'], ['multicast.hooks.test', 'refused address'], ['link-local.hooks.test', 'refused address']];
     for (const [host, category] of cases) {
-      it(`${host} (${ADDRESSES[host]}): each attempt is recorded as "${category}" on the retry schedule, then the endpoint is disabled`, async () => {
+      it(`${host} (${ADDRESSES[host]}): each attempt is recorded as "${category}" on the retry schedule, then the endpoint is disabled`, async (t) => {
+        await world(t);
         const endpoint = await add(host);
         await change();
         const delays: number[] = [];
@@ -89,21 +96,10 @@ for (const allowPrivate of [false, true]) {
 }
 
 describe('serve\'s own delivery loop survives an endpoint that fails at once (issue 40 item 0)', () => {
-  let server: TestServer;
-
-  before(async () => {
-    process.on('uncaughtException', record);
-    process.on('unhandledRejection', record);
+  it('a listing change reaches the endpoint\'s failure, recorded, and the process goes on serving', async (t) => {
+    recordUncaught(t);
     // Not manualWebhooks: the deliverer looks every second on its own, as in `serve`.
-    server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, new TestClock(Date.now()), { webhookResolve: resolve });
-  });
-  after(async () => {
-    await server?.close();
-    process.off('uncaughtException', record);
-    process.off('unhandledRejection', record);
-  });
-
-  it('a listing change reaches the endpoint\'s failure, recorded, and the process goes on serving', async () => {
+    const server = await freshServer(t, { WEBHOOK_ALLOW_PRIVATE: '1' }, { clock: new TestClock(Date.now()), webhookResolve: resolve });
     const accountId = await server.createAccount();
     const endpoint = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: 'https://link-local.hooks.test/hooks' });
     const other = await addWebhook(server.service.store, server.clock.now, { accountId, country: 'sg', url: 'https://broadcast.hooks.test/hooks' });
