@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import pg from 'pg';
 import { sql, type RawBuilder } from '#kysely';
 import { listingBodyOf } from '../../src/listings/body.js';
@@ -18,9 +18,10 @@ import { tenantKey } from '../../src/core/tenant.js';
 import { openStore, type Store } from '../../src/storage/index.js';
 import { MAX_WEBHOOKS_PER_TENANT } from '../../src/storage/webhooks.js';
 import { addWebhook, WebhookError } from '../../src/webhooks/endpoints.js';
-import { createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase, createTestDatabase, TEST_STORE, type TestDatabase } from '../support/database.js';
 import { listingLine, ndjsonStream } from '../support/server.js';
 import { until } from '../support/until.js';
+import { atEnd } from '../support/world.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
 
@@ -30,29 +31,36 @@ describe(`store on ${TEST_STORE}`, () => {
   let owner: string;
   let other: string;
 
-  before(async () => {
-    database = await createTestDatabase();
-    store = openStore(database.url, { listenForChanges: true });
-    assert.equal((await store.migrate())[0], '001_initial', 'a fresh database gets every migration, in order');
+  /**
+   * Each test's own world (issue 42): a store on a fresh database, migrated unless the test asks for
+   * an empty one, with two accounts in it. What the migrations applied, for the test that asks.
+   */
+  async function world(t: TestContext, createDatabase: () => Promise<TestDatabase> = createMigratedTestDatabase): Promise<string[]> {
+    const db = await createDatabase();
+    database = db;
+    atEnd(t, () => db.drop());
+    const opened = openStore(db.url, { listenForChanges: true });
+    store = opened;
+    atEnd(t, () => opened.close());
+    const applied = await store.migrate();
     await store.start();
     owner = randomUUID();
     other = randomUUID();
     await store.accounts.create({ id: owner, name: 'Org', kind: 'organisation', created_at: NOW });
     await store.accounts.create({ id: other, name: 'Other', kind: 'individual', created_at: NOW });
-  });
-  after(async () => {
-    await store.close();
-    await database.drop();
-  });
+    return applied;
+  }
 
   const changeRows = async () => (await store.db.selectFrom('listing_changes').selectAll().orderBy('seq').execute()).map((r) => ({ ...r, seq: Number(r.seq) }));
   const changeSeqOf = async (id: string) => Number((await store.db.selectFrom('listings').select('change_seq').where('id', '=', id).executeTakeFirstOrThrow()).change_seq);
 
-  it('migrate is idempotent', async () => {
+  it('migrate is idempotent', async (t) => {
+    assert.equal((await world(t, createTestDatabase))[0], '001_initial', 'a fresh database gets every migration, in order');
     assert.deepEqual(await store.migrate(), []);
   });
 
-  it('keys: create, find by hash, revoke once, set limit, last-used in one batch', async () => {
+  it('keys: create, find by hash, revoke once, set limit, last-used in one batch', async (t) => {
+    await world(t);
     const id = randomUUID();
     await store.keys.create({ id, account_id: owner, country: 'sg', label: 'l', key_hash: 'a'.repeat(64), prefix: 'sg_live_abcd', last4: 'wxyz', rate_limit_per_minute: null, created_at: NOW, last_used_at: null, revoked_at: null });
     assert.equal((await store.keys.findByHash('a'.repeat(64)))?.id, id);
@@ -68,7 +76,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal((await store.keys.get(id))?.last_used_at, NOW);
   });
 
-  it('origins: add once, list, check exactly, remove', async () => {
+  it('origins: add once, list, check exactly, remove', async (t) => {
+    await world(t);
     assert.equal(await store.origins.add({ account_id: owner, country: 'sg', origin: 'https://a.example', created_at: NOW }), true);
     assert.equal(await store.origins.add({ account_id: owner, country: 'sg', origin: 'https://a.example', created_at: NOW }), false);
     assert.equal(await store.origins.isAllowed(owner, 'sg', 'https://a.example'), true);
@@ -78,7 +87,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(await store.origins.remove(owner, 'sg', 'https://a.example'), false);
   });
 
-  it('import: counts, one change per new or changed listing in the tenant it is in, nothing for identical lines', async () => {
+  it('import: counts, one change per new or changed listing in the tenant it is in, nothing for identical lines', async (t) => {
+    await world(t);
     const before = (await changeRows()).length;
     const a = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000a' });
     const b = listingLine(owner, { id: '00000000-0000-4000-8000-00000000000b' });
@@ -102,7 +112,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(store.changes.tenantVersion(tenantKey(other, 'sg')), third[1]!.seq);
   });
 
-  it('import: without created_at an update keeps the stored one and an insert takes the import time', async () => {
+  it('import: without created_at an update keeps the stored one and an insert takes the import time', async (t) => {
+    await world(t);
     const line = listingLine(owner, { created_at: '2025-01-01T00:00:00.000Z' });
     await importListings(store, ndjsonStream([line]), new Date(NOW));
     const { created_at: _, ...withoutCreatedAt } = line;
@@ -122,7 +133,25 @@ describe(`store on ${TEST_STORE}`, () => {
     return rows.filter((row) => row.body !== listingBodyOf(row)).map((row) => ({ id: row.id, stored: row.body, expected: listingBodyOf(row) }));
   };
 
-  it('import: each listing\'s body is its JSON from its columns, as inserted and as updated, with the created_at it ends up with (migration 009)', async () => {
+  /**
+   * Existing listings for a migration to rewrite, of the kinds the earlier tests left when they
+   * shared one store: an odd title, images and an expiry, a created_at left out, no price, an
+   * individual owner, another country, and one that is not visible.
+   */
+  const importExistingListings = async () => {
+    const lines = [
+      listingLine(owner, { title: 'Caf\u00e9 "Bar" \\ 100% \u2028 line\nbreak \u{1F600}', images: ['https://cdn.example.com/a.jpg', 'https://cdn.example.com/b.jpg'], cover_image_index: 1, expiry_date: '2030-01-01T00:00:00.000Z' }),
+      listingLine(owner, { price: null }),
+      listingLine(other),
+      listingLine(owner, { country: 'uk', currency: 'GBP' }),
+      listingLine(owner, { status: 'leased' }),
+    ];
+    delete lines[2]!.created_at;
+    await importListings(store, ndjsonStream(lines), new Date(NOW));
+  };
+
+  it('import: each listing\'s body is its JSON from its columns, as inserted and as updated, with the created_at it ends up with (migration 009)', async (t) => {
+    await world(t);
     const odd = 'Caf\u00e9 "Bar" \\ 100% \u2028 line\nbreak \u{1F600}';
     const kept = listingLine(owner, { title: odd, created_at: '2024-02-03T04:05:06.789Z', images: ['https://cdn.example.com/a.jpg', 'https://cdn.example.com/b.jpg'], cover_image_index: 1, expiry_date: '2030-01-01T00:00:00.000Z' });
     const given = listingLine(owner);
@@ -141,7 +170,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(body.view_count, 7);
   });
 
-  it('a listing an older release wrote without its JSON is answered with it, and importing it again stores it (migration 009, rolling deploys)', async () => {
+  it('a listing an older release wrote without its JSON is answered with it, and importing it again stores it (migration 009, rolling deploys)', async (t) => {
+    await world(t);
     const line = listingLine(owner);
     const id = line.id as string;
     await importListings(store, ndjsonStream([line]), new Date(NOW));
@@ -158,7 +188,9 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.deepEqual(await importListings(store, ndjsonStream([line]), new Date(NOW)), { inserted: 0, updated: 1, unchanged: 1 });
   });
 
-  it('migrations 009 and 012 give every existing listing its body (012: price_basis null, after price; D25)', async () => {
+  it('migrations 009 and 012 give every existing listing its body (012: price_basis null, after price; D25)', async (t) => {
+    await world(t);
+    await importExistingListings();
     await locationSearchMigration.down(store.db);
     await priceBasisMigration.down(store.db);
     await listingBodyMigration.down(store.db);
@@ -176,7 +208,9 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.deepEqual(await wrongBodies(), []);
   });
 
-  it('migration 015 gives every existing listing its location (null, after street_address; D28) and its words (D26), and the order index carries them', async () => {
+  it('migration 015 gives every existing listing its location (null, after street_address; D28) and its words (D26), and the order index carries them', async (t) => {
+    await world(t);
+    await importExistingListings();
     await locationSearchMigration.down(store.db);
     const before = await store.db.selectFrom('listings').select(['id', 'body']).execute();
     assert.ok(before.length > 0 && before.every((row) => !row.body.includes('"location"')), 'the object as it was before');
@@ -194,7 +228,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.ok(rows.some((row) => row.search_words !== ''));
   });
 
-  it('migration 010 adds the reason and client address of failed requests, and redacts again the keys an older release let through (issue 29 items 7, 11)', async () => {
+  it('migration 010 adds the reason and client address of failed requests, and redacts again the keys an older release let through (issue 29 items 7, 11)', async (t) => {
+    await world(t);
     await failedRequestReasonMigration.down(store.db);
     const secret = 'AbCdEfGhIjKlMnOpQrStUvWxYz012345QwErTy';
     const leaked = {
@@ -227,7 +262,8 @@ describe(`store on ${TEST_STORE}`, () => {
     await store.db.deleteFrom('api_failed_requests').where('id', 'in', [leaking, clean, redactedBefore]).execute();
   });
 
-  it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async () => {
+  it('tenant versions: a write to one tenant moves no other tenant\'s version, nor the auth version', async (t) => {
+    await world(t);
     const auth = store.changes.authVersion();
     const mine = store.changes.tenantVersion(tenantKey(owner, 'my'));
     await importListings(store, ndjsonStream([listingLine(owner, { country: 'uk', currency: 'GBP' })]), new Date(NOW));
@@ -238,7 +274,8 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.notEqual(store.changes.authVersion(), auth, 'an origin change moves the auth version at once');
   });
 
-  it('webhook endpoints added at once from two processes never pass the cap of D24 (10 per account and country)', async () => {
+  it('webhook endpoints added at once from two processes never pass the cap of D24 (10 per account and country)', async (t) => {
+    await world(t);
     const account = randomUUID();
     await store.accounts.create({ id: account, name: 'Busy', kind: 'organisation', created_at: NOW });
     const second = openStore(database.url);
@@ -256,7 +293,8 @@ describe(`store on ${TEST_STORE}`, () => {
     }
   });
 
-  it("another process's writes are seen: tenant versions and the auth version", async () => {
+  it("another process's writes are seen: tenant versions and the auth version", async (t) => {
+    await world(t);
     const otherStore = openStore(database.url);
     try {
       const auth = store.changes.authVersion();
@@ -274,7 +312,8 @@ describe(`store on ${TEST_STORE}`, () => {
     }
   });
 
-  it('orderedChunk: D9 order across chunks, visible (D10) listings of the tenant only', async () => {
+  it('orderedChunk: D9 order across chunks, visible (D10) listings of the tenant only', async (t) => {
+    await world(t);
     const tenant = randomUUID();
     await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
     const lines = [
@@ -302,7 +341,8 @@ describe(`store on ${TEST_STORE}`, () => {
     }
   });
 
-  it('changedSince: the listings changed after a version, once each; pruned history says so', async () => {
+  it('changedSince: the listings changed after a version, once each; pruned history says so', async (t) => {
+    await world(t);
     const tenant = randomUUID();
     await store.accounts.create({ id: tenant, name: 'T', kind: 'organisation', created_at: NOW });
     const start = store.changes.tenantVersion(tenantKey(tenant, 'sg'));
@@ -320,12 +360,15 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(await store.listings.changedSince(tenant, 'sg', start, 100), 'pruned');
   });
 
-  it('the read path\'s queries are served by indexes', async () => {
+  it('the read path\'s queries are served by indexes', async (t) => {
+    await world(t);
+    // The tenant's listings, so that each query has rows to find (as when the tests shared a store).
+    await importExistingListings();
     // One connection for the settings and the plans (a pool would give EXPLAIN another one).
     await store.db.connection().execute(async (conn) => {
       if (TEST_STORE === 'postgres') {
-        // Statistics as the rows are now: earlier tests rewrote every listing (migrations 009 and
-        // 012), and a plan made from stale row counts picks an index by chance.
+        // Statistics as the rows are now (the listings were just written, and the migrations' tests
+        // rewrite every listing): a plan made from stale row counts picks an index by chance.
         await sql`analyze listings, listing_changes, tenant_versions`.execute(conn);
         // With a handful of rows PostgreSQL rightly prefers a scan, or another index and a sort of
         // the few rows it finds (which of the two is a coin toss of the sampled statistics):
@@ -361,7 +404,9 @@ describe(`store on ${TEST_STORE}`, () => {
     }
   }
 
-  it("an import's swap reads listings by the staged ids, never the whole table: a one-line import costs its line", async () => {
+  it("an import's swap reads listings by the staged ids, never the whole table: a one-line import costs its line", async (t) => {
+    await world(t);
+    await importExistingListings();
     await store.db.connection().execute(async (conn) => {
       await createImportStaging(conn);
       try {
@@ -416,7 +461,8 @@ describe(`store on ${TEST_STORE}`, () => {
     });
   });
 
-  it("an import whose new listing another write inserts while it is applied is applied again, that listing an update (PostgreSQL; SQLite's write lock excludes it)", { skip: TEST_STORE !== 'postgres' }, async () => {
+  it("an import whose new listing another write inserts while it is applied is applied again, that listing an update (PostgreSQL; SQLite's write lock excludes it)", { skip: TEST_STORE !== 'postgres' }, async (t) => {
+    await world(t);
     const raced = listingLine(owner, { title: 'from the import' });
     const plain = listingLine(owner);
     // The other write: the same id, inserted in a transaction held open until the import waits for it.
@@ -433,11 +479,7 @@ describe(`store on ${TEST_STORE}`, () => {
       // Asked on a connection of its own: within a transaction PostgreSQL shows the activity as it was at its first look.
       const waiting = async () =>
         (await sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into listings%'`.execute(store.db)).rows.length > 0;
-      const start = Date.now();
-      while (!(await waiting())) {
-        if (Date.now() - start > 10_000) throw new Error("the import's insert never waited for the other write");
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(waiting, { what: "the import's insert to wait for the other write", timeoutMs: 10_000 });
       await otherWrite.query('commit');
       // Its first attempt found one insert short and was rolled back; the second counted the listing as existing.
       assert.deepEqual(await importing, { inserted: 1, updated: 1, unchanged: 0 });
@@ -451,7 +493,9 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.match(stored.find((r) => r.id === raced.id)!.body, /"title":"from the import"/);
   });
 
-  it('building a tenant\'s index reads the order index alone (migration 008: it covers the indexed columns)', async () => {
+  it('building a tenant\'s index reads the order index alone (migration 008: it covers the indexed columns)', async (t) => {
+    await world(t);
+    await importExistingListings();
     const query = store.db.selectFrom('listings').select([...INDEX_COLUMNS]).where('owner_account_id', '=', owner).where('country', '=', 'sg').where('status', '=', 'active')
       .where((eb) => eb.or([eb('expiry_date', 'is', null), eb('expiry_date', '>', NOW)]))
       .orderBy('is_featured', 'desc').orderBy('created_at', 'desc').orderBy('id').limit(500).compile();
@@ -466,10 +510,12 @@ describe(`store on ${TEST_STORE}`, () => {
     }
   });
 
-  it('import of a file read by a worker thread: the same rows as from a stream, and the first bad line across batches', async () => {
+  it('import of a file read by a worker thread: the same rows as from a stream, and the first bad line across batches', async (t) => {
+    await world(t);
     const dir = mkdtempSync(join(tmpdir(), 'store-import-'));
-    // An owner of its own, and the suite's last test on the store: 2,500 more listings would change
-    // what the others read, and PostgreSQL's statistics (so its plans).
+    // An owner of its own: its 2,500 listings are told apart from any other by their owner and title
+    // (when the tests shared one store they would have changed what the others read, and
+    // PostgreSQL's statistics, so its plans; now each test has a database of its own).
     const fileOwner = randomUUID();
     await store.accounts.create({ id: fileOwner, name: 'File Org', kind: 'organisation', created_at: NOW });
     try {
@@ -506,8 +552,10 @@ describe(`store on ${TEST_STORE}`, () => {
     assert.equal(tenantKey('a', 'sg'), 'a\nsg');
   });
 
-  // Last: its rows would change the planner's statistics of the tenant the plan tests above use (PostgreSQL).
-  it('rows and indexRows by id: each listing once, whatever the number asked (lists padded to a few lengths), unknown ids left out', async () => {
+  // Its rows would change the planner's statistics of the tenant the plan tests use (PostgreSQL):
+  // once the last test for that reason, now on a database of its own.
+  it('rows and indexRows by id: each listing once, whatever the number asked (lists padded to a few lengths), unknown ids left out', async (t) => {
+    await world(t);
     const lines = Array.from({ length: 37 }, () => listingLine(owner));
     await importListings(store, ndjsonStream(lines), new Date(NOW));
     const ids = lines.map((line) => line.id as string);
