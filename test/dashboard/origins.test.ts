@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { dom, named, only } from '../support/html.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { activityItems, dev, signedIn, text, type DashboardClient } from './helpers.js';
 
 describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', () => {
@@ -10,19 +11,27 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
   let client: DashboardClient;
   let key: string;
 
-  before(async () => {
-    server = await startTestServer();
+  /** Each test's own world (issue 42): a fresh server, a signed-in member of an account with a listing and, unless told, an sg key. */
+  async function world(t: TestContext, { withKey = true } = {}): Promise<void> {
+    server = await freshServer(t);
     accountId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'Corner shop' }]);
     ({ client } = await signedIn(server, accountId));
-  });
-  after(() => server.close());
+    if (withKey) key = (await server.createKey(accountId, 'sg')).key;
+  }
 
   const origins = () => server.service.store.origins.listForAccount(accountId);
   const add = (country: string, origin: string) => client.post(dev(accountId, 'origins'), { country, origin });
   const fromBrowser = (origin: string) => server.get('/v1/listings', { key, headers: { origin } });
 
-  it('with no keys and no origins, the page says what to do next, explains 401 versus 403 and recommends a server-side proxy', async () => {
+  /** The origins the adding tests register, added on the page in their order: three for sg, then one for my. */
+  async function added(): Promise<void> {
+    const registered = [['sg', 'https://www.example.com'], ['sg', 'http://localhost:5173'], ['sg', 'http://app.localhost:8080'], ['my', 'https://my.example.com']] as const;
+    for (const [country, origin] of registered) assert.equal((await add(country, origin)).status, 303, origin);
+  }
+
+  it('with no keys and no origins, the page says what to do next, explains 401 versus 403 and recommends a server-side proxy', async (t) => {
+    await world(t, { withKey: false });
     const page = await client.get(dev(accountId, 'origins'));
     assert.equal(page.status, 200);
     const words = text(page.body);
@@ -33,7 +42,8 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.match(words, /Recommended: keep the key on your own server and call the API from there \(a small proxy for your pages\)/);
   });
 
-  it('once the account has a key, its country gets a section with an empty state and its own form', async () => {
+  it('once the account has a key, its country gets a section with an empty state and its own form', async (t) => {
+    await world(t, { withKey: false });
     key = (await server.createKey(accountId, 'sg')).key;
     const page = await client.get(dev(accountId, 'origins'));
     const root = dom(page.body);
@@ -43,7 +53,8 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal(only(root, 'select#country-other').getAttribute('name'), 'country', 'and a form for the other countries');
   });
 
-  it('malformed origins are refused with the error next to the field, and nothing is added', async () => {
+  it('malformed origins are refused with the error next to the field, and nothing is added', async (t) => {
+    await world(t);
     const cases: Array<[string, RegExp]> = [
       ['https://www.example.com/shop', /has a path, query or fragment/],
       ['https://www.example.com?x=1', /has a path, query or fragment/],
@@ -72,7 +83,8 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.deepEqual(await origins(), []);
   });
 
-  it('a registered origin (normalised) lets browsers on it call the API; others get 403 origin_not_allowed, readable (D18)', async () => {
+  it('a registered origin (normalised) lets browsers on it call the API; others get 403 origin_not_allowed, readable (D18)', async (t) => {
+    await world(t);
     assert.equal((await fromBrowser('https://www.example.com')).status, 403, 'before: not allowed');
     const res = await add('sg', ' HTTPS://WWW.Example.com:443/ ');
     assert.equal(res.status, 303);
@@ -99,7 +111,8 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal((await origins()).length, 3);
   });
 
-  it('origins are per country: the other-country form adds a section, and an sg key is still refused there', async () => {
+  it('origins are per country: the other-country form adds a section, and an sg key is still refused there', async (t) => {
+    await world(t);
     const res = await add('my', 'https://my.example.com');
     assert.equal(res.status, 303);
     const page = await client.get(dev(accountId, 'origins'));
@@ -107,7 +120,9 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal((await fromBrowser('https://my.example.com')).status, 403, 'registered for my, not for sg');
   });
 
-  it('removing an origin asks for confirmation first, as revoking a key does; showing the question removes nothing', async () => {
+  it('removing an origin asks for confirmation first, as revoking a key does; showing the question removes nothing', async (t) => {
+    await world(t);
+    await added();
     const page = await client.get(dev(accountId, 'origins'));
     const confirmPath = `${dev(accountId, 'origins')}/remove?country=sg&origin=${encodeURIComponent('https://www.example.com')}`;
     // The list links to the question instead of removing at once.
@@ -144,7 +159,9 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     }
   });
 
-  it('removing an origin is effective for the API at once (D4); removing one that is not there is 404', async () => {
+  it('removing an origin is effective for the API at once (D4); removing one that is not there is 404', async (t) => {
+    await world(t);
+    await added();
     for (let i = 0; i < 3; i++) assert.equal((await fromBrowser('https://www.example.com')).status, 200);
     const res = await client.post(`${dev(accountId, 'origins')}/remove`, { country: 'sg', origin: 'https://www.example.com' });
     assert.equal(res.status, 303);
@@ -158,7 +175,9 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal((await client.post(`${dev(accountId, 'origins')}/remove`, { country: 'sg', origin: 'not an origin' })).status, 404);
   });
 
-  it('CSRF: adding or removing without the token or from another site is 403 and changes nothing', async () => {
+  it('CSRF: adding or removing without the token or from another site is 403 and changes nothing', async (t) => {
+    await world(t);
+    await added();
     const before = JSON.stringify(await origins());
     for (const [path, fields] of [
       [dev(accountId, 'origins'), { country: 'sg', origin: 'https://forged.example.com' }],
@@ -171,7 +190,10 @@ describe('dashboard: allowed origins page (spec 4.4, 5 rules 8-10; D17, D18)', (
     assert.equal(JSON.stringify(await origins()), before);
   });
 
-  it('every change is in the activity log: who added or removed which origin for which country, and when', async () => {
+  it('every change is in the activity log: who added or removed which origin for which country, and when', async (t) => {
+    await world(t);
+    await added();
+    assert.equal((await client.post(`${dev(accountId, 'origins')}/remove`, { country: 'sg', origin: 'https://www.example.com' })).status, 303);
     const page = await client.get(dev(accountId, 'activity'));
     assert.equal(page.status, 200);
     const items = activityItems(page.body);
