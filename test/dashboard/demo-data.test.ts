@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { hashKey } from '../../src/auth/key-format.js';
 import { issueKey } from '../../src/auth/keys.js';
 import { DEMO_ACTOR, DEMO_ORG_ID, ensureDemo, ensureDemoMember } from '../../src/demo/demo-data.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { activityItems, DashboardClient, dev, revealedKey } from './helpers.js';
 
 /**
@@ -14,17 +15,29 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
   let server: TestServer;
   let member: DashboardClient;
 
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(() => server.close());
+  /** Each test's own world (issue 42): a fresh server on an empty database, with no demo data yet. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t);
+  }
 
   const store = () => server.service.store;
   const now = () => new Date(server.clock.now());
   const demoKeys = async () => (await store().keys.listForAccount(DEMO_ORG_ID)).filter((k) => k.label === 'demo');
   const fromBrowser = (key: string, origin: string, host = 'api.localhost') => server.get('/v1/listings', { key, host, headers: { origin } });
 
-  it('a new data set allows http://localhost:5173 and http://127.0.0.1:5173 for sg and my; a browser on either gets 200', async () => {
+  /** A demo data set made by one earlier run: its account, its origins and one active demo key. */
+  async function madeBefore(): Promise<void> {
+    assert.equal((await ensureDemo(store(), now())).created, true);
+  }
+  /** The demo member, signed in to the dashboard. */
+  async function memberSignedIn(): Promise<void> {
+    const login = await ensureDemoMember(store(), now());
+    member = new DashboardClient(server.dashboardPort!);
+    assert.equal((await member.signIn(login.email, login.password)).status, 303);
+  }
+
+  it('a new data set allows http://localhost:5173 and http://127.0.0.1:5173 for sg and my; a browser on either gets 200', async (t) => {
+    await world(t);
     const demo = await ensureDemo(store(), now());
     assert.equal(demo.created, true);
     assert.equal(demo.accountId, DEMO_ORG_ID);
@@ -39,7 +52,9 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     assert.equal((await fromBrowser(my.key, 'http://127.0.0.1:5173', 'api.my.localhost')).status, 200);
   });
 
-  it('a second run leaves exactly one active "demo" key: the earlier one is revoked (401 at once, D4) and the revocation is audit-logged', async () => {
+  it('a second run leaves exactly one active "demo" key: the earlier one is revoked (401 at once, D4) and the revocation is audit-logged', async (t) => {
+    await world(t);
+    await madeBefore();
     const [first] = await demoKeys();
     const firstKey = await ensureDemo(store(), now()); // the key of the run before the one under test
     server.clock.advance(60_000);
@@ -67,10 +82,13 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     assert.ok(!JSON.stringify(entries).includes(firstKey.key.slice(12)), 'never the full key (D20)');
   });
 
-  it("the demo member sees the operator's changes in the activity log", async () => {
-    const login = await ensureDemoMember(store(), now());
-    member = new DashboardClient(server.dashboardPort!);
-    assert.equal((await member.signIn(login.email, login.password)).status, 303);
+  it("the demo member sees the operator's changes in the activity log", async (t) => {
+    await world(t);
+    // The operator's changes: a first run, and a second one a minute later.
+    await madeBefore();
+    server.clock.advance(60_000);
+    await ensureDemo(store(), now());
+    await memberSignedIn();
     const page = await member.get(dev(DEMO_ORG_ID, 'activity'));
     const items = activityItems(page.body).map(([, words]) => words);
     assert.match(items[0]!, new RegExp(`^2026-11-22 10:01 UTC ${DEMO_ACTOR.replace(/[()]/g, '\\$&')} revoked key demo sg_live_\\w{4}…\\w{4}$`));
@@ -78,7 +96,10 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     assert.ok(items.some((line) => /operator \(CLI\) allowed origin http:\/\/127\.0\.0\.1:5173 for Malaysia$/.test(line)), items.join('\n'));
   });
 
-  it('keys the demo did not issue are never touched: another label, or a member\'s own key named "demo" in the dashboard', async () => {
+  it('keys the demo did not issue are never touched: another label, or a member\'s own key named "demo" in the dashboard', async (t) => {
+    await world(t);
+    await madeBefore();
+    await memberSignedIn();
     const handMade = await issueKey(store(), { accountId: DEMO_ORG_ID, country: 'sg', label: 'Website (production)', now: now() });
     const membersDemo = revealedKey((await member.createKey(DEMO_ORG_ID, { label: 'demo', country: 'sg' })).body);
     const membersDemoId = (await demoKeys()).find((k) => k.key_hash === hashKey(membersDemo))!.id;
@@ -90,7 +111,9 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     assert.equal((await store().keys.get(handMade.id))!.revoked_at, null);
   });
 
-  it('demo keys piled up before this rule are all revoked by the next run', async () => {
+  it('demo keys piled up before this rule are all revoked by the next run', async (t) => {
+    await world(t);
+    await madeBefore();
     const pile = [];
     for (let i = 0; i < 3; i++) pile.push(await issueKey(store(), { accountId: DEMO_ORG_ID, country: 'sg', label: 'demo', now: now() }));
     const demo = await ensureDemo(store(), now());
@@ -99,7 +122,10 @@ describe('demo data: one active demo key at a time, and both dev-server origins'
     for (const key of pile) assert.equal((await server.get('/v1/listings', { key: key.key })).status, 401);
   });
 
-  it('upgrade: a demo data set from before 127.0.0.1 gets it added; an origin a member removed in the dashboard stays removed', async () => {
+  it('upgrade: a demo data set from before 127.0.0.1 gets it added; an origin a member removed in the dashboard stays removed', async (t) => {
+    await world(t);
+    await madeBefore();
+    await memberSignedIn();
     // As a data set made before 127.0.0.1 was a demo origin looks.
     for (const country of ['sg', 'my']) await store().origins.remove(DEMO_ORG_ID, country, 'http://127.0.0.1:5173');
     const demo = await ensureDemo(store(), now());
