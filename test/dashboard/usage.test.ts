@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { generateKey } from '../../src/auth/key-format.js';
 import { ERROR_REASONS, type ErrorReason } from '../../src/core/api-error.js';
 import { TEST_STORE } from '../support/database.js';
 import { dom, named, only } from '../support/html.js';
-import { startTestServer, type TestResponse, type TestServer } from '../support/server.js';
+import type { TestResponse, TestServer } from '../support/server.js';
+import { freshServer } from '../support/world.js';
 import { dev, FROM_A_PAGE, signedIn, text, type DashboardClient } from './helpers.js';
 
 /**
@@ -22,19 +23,36 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
   let otherKey: { id: string; key: string };
   const flush = () => server.service.usage!.flush();
 
-  before(async () => {
-    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+  /**
+   * Each test's own world (issue 42): a fresh server, two accounts with a key each, and a member of
+   * the first signed in (the test that reads as the other account signs its member in itself).
+   */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { USAGE_FLUSH_INTERVAL_MS: '60000' });
     accountId = await server.createAccount();
     otherId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'One' }]);
     web = await server.createKey(accountId, 'sg', 'Website');
     otherKey = await server.createKey(otherId, 'sg', 'Their site');
     ({ client } = await signedIn(server, accountId));
-    ({ client: other } = await signedIn(server, otherId));
-  });
-  after(() => server?.close());
+  }
 
-  it('before any request, each page says what to do', async () => {
+  /**
+   * The traffic the pages show, counted and flushed: with the Website key three 200s, a 400
+   * (page=0) and a 403 from a page on http://localhost:4321; with the other account's key five
+   * 403s from https://theirs.example.
+   */
+  async function traffic(): Promise<void> {
+    for (let i = 0; i < 3; i++) assert.equal((await server.get('/v1/listings', { key: web.key })).status, 200);
+    assert.equal((await server.get('/v1/listings?page=0', { key: web.key })).status, 400);
+    // From a page in a browser: its Fetch Metadata with the Origin.
+    assert.equal((await server.get('/v1/listings', { key: web.key, headers: { origin: 'http://localhost:4321', ...FROM_A_PAGE } })).status, 403);
+    for (let i = 0; i < 5; i++) assert.equal((await server.get('/v1/listings', { key: otherKey.key, headers: { origin: 'https://theirs.example' } })).status, 403);
+    await flush();
+  }
+
+  it('before any request, each page says what to do', async (t) => {
+    await world(t);
     const usage = await client.get(dev(accountId, 'usage'));
     assert.equal(usage.status, 200);
     assert.match(text(usage.body), /No requests counted yet\. Call the API with one of your keys/);
@@ -46,13 +64,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.equal(named(dom(failures.body), 'nav a', 'Failed requests').getAttribute('aria-current'), 'page');
   });
 
-  it('Usage: per key, a chart of the last 24 hours scaled to its traffic (its limit far above it said in words) and of 30 days, each with a table of the same numbers, and totals', async () => {
-    for (let i = 0; i < 3; i++) assert.equal((await server.get('/v1/listings', { key: web.key })).status, 200);
-    assert.equal((await server.get('/v1/listings?page=0', { key: web.key })).status, 400);
-    // From a page in a browser: its Fetch Metadata with the Origin.
-    assert.equal((await server.get('/v1/listings', { key: web.key, headers: { origin: 'http://localhost:4321', ...FROM_A_PAGE } })).status, 403);
-    for (let i = 0; i < 5; i++) assert.equal((await server.get('/v1/listings', { key: otherKey.key, headers: { origin: 'https://theirs.example' } })).status, 403);
-    await flush();
+  it('Usage: per key, a chart of the last 24 hours scaled to its traffic (its limit far above it said in words) and of 30 days, each with a table of the same numbers, and totals', async (t) => {
+    await world(t);
+    await traffic();
 
     const res = await client.get(dev(accountId, 'usage'));
     assert.equal(res.status, 200);
@@ -75,7 +89,10 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.ok(!page.includes('Their site'), 'another account\'s key is not shown');
   });
 
-  it('Usage: the other account sees only its own key and counts', async () => {
+  it('Usage: the other account sees only its own key and counts', async (t) => {
+    await world(t);
+    await traffic();
+    ({ client: other } = await signedIn(server, otherId));
     const res = await other.get(dev(otherId, 'usage'));
     assert.equal(res.status, 200);
     assert.match(text(res.body), /Their site/);
@@ -83,7 +100,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.ok(!text(res.body).includes('Website'));
   });
 
-  it('Failed requests: each row says how to fix it; filters by key and code', async () => {
+  it('Failed requests: each row says how to fix it; filters by key and code', async (t) => {
+    await world(t);
+    await traffic();
     const res = await client.get(dev(accountId, 'failures'));
     assert.equal(res.status, 200);
     const page = text(res.body);
@@ -101,7 +120,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.match(text(byKey.body), /403 origin_not_allowed/);
   });
 
-  it('tampered ids give 404: another account\'s key, a malformed key id, an unknown code, another account\'s pages', async () => {
+  it('tampered ids give 404: another account\'s key, a malformed key id, an unknown code, another account\'s pages', async (t) => {
+    await world(t);
+    await traffic();
     for (const path of [
       `${dev(accountId, 'usage')}?key=${otherKey.id}`,
       `${dev(accountId, 'usage')}?key=not-a-uuid`,
@@ -117,7 +138,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     }
   });
 
-  it('request id look-up: a failed request of the account is shown; another account\'s, or an unknown id, is 404', async () => {
+  it('request id look-up: a failed request of the account is shown; another account\'s, or an unknown id, is 404', async (t) => {
+    await world(t);
+    await traffic();
     const mine = await server.service.store.usage.failures(accountId, { code: 'origin_not_allowed' });
     const theirs = await server.service.store.usage.failures(otherId);
     const shown = await client.get(`${dev(accountId, 'requests')}?id=${encodeURIComponent(mine[0]!.request_id)}`);
@@ -135,7 +158,9 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     }
   });
 
-  it('Allow this origin: refused without a valid CSRF token; then one click allows it, audit-logged, and the API answers that origin at once', async () => {
+  it('Allow this origin: refused without a valid CSRF token; then one click allows it, audit-logged, and the API answers that origin at once', async (t) => {
+    await world(t);
+    await traffic();
     const origin = 'http://localhost:4321';
     const call = async () => (await server.get('/v1/listings', { key: web.key, headers: { origin } })).status;
     assert.equal(await call(), 403);
@@ -163,7 +188,8 @@ describe(`dashboard usage and failed requests on ${TEST_STORE} (issue 12)`, () =
     assert.equal(await server.service.store.origins.isAllowed(accountId, 'sg', 'http://evil.example'), false);
   });
 
-  it('the 403 answer points at the dashboard page that explains it', async () => {
+  it('the 403 answer points at the dashboard page that explains it', async (t) => {
+    await world(t);
     const res = await server.get('/v1/listings', { key: web.key, headers: { origin: 'https://elsewhere.example' } });
     assert.equal(res.status, 403);
     assert.match(res.json.message, /Settings > Developer > Failed requests/);
@@ -184,14 +210,14 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
   let web: { id: string; key: string };
   const flush = () => server.service.usage!.flush();
 
-  before(async () => {
-    server = await startTestServer({ USAGE_FLUSH_INTERVAL_MS: '60000' });
+  /** Each test's own world (issue 42): a fresh server, an account with a key, and a member of it signed in. */
+  async function world(t: TestContext): Promise<void> {
+    server = await freshServer(t, { USAGE_FLUSH_INTERVAL_MS: '60000' });
     accountId = await server.createAccount();
     await server.addListings(accountId, [{ title: 'One' }]);
     web = await server.createKey(accountId, 'sg', 'Website');
     ({ client } = await signedIn(server, accountId));
-  });
-  after(() => server?.close());
+  }
 
   /** A page's text as read: no space before punctuation where a tag ended. */
   const read = (html: string) => text(html).replace(/ ([,.;:)])/g, '$1');
@@ -210,7 +236,36 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
   };
   const idOf = (res: { headers: Record<string, string | string[] | undefined> }) => String(res.headers['x-request-id']);
 
-  it("a key used on another country's host, then revoked a minute later: the advice is about the country, on the list and on the look-up", async () => {
+  /**
+   * Failed requests as stored rows of the Website key, from 203.0.113.9: one of each reason
+   * (`req_stored_<reason>`), and three of a release before reasons were kept (`req_stored_old_<code>`).
+   */
+  async function recordStored(): Promise<void> {
+    const at = new Date(server.clock.now()).toISOString();
+    const row = (reason: string | null, code: string, status: number, origin: string | null = null) => ({
+      account_id: accountId, key_id: web.id, at, status, code, method: 'GET', path: '/v1/listings', origin,
+      request_id: `req_stored_${reason ?? `old_${code}`}`, message: 'What the API answered then.', reason, client_ip: '203.0.113.9',
+    });
+    const codeOf = (reason: ErrorReason): [string, number] =>
+      reason.endsWith('_key') || reason.endsWith('_authorization') || reason === 'wrong_country' ? ['unauthorized', 401]
+        : reason.endsWith('_origin') || reason === 'origin_not_registered' ? ['origin_not_allowed', 403]
+          : ['unknown_host', 'unknown_route', 'listing_not_found'].includes(reason) ? ['not_found', 404]
+            : reason === 'rate_limited' ? ['rate_limited', 429] : reason === 'method_not_allowed' ? ['method_not_allowed', 405]
+              : reason === 'internal_error' || reason === 'database_unavailable' ? ['internal_error', 500] : ['bad_request', 400];
+    await server.service.store.usage.recordBatch({
+      counts: [],
+      failures: [
+        ...ERROR_REASONS.map((reason) => row(reason, ...codeOf(reason), reason.endsWith('origin') || reason === 'origin_not_registered' ? 'https://stored.example' : null)),
+        // Rows of a release before reasons were kept: its key is revoked now, which says nothing of why these failed.
+        row(null, 'unauthorized', 401),
+        row(null, 'not_found', 404),
+        row(null, 'rate_limited', 429),
+      ],
+    });
+  }
+
+  it("a key used on another country's host, then revoked a minute later: the advice is about the country, on the list and on the look-up", async (t) => {
+    await world(t);
     const malaysia = await server.createKey(accountId, 'my', 'Malaysia site');
     const wrongHost = await server.get('/v1/listings', { key: malaysia.key });
     assert.equal(wrongHost.status, 401);
@@ -232,7 +287,8 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
     }
   });
 
-  it('each refusal a request with a key of the account can meet is explained by its own reason', async () => {
+  it('each refusal a request with a key of the account can meet is explained by its own reason', async (t) => {
+    await world(t);
     await server.service.store.keys.setRateLimit(web.id, 1_000_000);
     const limited = await server.createKey(accountId, 'sg', 'Limited');
     await server.service.store.keys.setRateLimit(limited.id, 1);
@@ -258,7 +314,8 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
     }
   });
 
-  it('every reason reads its own advice, and a row kept before reasons were, a neutral one (whatever its key is now)', async () => {
+  it('every reason reads its own advice, and a row kept before reasons were, a neutral one (whatever its key is now)', async (t) => {
+    await world(t);
     const advice: Record<ErrorReason, RegExp> = {
       malformed_request: /The request itself was malformed/,
       bad_parameter: /A query parameter is wrong/,
@@ -281,27 +338,7 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
       internal_error: /A failure on our side, not in your request/,
       database_unavailable: /Our database could not answer then/,
     };
-    const at = new Date(server.clock.now()).toISOString();
-    const row = (reason: string | null, code: string, status: number, origin: string | null = null) => ({
-      account_id: accountId, key_id: web.id, at, status, code, method: 'GET', path: '/v1/listings', origin,
-      request_id: `req_stored_${reason ?? `old_${code}`}`, message: 'What the API answered then.', reason, client_ip: '203.0.113.9',
-    });
-    const codeOf = (reason: ErrorReason): [string, number] =>
-      reason.endsWith('_key') || reason.endsWith('_authorization') || reason === 'wrong_country' ? ['unauthorized', 401]
-        : reason.endsWith('_origin') || reason === 'origin_not_registered' ? ['origin_not_allowed', 403]
-          : ['unknown_host', 'unknown_route', 'listing_not_found'].includes(reason) ? ['not_found', 404]
-            : reason === 'rate_limited' ? ['rate_limited', 429] : reason === 'method_not_allowed' ? ['method_not_allowed', 405]
-              : reason === 'internal_error' || reason === 'database_unavailable' ? ['internal_error', 500] : ['bad_request', 400];
-    await server.service.store.usage.recordBatch({
-      counts: [],
-      failures: [
-        ...ERROR_REASONS.map((reason) => row(reason, ...codeOf(reason), reason.endsWith('origin') || reason === 'origin_not_registered' ? 'https://stored.example' : null)),
-        // Rows of a release before reasons were kept: its key is revoked now, which says nothing of why these failed.
-        row(null, 'unauthorized', 401),
-        row(null, 'not_found', 404),
-        row(null, 'rate_limited', 429),
-      ],
-    });
+    await recordStored();
     for (const reason of ERROR_REASONS) assert.match(await lookedUp(`req_stored_${reason}`), advice[reason], reason);
 
     await server.service.store.keys.revoke(web.id, new Date(server.clock.now()).toISOString());
@@ -315,7 +352,8 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
     assert.match(await lookedUp('req_stored_old_rate_limited'), /More requests a minute than this key's limit/);
   });
 
-  it("a key in the path, the query or the Origin, in each of the issue's forms, is in no answer, no log line and not on the Failed requests page (D20)", async () => {
+  it("a key in the path, the query or the Origin, in each of the issue's forms, is in no answer, no log line and not on the Failed requests page (D20)", async (t) => {
+    await world(t);
     const caller = await server.createKey(accountId, 'sg', 'Caller');
     const pasted = generateKey('sg');
     const secret = pasted.slice('sg_live_'.length);
@@ -359,7 +397,9 @@ describe(`dashboard: why a request failed, and from where, on ${TEST_STORE} (iss
     }
   });
 
-  it("each failed request shows the client's address, on the list and on the look-up", async () => {
+  it("each failed request shows the client's address, on the list and on the look-up", async (t) => {
+    await world(t);
+    await recordStored();
     const shown = [await listed('req_stored_revoked_key'), await lookedUp('req_stored_revoked_key')];
     for (const page of shown) assert.match(page, /Client address 203\.0\.113\.9/);
     const old = await lookedUp('req_stored_old_unauthorized');
