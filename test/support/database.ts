@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { openStore } from '../../src/storage/index.js';
 import { isRunning } from './pids.js';
+import { until } from './until.js';
 
 /**
  * Which store the suites run on: SQLite by default; PostgreSQL when the runner sets
@@ -148,12 +149,8 @@ const spareDatabases: string[] = [];
 async function giveBack(adminUrl: string, name: string, template: PostgresTemplate): Promise<void> {
   const emptied = await withClient(databaseUrl(adminUrl, name), async (client) => {
     // A closed store's connections leave the server's list a moment after their sockets close.
-    const others = async () => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows[0]!.n);
-    const deadline = Date.now() + 500;
-    while ((await others()) > 0) {
-      if (Date.now() > deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    const alone = async () => (await client.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows[0]!.n === '0';
+    if (!(await until(alone, { what: 'the last connection to leave', timeoutMs: 500 }).then(() => true, () => false))) return false;
     if ((await client.query<{ schema: string }>(SCHEMA_FINGERPRINT)).rows[0]!.schema !== template.schema) return false;
     // One round trip. Foreign keys are not checked while emptying and refilling (a superuser's session setting).
     const statements = ['BEGIN', 'SET LOCAL session_replication_role = replica'];

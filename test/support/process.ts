@@ -91,5 +91,4 @@ export async function startServerProcess(env: Record<string, string>, args: stri
   };
 }
 
-
 export { isRunning } from './pids.js';
