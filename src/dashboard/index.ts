@@ -18,7 +18,7 @@ import { createSessions } from './sessions.js';
 import { createSignInThrottle } from './throttle.js';
 import { errorPage } from './layout.js';
 import type { SendOptions } from '../webhooks/send.js';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { requireDeclaredSchema, type Typed } from './schemas.js';
 import AjvCompiler from '@fastify/ajv-compiler';
 

@@ -1,4 +1,4 @@
-import { Type, type Static, type TObject, type TProperties } from 'typebox';
+import { Type, type Static, type TObject, type TProperties } from '#typebox';
 import { CSRF_FIELD } from './csrf.js';
 
 /*

@@ -7,7 +7,7 @@ import { deprecationHeaders, deprecationOf } from './deprecations.js';
 import { DISABLE_AFTER_MS, PREVIOUS_SECRET_MS, REPLAY_HEADER, RETRY_DELAYS_MS } from '../webhooks/deliverer.js';
 import { ATTEMPT_TIMEOUT_MS } from '../webhooks/send.js';
 import { CACHE_CONTROL } from './v1/routes.js';
-import type { TObject } from 'typebox';
+import type { TObject } from '#typebox';
 import { UUID_PATTERN } from '../core/formats.js';
 import { ALLOWED_METHODS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../cors/cors.js';
 import { changePageSchema, errorSchema, facetsSchema, listingRemovedSchema, listingSchema, listingUpsertedSchema, pageSchema, usageTypeSchema } from '../listings/listing.js';

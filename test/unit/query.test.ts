@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/core/api-error.js';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { DEFAULT_PER_PAGE, listListings } from '../../src/http/v1/endpoints/list-listings.js';
 import { MAX_PER_PAGE } from '../../src/listings/listing.js';
 import { listChanges } from '../../src/http/v1/endpoints/list-changes.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { issueKey, KeyLimitError } from '../../auth/keys.js';
 import { keyDisplay } from '../../auth/key-format.js';
 import { canonicalUuid } from '../../core/formats.js';

@@ -1,4 +1,4 @@
-import type { Static, TObject } from 'typebox';
+import type { Static, TObject } from '#typebox';
 import type { ListingReads, Body, Tenant } from '../../readmodel/index.js';
 
 /** An example of a request or an answer, as OpenAPI names them. */

@@ -1,4 +1,4 @@
-import { Type, type TObject, type TSchema } from 'typebox';
+import { Type, type TObject, type TSchema } from '#typebox';
 import { redactedExcerpt } from '../../auth/key-format.js';
 import { badRequest, type ApiError } from '../../core/api-error.js';
 import { MAX_INT32 } from '../../core/formats.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteHandlerMethod } from 'fastify';
-import type { TObject } from 'typebox';
+import type { TObject } from '#typebox';
 import { authenticate, type AuthenticatedKey } from '../../auth/authenticate.js';
 import type { ConnectionKeys } from '../../auth/connection-keys.js';
 import { redactedExcerpt } from '../../auth/key-format.js';

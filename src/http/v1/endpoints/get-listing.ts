@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { canonicalUuid } from '../../../core/formats.js';
 import { defineEndpoint } from '../endpoint.js';
 import { ERROR_EXAMPLES as x, FEATURED_ID, featuredListing, sparseListing } from '../examples.js';

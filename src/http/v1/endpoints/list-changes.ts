@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { badRequest } from '../../../core/api-error.js';
 import { defineEndpoint } from '../endpoint.js';
 import { ERROR_EXAMPLES as x, FEATURED_ID, SPARSE_ID, featuredListing } from '../examples.js';

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { defineEndpoint } from '../endpoint.js';
 import { ERROR_EXAMPLES as x } from '../examples.js';
 import { CHECKS } from './checks.js';

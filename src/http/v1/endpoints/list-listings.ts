@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { badRequest } from '../../../core/api-error.js';
 import { MAX_PER_PAGE } from '../../../listings/listing.js';
 import { SORT_KEYS } from '../../../readmodel/views.js';

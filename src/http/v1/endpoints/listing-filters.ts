@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { badRequest } from '../../../core/api-error.js';
 import { searchWords } from '../../../listings/search-words.js';
 import { USAGE_NAMES, usageMask } from '../../../listings/taxonomy.js';
