@@ -1,8 +1,8 @@
 import compress from '@fastify/compress';
-import scalarApiReference from '@scalar/fastify-api-reference';
+import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 
 /**
  * `GET /docs`: the interactive API reference (Scalar), rendered in the browser from the OpenAPI
@@ -72,20 +72,66 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onSend', async (request, reply) => {
     if (request.url.endsWith('/js/scalar.js')) reply.header('cache-control', 'public, max-age=86400');
   });
-  await app.register(scalarApiReference, {
-    routePrefix: DOCS_PATH,
-    logLevel: 'debug',
-    configuration: {
-      url: '/openapi.json',
-      pageTitle: 'Listings Developer API reference',
-      servers: [{ url: '/', description: 'This host: the one this page was loaded from' }],
-      withDefaultFonts: false,
-      telemetry: false,
-      hideClientButton: true,
-      showDeveloperTools: 'never',
-      // Scalar's hosted AI chat and MCP generator: services outside this deployment.
-      agent: { disabled: true },
-      mcp: { disabled: true },
-    },
-  });
+  const reference = lazyReference();
+  app.addHook('onClose', async () => (await reference.loaded())?.close());
+  for (const url of SCALAR_ROUTES) {
+    app.get(url, { logLevel: 'debug' }, async (request, reply) => {
+      const answer = await (await reference.app()).inject({ method: 'GET', url: request.url });
+      reply.code(answer.statusCode);
+      for (const name of ['content-type', 'location']) {
+        const value = answer.headers[name];
+        if (value !== undefined) reply.header(name, value);
+      }
+      return answer.payload;
+    });
+  }
+}
+
+/** The routes Scalar's plugin serves under DOCS_PATH with a `url` configuration: the redirect, the page, its script. */
+export const SCALAR_ROUTES = [DOCS_PATH, `${DOCS_PATH}/`, `${DOCS_PATH}/js/scalar.js`] as const;
+
+const SCALAR_OPTIONS: FastifyApiReferenceOptions = {
+  routePrefix: DOCS_PATH,
+  configuration: {
+    url: '/openapi.json',
+    pageTitle: 'Listings Developer API reference',
+    servers: [{ url: '/', description: 'This host: the one this page was loaded from' }],
+    withDefaultFonts: false,
+    telemetry: false,
+    hideClientButton: true,
+    showDeveloperTools: 'never',
+    // Scalar's hosted AI chat and MCP generator: services outside this deployment.
+    agent: { disabled: true },
+    mcp: { disabled: true },
+  },
+};
+
+/**
+ * Scalar's plugin, loaded on the first request for the reference rather than when the app is
+ * built: its module carries the browser bundle as one 4.3 MB string, which every process that
+ * serves the API (and every test file) would otherwise read, decode and compile at start, about
+ * half of the CPU of importing the service, for a page most processes never serve. Its routes
+ * live in a Fastify instance of their own that never listens; the app's /docs routes above ask
+ * it with Fastify's public `inject` and answer with what it answers (status, type, redirect,
+ * body), so the plugin renders the page and serves its script as it would if registered here.
+ */
+function lazyReference() {
+  let loading: Promise<FastifyInstance> | undefined;
+  const load = async () => {
+    const { default: scalarApiReference } = await import('@scalar/fastify-api-reference');
+    const inner = Fastify();
+    await inner.register(scalarApiReference, SCALAR_OPTIONS);
+    await inner.ready();
+    return inner;
+  };
+  return {
+    /** The plugin's app, loaded once; a failed load is tried again by the next request. */
+    app: (): Promise<FastifyInstance> =>
+      (loading ??= load().catch((error: unknown) => {
+        loading = undefined;
+        throw error;
+      })),
+    /** The app if it was loaded, for closing; never loads it. */
+    loaded: async (): Promise<FastifyInstance | undefined> => loading?.catch(() => undefined),
+  };
 }

@@ -6,6 +6,8 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { BIN } from '../support/cli.js';
+import { startServerProcess } from '../support/process.js';
+import { httpCall } from '../support/server.js';
 import { okJson, tempDatabase, type CliDatabase } from './helpers.js';
 
 /**
@@ -106,6 +108,24 @@ describe('CLI start-up: each command loads only what it needs', () => {
     assert.ok(files.some((f) => PG.test(f)), 'pg loaded');
     assert.deepEqual(files.filter((f) => SQLITE.test(f)), [], 'better-sqlite3 not loaded');
     for (const [name, pattern] of HEAVY) assert.deepEqual(files.filter((f) => pattern.test(f)), [], `loaded ${name}`);
+  });
+  it('serve loads TypeBox as one bundle, and Scalar\'s plugin (a 4.3 MB module) on the first request for /docs, not at start', async (t) => {
+    const log = join(db.dir, 'loaded-serve.txt');
+    writeFileSync(log, '');
+    const server = await startServerProcess({ DATABASE_URL: db.url, NODE_OPTIONS: `--import ${pathToFileURL(recorder).href}`, LOAD_LOG: log });
+    t.after(() => server.stop());
+    const scalarLoaded = () => readFileSync(log, 'utf8').includes('/node_modules/@scalar/fastify-api-reference/');
+    const atStart = readFileSync(log, 'utf8');
+    assert.ok(atStart.includes('/dist/src/http/docs.js'), 'the recorder sees the docs module');
+    // TypeBox (the endpoints' schemas) as its one-file bundle, not its 373 modules (scripts/build-vendor.js).
+    assert.ok(atStart.includes('/dist/vendor/typebox.js'), 'the TypeBox bundle');
+    assert.equal(atStart.includes('/node_modules/typebox/'), false, 'TypeBox\'s own modules');
+    assert.equal((await httpCall(server.port, '/openapi.json', { host: 'api.localhost' })).status, 200);
+    assert.equal(scalarLoaded(), false, 'Scalar loaded before /docs was asked for');
+    const page = await httpCall(server.port, '/docs/', { host: 'api.localhost' });
+    assert.equal(page.status, 200);
+    assert.match(page.body, /<script src="js\/scalar\.js">/);
+    assert.equal(scalarLoaded(), true);
   });
 });
 
