@@ -5,6 +5,7 @@
 // Usage: node scripts/run-tests.js [dist/test/.../x.test.js ...]
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -34,11 +35,20 @@ const STORE_SUITES = ['dist/test/http', 'dist/test/storage', 'dist/test/dashboar
 /** Loaded into every test file's process: an uncaught exception or unhandled rejection fails the run (test/support/no-uncaught.ts). */
 const NO_UNCAUGHT = pathToFileURL(resolve('dist/test/support/no-uncaught.js')).href;
 
+/**
+ * Node.js 22 and later keep the code they compiled for each module in this folder and reuse it in
+ * the next process (NODE_COMPILE_CACHE, a public setting; Node.js 20 ignores it). Every test file,
+ * server and CLI command the suite starts loads the same modules: importing the service took about
+ * a tenth less on Node.js 24 with the cache warm (471 -> 419 ms). The cache checks each module's
+ * source, so a changed file is compiled again.
+ */
+const COMPILE_CACHE = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'listings-api-test-compile-cache');
+
 function run(label, files, env) {
   console.log(`\n=== ${label}: ${files.length} test files`);
   return new Promise((done) => {
     const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', `--import=${NO_UNCAUGHT}`, ...files], {
-      env: { ...process.env, ...env },
+      env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let output = '';
