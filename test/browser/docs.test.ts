@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page, Request } from 'playwright-core';
 import { chromiumAvailable, CHROMIUM, launchChromium, type Browser } from '../support/browser.js';
+import { dom } from '../support/html.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /**
@@ -89,7 +90,8 @@ describe('API reference at /docs in a real browser (Chromium): offline, rendered
     const page = await server.get('/docs/', { host: 'api.localhost' });
     const policy = page.headers['content-security-policy'] as string;
     const scripts = Object.fromEntries(policy.split('; ').map((d) => [d.split(' ')[0], d]))['script-src']!;
-    const inline = [...page.body.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+    // The script's text exactly as sent (the parser's raw text: no entity decoding), which is what the browser hashes.
+    const inline = dom(page.body).querySelectorAll('script').filter((script) => !script.hasAttribute('src')).map((script) => script.rawText);
     assert.equal(inline.length, 1, 'one inline script: the call of Scalar.createApiReference');
     assert.equal(scripts, `script-src 'self' 'sha256-${createHash('sha256').update(inline[0]!).digest('base64')}'`, 'this origin and that script\'s hash, no \'unsafe-inline\'');
     assert.match(policy, /(^|; )connect-src 'self'(;|$)/, '"try it" calls this host only');
