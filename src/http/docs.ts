@@ -69,9 +69,6 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   // that. Registered here, inside this plugin, so that only these routes are compressed; the
   // API's answers are small and their path stays as it is.
   await app.register(compress, { encodings: ['br', 'gzip'], brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } } });
-  app.addHook('onSend', async (request, reply) => {
-    if (request.url.endsWith('/js/scalar.js')) reply.header('cache-control', 'public, max-age=86400');
-  });
   const reference = lazyReference();
   app.addHook('onClose', async () => (await reference.loaded())?.close());
   for (const url of SCALAR_ROUTES) {
@@ -82,13 +79,16 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
         const value = answer.headers[name];
         if (value !== undefined) reply.header(name, value);
       }
+      // The script changes only with the plugin's version: the browser keeps it for a day.
+      if (url === SCALAR_SCRIPT) reply.header('cache-control', 'public, max-age=86400');
       return answer.payload;
     });
   }
 }
 
+const SCALAR_SCRIPT = `${DOCS_PATH}/js/scalar.js`;
 /** The routes Scalar's plugin serves under DOCS_PATH with a `url` configuration: the redirect, the page, its script. */
-export const SCALAR_ROUTES = [DOCS_PATH, `${DOCS_PATH}/`, `${DOCS_PATH}/js/scalar.js`] as const;
+const SCALAR_ROUTES = [DOCS_PATH, `${DOCS_PATH}/`, SCALAR_SCRIPT];
 
 const SCALAR_OPTIONS: FastifyApiReferenceOptions = {
   routePrefix: DOCS_PATH,
