@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchDataset } from './dataset.js';
 import { seedThroughCli, writeListingsFile } from './cli-seed.js';
-import { cleanUpOnExit, freePort, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { cleanUpOnExit, cpuMsOf, freePort, serviceEnv, startChild, stopAll, type Child } from './processes.js';
 import { runLoad as runAutocannonLoad, type LoadResult } from './load.js';
 import { cpuPinning } from './pinning.js';
 import { loadGeneratorEnv, median, numberEnv } from './settings.js';
@@ -36,16 +36,6 @@ function parseSwitches(args: readonly string[]): Record<string, string> {
     env[match[1]!] = match[2]!;
   }
   return env;
-}
-
-/** User and system CPU time of a process so far, in ms (Linux /proc; NaN elsewhere). */
-function cpuMs(child: Child): number {
-  try {
-    const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (USER_HZ = 100)
-  } catch {
-    return NaN;
-  }
 }
 
 interface Side {
@@ -98,10 +88,10 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
         if (pauseS > 0) await new Promise((resolve) => setTimeout(resolve, pauseS * 1000));
-        const before = cpuMs(side.child);
+        const before = cpuMsOf(side.child);
         const result = await load(side, durationS);
         if (result.non2xx > 0 || result.errors > 0) throw new Error(`${target.name} ${side.name}: ${result.non2xx} answers other than 2xx, ${result.errors} errors`);
-        side.rounds.push({ result, cpuUsPerRequest: ((cpuMs(side.child) - before) * 1000) / result.requests });
+        side.rounds.push({ result, cpuUsPerRequest: ((cpuMsOf(side.child) - before) * 1000) / result.requests });
       }
     }
     const [a, b] = sides as [Side, Side];

@@ -31,6 +31,8 @@ export interface ServerFigures {
   p99Ms: number;
   /** Each round's req/s. */
   roundsReqPerSec: number[];
+  /** CPU time of the server's processes per request, in µs (NaN where it was not measured). */
+  cpuUsPerRequest: number;
 }
 
 export interface Ratio {
@@ -47,6 +49,12 @@ export interface AgainstFigures {
   todayOverCeiling: Ratio;
   referenceOverCeiling: Ratio;
   floorOverCeiling: Ratio;
+  /**
+   * Today's CPU per request over the reference's, round by round: below 1 means today spends less
+   * per answer. Steadier than req/s on a shared machine, where a round's throughput moves with
+   * whatever else runs, while the work an answer takes does not.
+   */
+  cpuTodayOverReference: Ratio;
 }
 
 /** The figures of one configuration's rows, per target. */
@@ -57,12 +65,13 @@ export function againstFigures(configuration: string, targets: readonly string[]
       if (rounds === undefined || rounds.length === 0) throw new Error(`--against: no rounds of ${server} on ${target}`);
       return rounds;
     };
-    const ratio = (over: string, under: string): Ratio => {
+    const ratio = (over: string, under: string, of: (r: LoadResult) => number = (r) => r.reqPerSec): Ratio => {
       const a = roundsOf(over);
       const b = roundsOf(under);
-      const rounds = a.map((r, i) => r.reqPerSec / b[i]!.reqPerSec);
+      const rounds = a.map((r, i) => of(r) / of(b[i]!));
       return { median: median(rounds), rounds };
     };
+    const cpuOf = (r: LoadResult) => r.serverCpuUsPerRequest ?? NaN;
     const servers: Record<string, ServerFigures> = {};
     for (const [server, name] of SERVERS) {
       const rounds = roundsOf(server);
@@ -71,6 +80,7 @@ export function againstFigures(configuration: string, targets: readonly string[]
         p50Ms: median(rounds.map((r) => r.p50Ms)),
         p99Ms: median(rounds.map((r) => r.p99Ms)),
         roundsReqPerSec: rounds.map((r) => r.reqPerSec),
+        cpuUsPerRequest: median(rounds.map(cpuOf)),
       };
     }
     return {
@@ -81,6 +91,7 @@ export function againstFigures(configuration: string, targets: readonly string[]
       todayOverCeiling: ratio('service', 'baseline'),
       referenceOverCeiling: ratio('reference', 'baseline'),
       floorOverCeiling: ratio('fastify', 'baseline'),
+      cpuTodayOverReference: ratio('service', 'reference', cpuOf),
     };
   });
 }
@@ -89,18 +100,20 @@ const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) :
 
 /** The table: a line per configuration, target and server, then each target's rounds. */
 export function againstTable(figures: readonly AgainstFigures[]): string[] {
-  const table: string[][] = [['configuration', 'target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'x ceiling', 'x reference']];
+  const table: string[][] = [['configuration', 'target', 'server', 'req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'x ceiling', 'x reference', 'CPU x reference']];
   const roundLines: string[] = [];
   for (const f of figures) {
     const overCeiling: Record<string, Ratio | undefined> = { floor: f.floorOverCeiling, reference: f.referenceOverCeiling, today: f.todayOverCeiling };
     for (const [, name] of SERVERS) {
       const s = f.servers[name]!;
       const ceilingRatio = overCeiling[name];
-      table.push([f.configuration, f.target, name, fmt(s.reqPerSec, 0), fmt(s.p50Ms), fmt(s.p99Ms), ceilingRatio === undefined ? '' : fmt(ceilingRatio.median),
-        name === 'today' ? fmt(f.todayOverReference.median) : '']);
+      const today = name === 'today';
+      table.push([f.configuration, f.target, name, fmt(s.reqPerSec, 0), fmt(s.p50Ms), fmt(s.p99Ms), fmt(s.cpuUsPerRequest, 1), ceilingRatio === undefined ? '' : fmt(ceilingRatio.median),
+        today ? fmt(f.todayOverReference.median) : '', today ? fmt(f.cpuTodayOverReference.median) : '']);
     }
     const list = (r: Ratio) => r.rounds.map((x) => fmt(x)).join(' ');
-    roundLines.push(`${f.configuration} ${f.target}: today/reference ${list(f.todayOverReference)}; today/ceiling ${list(f.todayOverCeiling)}; reference/ceiling ${list(f.referenceOverCeiling)}`);
+    roundLines.push(`${f.configuration} ${f.target}: today/reference ${list(f.todayOverReference)}; CPU today/reference ${list(f.cpuTodayOverReference)}; `
+      + `today/ceiling ${list(f.todayOverCeiling)}; reference/ceiling ${list(f.referenceOverCeiling)}`);
   }
   const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
   const lines = table.map((row, i) => row.map((cell, c) => (c >= 3 && i > 0 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd());

@@ -19,6 +19,11 @@ export interface LoadResult {
   bytesPerResponse: number;
   /** autocannon's own (whole-millisecond) percentiles, for reference. */
   autocannon: { p50: number; p99: number; reqPerSecMean: number };
+  /**
+   * CPU time (user + system) the server's processes spent per request during the load, in µs,
+   * where the caller measured it (processes.ts `cpuMsOf`, read before and after).
+   */
+  serverCpuUsPerRequest?: number;
 }
 
 /** A request with headers of its own (added to the run's), e.g. one key per tenant. */

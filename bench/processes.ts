@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, createReadStream, openSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { onCpu } from './pinning.js';
@@ -19,6 +19,41 @@ export interface Child {
 }
 
 const running = new Set<Child>();
+
+/**
+ * User and system CPU time, in ms, that a child and every process under it have spent so far:
+ * `serve --workers N` answers from worker processes that the child forked. Linux's /proc (a
+ * process's stat, and its threads' `children` lists); NaN elsewhere, or once the child is gone.
+ * A process that exits between two readings takes its time with it: read while they all run.
+ */
+export function cpuMsOf(child: Child): number {
+  const pid = child.process.pid;
+  if (pid === undefined) return NaN;
+  try {
+    return processTreeTicks(pid) * 10; // clock ticks of 10 ms (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+function processTreeTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+  let children = '';
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  } catch {
+    // Gone meanwhile: its own time is what there is.
+  }
+  for (const child of children.split(' ').filter(Boolean)) {
+    try {
+      ticks += processTreeTicks(Number(child));
+    } catch {
+      // A child that exited between the two reads.
+    }
+  }
+  return ticks;
+}
 
 /**
  * A free loopback port below the kernel's ephemeral range (32768+ on Linux), so that no other
