@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchDataset } from './dataset.js';
 import { seedThroughCli, writeListingsFile } from './cli-seed.js';
-import { cleanUpOnExit, cpuMsOf, freePort, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { cleanUpOnExit, freePort, serviceEnv, startChild, stopAll, withServerCpu, type Child } from './processes.js';
 import { runLoad as runAutocannonLoad, type LoadResult } from './load.js';
 import { cpuPinning } from './pinning.js';
 import { loadGeneratorEnv, median, numberEnv } from './settings.js';
@@ -41,7 +41,7 @@ function parseSwitches(args: readonly string[]): Record<string, string> {
 interface Side {
   name: 'A' | 'B';
   child: Child;
-  rounds: Array<{ result: LoadResult; cpuUsPerRequest: number }>;
+  rounds: LoadResult[];
 }
 
 async function main(): Promise<void> {
@@ -88,17 +88,16 @@ async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
         if (pauseS > 0) await new Promise((resolve) => setTimeout(resolve, pauseS * 1000));
-        const before = cpuMsOf(side.child);
-        const result = await load(side, durationS);
+        const result = await withServerCpu(side.child, () => load(side, durationS));
         if (result.non2xx > 0 || result.errors > 0) throw new Error(`${target.name} ${side.name}: ${result.non2xx} answers other than 2xx, ${result.errors} errors`);
-        side.rounds.push({ result, cpuUsPerRequest: ((cpuMsOf(side.child) - before) * 1000) / result.requests });
+        side.rounds.push(result);
       }
     }
     const [a, b] = sides as [Side, Side];
-    const ratios = a.rounds.map((r, i) => b.rounds[i]!.result.reqPerSec / r.result.reqPerSec);
+    const ratios = a.rounds.map((r, i) => b.rounds[i]!.reqPerSec / r.reqPerSec);
     const fmt = (n: number, digits = 2) => n.toFixed(digits);
     const summary = (side: Side) =>
-      `${side.name}: ${fmt(median(side.rounds.map((r) => r.result.reqPerSec)), 0)} req/s, p99 ${fmt(median(side.rounds.map((r) => r.result.p99Ms)), 1)} ms, CPU ${fmt(median(side.rounds.map((r) => r.cpuUsPerRequest)), 1)} us/request`;
+      `${side.name}: ${fmt(median(side.rounds.map((r) => r.reqPerSec)), 0)} req/s, p99 ${fmt(median(side.rounds.map((r) => r.p99Ms)), 1)} ms, CPU ${fmt(median(side.rounds.map((r) => r.serverCpuUsPerRequest ?? NaN)), 1)} us/request`;
     console.log(`${target.name}: B/A req/s ${fmt(median(ratios))} (rounds ${ratios.map((r) => fmt(r)).join(', ')}); ${summary(a)}; ${summary(b)}`);
   }
   await stopAll(); // the exit handler above removes the work folder

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createReadStream, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
+import type { LoadResult } from './load.js';
 import { onCpu } from './pinning.js';
 
 /**
@@ -34,6 +35,13 @@ export function cpuMsOf(child: Child): number {
   } catch {
     return NaN;
   }
+}
+
+/** Runs `load` against `child` and adds the CPU its processes spent per request meanwhile (`cpuMsOf`). */
+export async function withServerCpu(child: Child, load: () => Promise<LoadResult>): Promise<LoadResult> {
+  const before = cpuMsOf(child);
+  const result = await load();
+  return { ...result, serverCpuUsPerRequest: ((cpuMsOf(child) - before) * 1000) / result.requests };
 }
 
 function processTreeTicks(pid: number): number {

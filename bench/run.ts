@@ -10,7 +10,7 @@ import { runWrkLoad } from './wrk.js';
 import { modeNamed, type BenchMode, type PreparedMode } from './modes.js';
 import type { CapturedRouteJson } from './captured-routes.js';
 import { cpuPinning, type CpuPinning } from './pinning.js';
-import { cleanUpOnExit, countLines, cpuMsOf, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, type Child } from './processes.js';
+import { cleanUpOnExit, countLines, freePort, httpGet, killAllNow, serviceEnv, startChild, stopAll, withServerCpu, type Child } from './processes.js';
 import { describeWorkingTree, prepareReference, removeReference, type Reference } from './reference.js';
 import { combine, loadGeneratorEnv, median, numberEnv, spread } from './settings.js';
 import { TARGETS, type Target } from './targets.js';
@@ -487,9 +487,7 @@ async function measureInRounds(
   const parts = new Map<string, LoadResult[]>(servers.map(([name]) => [name, []]));
   for (let round = 0; round < s.rounds; round++) {
     for (const [name, child, headers] of orderOf(round)) {
-      const before = cpuMsOf(child);
-      const result = await runLoad({ ...loadOf(child, headers), durationS: s.durationS });
-      parts.get(name)!.push({ ...result, serverCpuUsPerRequest: ((cpuMsOf(child) - before) * 1000) / result.requests });
+      parts.get(name)!.push(await withServerCpu(child, () => runLoad({ ...loadOf(child, headers), durationS: s.durationS })));
     }
   }
   const rows: Row[] = [];
